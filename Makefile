@@ -1,0 +1,42 @@
+# The two commands of the README: `make serve` and `make test`. Each installs what it needs.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY_STAMP := $(VENV)/.installed
+JS_STAMP := node_modules/.installed
+AGENT := static/anteroom.js
+
+.PHONY: serve test lint pytest jstest bench clean
+
+serve: $(PY_STAMP) $(AGENT)
+	$(BIN)/anteroom serve
+
+test: $(PY_STAMP) $(AGENT) lint pytest jstest
+
+lint: $(PY_STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+pytest: $(PY_STAMP) $(AGENT)
+	$(BIN)/pytest
+
+jstest: $(JS_STAMP)
+	@if [ -f package.json ]; then npm test; fi
+
+bench: $(PY_STAMP)
+	$(BIN)/python bench/engine.py
+
+$(PY_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+$(JS_STAMP): $(wildcard package.json package-lock.json)
+	@if [ -f package.json ]; then npm ci --no-audit --no-fund; mkdir -p node_modules; touch $@; fi
+
+$(AGENT): $(JS_STAMP) $(wildcard frontend/*.js frontend/*.mjs)
+	@if [ -f package.json ]; then npm run build; fi
+
+clean:
+	rm -rf $(VENV) node_modules build dist

@@ -1,0 +1,103 @@
+"""The ``anteroom`` command line: ``serve`` (and, later, key management)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .config import Settings
+from .embedded import EmbeddedRedis
+from .tokens import Keyring
+
+log = logging.getLogger("anteroom")
+
+
+def persisted_keys(data_dir: Path) -> str:
+    """The keyring kept in ``data_dir/keys`` (created on first use, readable by us only)."""
+    path = data_dir / "keys"
+    if path.exists():
+        return path.read_text().strip()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    text = Keyring.generate().serialize()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text + "\n")
+    return text
+
+
+def embedded_redis(settings: Settings) -> tuple[EmbeddedRedis, bool]:
+    """The data folder's embedded Redis, started unless already running; (server, started)."""
+    server = EmbeddedRedis(settings.data_dir)
+    if server.is_running():
+        return server, False
+    return server.start(), True
+
+
+def _serve(settings: Settings) -> int:
+    from gunicorn.app.base import BaseApplication
+
+    from .app import create_app
+    from .demo import ensure_demo
+    from .engine import Engine
+    from .storage import connect
+
+    server: EmbeddedRedis | None = None
+    started = False
+    if not settings.redis_url:
+        server, started = embedded_redis(settings)
+        settings = settings.with_overrides(redis_url=server.url)
+        log.info("embedded Redis at %s (data in %s)", server.url, server.data_dir)
+    if not settings.keys:
+        settings = settings.with_overrides(keys=persisted_keys(Path(settings.data_dir)))
+    try:
+        if settings.demo_enabled:
+            host = settings.bind.rsplit(":", 1)[0] or "127.0.0.1"
+            port = settings.bind.rsplit(":", 1)[-1]
+            host = "127.0.0.1" if host in ("0.0.0.0", "") else host
+            ensure_demo(Engine(connect(settings.redis_url), settings.key_prefix),
+                        f"http://{host}:{port}")  # fmt: skip
+            log.info("demo room: http://%s:%s/queue/demo?key=pk_demo", host, port)
+
+        class Service(BaseApplication):  # type: ignore[misc]
+            def load_config(self) -> None:
+                self.cfg.set("bind", settings.bind)
+                self.cfg.set("workers", settings.workers)
+                self.cfg.set("worker_class", "gthread")
+                self.cfg.set("threads", 4)
+                self.cfg.set("accesslog", "-")
+                # Query strings carry tokens (?abq=…): log the path only, never a token.
+                self.cfg.set("access_log_format", '%(h)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms')
+
+            def load(self) -> Any:
+                return create_app(settings)
+
+        Service().run()
+    finally:
+        if server is not None and started:
+            server.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``anteroom`` command."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    parser = argparse.ArgumentParser(prog="anteroom", description="Anteroom waiting room")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("serve", help="run the service under gunicorn")
+    args = parser.parse_args(argv)
+    try:
+        settings = Settings.from_env()
+    except ValueError as exc:
+        print(f"anteroom: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "serve":
+        return _serve(settings)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""The one definition of every Redis key name Anteroom uses.
+
+Room keys share the room id as a Cluster hash tag (``{<id>}``) so a room lives on one shard and
+its Lua scripts may touch all of them. Environment-wide keys carry the environment as their tag.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+DEFAULT_PREFIX = "anteroom:"
+_SAFE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+def _checked(value: str, what: str) -> str:
+    # Braces or colons in an id would move a key to another slot or another namespace.
+    if not _SAFE.match(value):
+        raise ValueError(f"invalid {what} for a Redis key: {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class KeySpace:
+    """Builds key names under one configurable prefix."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    def room_base(self, room_id: str) -> str:
+        """Base of a room's keys; the scripts append ``room``, ``spots``, ``b:<score>`` …"""
+        return f"{self.prefix}r:{{{_checked(room_id, 'room id')}}}:"
+
+    def room(self, room_id: str) -> str:
+        """The hash holding a room's configuration and counters."""
+        return self.room_base(room_id) + "room"
+
+    def room_keys(self, room_id: str) -> dict[str, str]:
+        """Fixed keys of a room (bucket keys ``b:<score>`` are added by the scripts)."""
+        base = self.room_base(room_id)
+        return {name: base + name for name in ("room", "spots", "active", "adm", "rvk", "bks")}
+
+    def env_rooms(self, env: str) -> str:
+        """Hash slug → room id of one environment."""
+        return f"{self.prefix}env:{{{_checked(env, 'environment')}}}:rooms"
+
+    def env_revoked(self, env: str, kind: str, value: str) -> str:
+        """Marker of a revoked session (``kind`` ``j``) or visitor (``v``), with a TTL."""
+        return f"{self.prefix}env:{{{_checked(env, 'environment')}}}:rv:{kind}:{value}"
+
+    def env_keys(self, env: str) -> str:
+        """Hash key id → key record of one environment."""
+        return f"{self.prefix}env:{{{_checked(env, 'environment')}}}:keys"
+
+    def env_audit(self, env: str) -> str:
+        """Stream of audit events of one environment."""
+        return f"{self.prefix}env:{{{_checked(env, 'environment')}}}:audit"
+
+    def environments(self) -> str:
+        """Set of known environment names."""
+        return f"{self.prefix}environments"
+
+    def public_keys(self) -> str:
+        """Hash public key → environment."""
+        return f"{self.prefix}pk"
+
+    def secret_keys(self) -> str:
+        """Hash key id → secret key record (hashed secret, environment, scopes)."""
+        return f"{self.prefix}sk"
+
+    def challenge_spent(self, jti: str) -> str:
+        """Marker of a spent proof-of-work challenge."""
+        return f"{self.prefix}pc:{_checked(jti, 'challenge id')}"
+
+    def limiter_prefix(self) -> str:
+        """Prefix for flask-limiter's counters."""
+        return f"{self.prefix}lim"

@@ -1,0 +1,166 @@
+"""Room configuration: the fields of SPEC "Room configuration", their checks and storage names.
+
+One table defines every field once: its API name, the short name in the room's Redis hash
+(the Lua scripts read those), its default and its check. Validation reports every bad field
+at once, so an operator fixes a request in one round.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+SLUG_PATTERN = re.compile(r"^[a-z0-9-]{3,64}$")
+_LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
+
+
+class ValidationError(ValueError):
+    """Some fields are invalid; ``fields`` maps each to what is wrong with it."""
+
+    def __init__(self, fields: Mapping[str, str]) -> None:
+        super().__init__("; ".join(f"{k}: {v}" for k, v in fields.items()))
+        self.fields = dict(fields)
+
+
+def _int_range(lo: int, hi: int, nullable: bool = False) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if value is None and nullable:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be an integer from {lo:,} to {hi:,}" + (" or null" if nullable else "")
+        if not lo <= value <= hi:
+            return f"must be from {lo:,} to {hi:,}"
+        return None
+
+    return check
+
+
+def _slug(value: Any) -> str | None:
+    if not isinstance(value, str) or not SLUG_PATTERN.match(value):
+        return "must match ^[a-z0-9-]{3,64}$"
+    return None
+
+
+def _name(value: Any) -> str | None:
+    if not isinstance(value, str) or not 1 <= len(value) <= 200 or not value.strip():
+        return "must be a string of 1 to 200 characters"
+    return None
+
+
+def _bool(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "must be true or false"
+
+
+def _fail_mode(value: Any) -> str | None:
+    return None if value in ("open", "closed") else 'must be "open" or "closed"'
+
+
+def redirect_url_problem(value: Any) -> str | None:
+    """Why ``value`` is not an acceptable redirect URL, or None."""
+    if not isinstance(value, str) or len(value) > 2000:
+        return "must be an absolute URL"
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname
+    except ValueError:
+        return "must be an absolute URL"
+    if not host or not parts.netloc:
+        return "must be an absolute URL"
+    if parts.scheme == "https":
+        return None
+    if parts.scheme == "http" and (host in _LOCAL_HOSTS or f"[{host}]" in _LOCAL_HOSTS):
+        return None
+    return "must use https (http only for localhost, 127.0.0.1 or [::1])"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One configuration field."""
+
+    api: str
+    stored: str
+    default: Any
+    check: Callable[[Any], str | None]
+    required: bool = False
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("slug", "slug", None, _slug, required=True),
+    Field("name", "name", None, _name, required=True),
+    Field("ratePerMinute", "rate", 60, _int_range(1, 100_000)),
+    Field("capacity", "cap", None, _int_range(1, 10_000_000, nullable=True)),
+    Field("admissionTtlSec", "ttl", 300, _int_range(30, 3_600)),
+    Field("holdScore", "hold", 70, _int_range(1, 100)),
+    Field("bindIp", "bip", False, _bool),
+    Field("redirectUrl", "url", None, redirect_url_problem, required=True),
+    Field("maxWaiting", "maxw", 100_000, _int_range(1, 10_000_000)),
+    Field("abandonAfterSec", "aban", 300, _int_range(60, 86_400)),
+    Field("failMode", "fm", "closed", _fail_mode),
+)
+BY_API = {f.api: f for f in FIELDS}
+BY_STORED = {f.stored: f for f in FIELDS}
+MUTABLE = frozenset(f.api for f in FIELDS if f.api != "slug")
+
+
+def validate(data: Mapping[str, Any], *, partial: bool = False) -> dict[str, Any]:
+    """Check configuration ``data``; return it with defaults filled in (unless ``partial``).
+
+    Raises :class:`ValidationError` naming every unknown, missing or bad field.
+    """
+    problems: dict[str, str] = {}
+    for name in data:
+        if name not in BY_API:
+            problems[name] = "unknown field"
+        elif partial and name == "slug":
+            problems[name] = "is fixed once the room is created"
+    out: dict[str, Any] = {}
+    for f in FIELDS:
+        if f.api in data:
+            why = f.check(data[f.api])
+            if why:
+                problems.setdefault(f.api, why)
+            else:
+                out[f.api] = data[f.api]
+        elif not partial:
+            if f.required:
+                problems[f.api] = "is required"
+            else:
+                out[f.api] = f.default
+    if problems:
+        raise ValidationError(problems)
+    return out
+
+
+def to_stored(config: Mapping[str, Any]) -> dict[str, str]:
+    """API-named configuration → the room hash's fields (strings, as Redis keeps them)."""
+    out: dict[str, str] = {}
+    for api, value in config.items():
+        f = BY_API[api]
+        if value is None:
+            out[f.stored] = "0"
+        elif isinstance(value, bool):
+            out[f.stored] = "1" if value else "0"
+        else:
+            out[f.stored] = str(value)
+    return out
+
+
+def from_stored(raw: Mapping[str, str]) -> dict[str, Any]:
+    """The room hash's fields → API-named configuration."""
+    out: dict[str, Any] = {}
+    for f in FIELDS:
+        value = raw.get(f.stored)
+        if value is None:
+            out[f.api] = f.default
+        elif f.api in ("bindIp",):
+            out[f.api] = value == "1"
+        elif f.api == "capacity":
+            out[f.api] = int(value) or None
+        elif isinstance(f.default, int) and not isinstance(f.default, bool):
+            out[f.api] = int(value)
+        else:
+            out[f.api] = value
+    return out

@@ -1,0 +1,52 @@
+"""Load the Lua scripts of ``lua/`` and register them with a Redis client.
+
+Every operation script is prefixed with ``_room.lua`` (the shared helpers), so each one
+is a single EVALSHA; redis-py reloads a script after NOSCRIPT (a restarted Redis).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import redis
+from redis.commands.core import Script
+
+from .resources import resource_dir
+
+OPERATIONS = (
+    "create_room",
+    "update_room",
+    "delete_room",
+    "open_room",
+    "pause_room",
+    "close_room",
+    "enter",
+    "poll",
+    "leave",
+    "refresh",
+    "revoke",
+    "stats",
+    "line",
+    "sweep",
+    "shift_clock",
+)
+
+
+@cache
+def source(name: str) -> str:
+    """Full source of operation ``name``: the shared prelude, then the operation."""
+    folder = resource_dir("lua")
+    prelude = (folder / "_room.lua").read_text(encoding="utf-8")
+    body = (folder / f"{name}.lua").read_text(encoding="utf-8")
+    return f"{prelude}\n-- {name}.lua\n{body}"
+
+
+def register(client: redis.Redis) -> dict[str, Script]:
+    """All operation scripts, registered on ``client``."""
+    return {name: client.register_script(source(name)) for name in OPERATIONS}
+
+
+def load_all(client: redis.Redis) -> None:
+    """Load every script into Redis now (SCRIPT LOAD), so a bad script fails at start-up."""
+    for name in OPERATIONS:
+        client.script_load(source(name))

@@ -1,0 +1,331 @@
+"""Signed tokens: the one definition of the Anteroom token format and its keyring.
+
+A token is ``<type>.<kid>.<payload>.<sig>``: ``payload`` is base64url of compact JSON claims and
+``sig`` is base64url HMAC-SHA256 over ``<type>.<kid>.<payload>``, keyed with a secret derived per
+token type, so a token of one type never verifies as another. Standard library only: the server SDK
+(:mod:`anteroom.verify`) builds on this module inside site backends.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import ipaddress
+import json
+import re
+import secrets
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+__all__ = [
+    "ADMISSION",
+    "CHALLENGE",
+    "MAX_TOKEN_LENGTH",
+    "NETWORK_TAG",
+    "SESSION",
+    "TICKET",
+    "TOKEN_TYPES",
+    "ExpiredToken",
+    "ForgedToken",
+    "Keyring",
+    "MalformedToken",
+    "TokenError",
+    "UnknownKey",
+    "b64url_decode",
+    "b64url_encode",
+    "decode",
+    "network_tag",
+    "new_id",
+    "sign",
+    "token_kid",
+]
+
+CHALLENGE = "pc1"
+SESSION = "st1"
+TICKET = "qt1"
+ADMISSION = "ab1"
+TOKEN_TYPES = frozenset({CHALLENGE, SESSION, TICKET, ADMISSION})
+
+# Not a token type: the derivation label of the key behind network tags (the `qi` claim), kept
+# apart from every signing key so a tag can never be replayed as a signature.
+NETWORK_TAG = "qi1"
+
+# Far above any real token; bounds the work an attacker can make us do per request.
+MAX_TOKEN_LENGTH = 4096
+
+KID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+MIN_SECRET_BYTES = 16
+_B64URL_CHARS = re.compile(r"^[A-Za-z0-9_-]*$")
+
+
+class TokenError(Exception):
+    """A token was refused; ``reason`` says why (``malformed``, ``unknown-key``, ...)."""
+
+    reason = "malformed"
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or self.reason)
+
+
+class MalformedToken(TokenError):
+    """Not a well-formed token of the expected type."""
+
+    reason = "malformed"
+
+
+class UnknownKey(TokenError):
+    """Signed with a key id the keyring does not hold (retired, or never ours)."""
+
+    reason = "unknown-key"
+
+
+class ForgedToken(TokenError):
+    """The signature does not match the content."""
+
+    reason = "forged"
+
+
+class ExpiredToken(TokenError):
+    """Genuine, but past its ``exp``."""
+
+    reason = "expired"
+
+
+def b64url_encode(data: bytes) -> str:
+    """Base64url without padding."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def b64url_decode(text: str) -> bytes:
+    """Strict inverse of :func:`b64url_encode`; raises ValueError on anything else."""
+    if not _B64URL_CHARS.match(text) or len(text) % 4 == 1:
+        raise ValueError("not base64url")
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    # Reject non-canonical encodings (stray low bits in the last char) so every token has exactly
+    # one spelling.
+    if b64url_encode(data) != text:
+        raise ValueError("non-canonical base64url")
+    return data
+
+
+def new_id() -> str:
+    """A fresh random identifier (16 base64url chars, 96 bits) for ``vid`` and ``jti``."""
+    return b64url_encode(secrets.token_bytes(12))
+
+
+def _decode_secret(kid: str, text: str) -> bytes:
+    cleaned = "".join(text.split())
+    # Accept standard base64 and base64url, padded or not: operators paste both.
+    cleaned = cleaned.replace("-", "+").replace("_", "/").rstrip("=")
+    try:
+        secret = base64.b64decode(cleaned + "=" * (-len(cleaned) % 4), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError(f"ANTEROOM_KEYS: secret of key {kid!r} is not valid base64") from exc
+    return secret
+
+
+def _check_kid(kid: object) -> None:
+    if not isinstance(kid, str) or not KID_PATTERN.match(kid):
+        raise ValueError(
+            f"ANTEROOM_KEYS: key id {kid!r} must match {KID_PATTERN.pattern} "
+            "(letters, digits, '_' or '-', 1-32 chars)"
+        )
+
+
+def _check_key(kid: object, secret: object) -> None:
+    _check_kid(kid)
+    if not isinstance(secret, bytes | bytearray):
+        raise ValueError(f"ANTEROOM_KEYS: secret of key {kid!r} must be bytes")
+    if len(secret) < MIN_SECRET_BYTES:
+        raise ValueError(
+            f"ANTEROOM_KEYS: secret of key {kid!r} is {len(secret)} bytes; "
+            f"at least {MIN_SECRET_BYTES} are required"
+        )
+
+
+class Keyring(Mapping[str, bytes]):
+    """Ordered kid -> secret: the first key signs new tokens, every key verifies.
+
+    Rotation: put the new key first, keep the old one until its tokens have expired, then drop it.
+    """
+
+    def __init__(self, keys: Mapping[str, bytes]) -> None:
+        if not keys:
+            raise ValueError("ANTEROOM_KEYS: at least one key is required")
+        self._keys: dict[str, bytes] = {}
+        for kid, secret in keys.items():
+            _check_key(kid, secret)
+            self._keys[kid] = bytes(secret)
+        self._derived: dict[tuple[str, str], bytes] = {}
+
+    @classmethod
+    def parse(cls, text: str) -> Keyring:
+        """Parse ``kid:base64secret,kid2:base64secret`` (the ``ANTEROOM_KEYS`` format)."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("ANTEROOM_KEYS is empty: expected 'kid:base64secret[,kid:secret...]'")
+        keys: dict[str, bytes] = {}
+        for position, entry in enumerate(text.split(","), start=1):
+            entry = entry.strip()
+            if not entry:
+                raise ValueError(f"ANTEROOM_KEYS: entry {position} is empty (stray comma?)")
+            kid, sep, encoded = entry.partition(":")
+            kid = kid.strip()
+            if not sep:
+                raise ValueError(
+                    f"ANTEROOM_KEYS: entry {position} has no ':' (expected 'kid:base64secret')"
+                )
+            if kid in keys:
+                raise ValueError(f"ANTEROOM_KEYS: key id {kid!r} appears twice")
+            _check_kid(kid)
+            secret = _decode_secret(kid, encoded)
+            _check_key(kid, secret)
+            keys[kid] = secret
+        return cls(keys)
+
+    @classmethod
+    def from_mapping(cls, keys: Mapping[str, bytes]) -> Keyring:
+        """Build from a mapping kid -> secret bytes (its order is the signing order)."""
+        return cls(keys)
+
+    @classmethod
+    def coerce(cls, keys: str | Mapping[str, bytes] | Keyring) -> Keyring:
+        """Accept an ``ANTEROOM_KEYS`` string, a mapping or a Keyring; return a Keyring."""
+        if isinstance(keys, Keyring):
+            return keys
+        if isinstance(keys, str):
+            return cls.parse(keys)
+        if isinstance(keys, Mapping):
+            return cls.from_mapping(keys)
+        raise TypeError(
+            f"keys must be an ANTEROOM_KEYS string, a mapping or a Keyring, not {keys!r}"
+        )
+
+    @classmethod
+    def generate(cls, kid: str | None = None) -> Keyring:
+        """A keyring with one fresh random 32-byte key."""
+        return cls({kid or "k" + secrets.token_hex(4): secrets.token_bytes(32)})
+
+    def serialize(self) -> str:
+        """Back to the ``ANTEROOM_KEYS`` format."""
+        return ",".join(
+            f"{kid}:{base64.b64encode(secret).decode('ascii')}"
+            for kid, secret in self._keys.items()
+        )
+
+    @property
+    def signing_kid(self) -> str:
+        """The key id that signs new tokens."""
+        return next(iter(self._keys))
+
+    def derived_key(self, kid: str, purpose: str) -> bytes:
+        """``HMAC-SHA256(secret[kid], "anteroom-<purpose>-v1")``, cached; KeyError if unknown."""
+        cache_key = (kid, purpose)
+        derived = self._derived.get(cache_key)
+        if derived is None:
+            label = f"anteroom-{purpose}-v1".encode("ascii")
+            derived = hmac.new(self._keys[kid], label, hashlib.sha256).digest()
+            self._derived[cache_key] = derived
+        return derived
+
+    def __getitem__(self, kid: str) -> bytes:
+        return self._keys[kid]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __repr__(self) -> str:
+        # Never print secrets.
+        return f"Keyring(kids={list(self._keys)!r})"
+
+
+def _signature(keyring: Keyring, kid: str, token_type: str, signed_part: str) -> bytes:
+    key = keyring.derived_key(kid, token_type)
+    return hmac.new(key, signed_part.encode("ascii"), hashlib.sha256).digest()
+
+
+def sign(keyring: Keyring, token_type: str, claims: Mapping[str, Any]) -> str:
+    """Sign ``claims`` as a token of ``token_type`` with the keyring's signing key."""
+    if token_type not in TOKEN_TYPES:
+        raise ValueError(f"unknown token type {token_type!r}")
+    kid = keyring.signing_kid
+    payload = b64url_encode(
+        json.dumps(dict(claims), separators=(",", ":"), sort_keys=True).encode("utf-8")
+    )
+    signed_part = f"{token_type}.{kid}.{payload}"
+    return f"{signed_part}.{b64url_encode(_signature(keyring, kid, token_type, signed_part))}"
+
+
+def token_kid(token: str) -> str:
+    """The key id named by a token (unverified); MalformedToken if it has no such part."""
+    if not isinstance(token, str) or len(token) > MAX_TOKEN_LENGTH:
+        raise MalformedToken("not a token")
+    parts = token.split(".")
+    if len(parts) != 4 or not KID_PATTERN.match(parts[1]):
+        raise MalformedToken("not a token")
+    return parts[1]
+
+
+def decode(
+    keyring: Keyring, token: str, expected_type: str, now: float | None = None
+) -> dict[str, Any]:
+    """Verify ``token`` as ``expected_type`` and return its claims, or raise a TokenError."""
+    if not isinstance(token, str) or len(token) > MAX_TOKEN_LENGTH or not token.isascii():
+        raise MalformedToken("not a token")
+    parts = token.split(".")
+    if len(parts) != 4:
+        raise MalformedToken("a token has four dot-separated parts")
+    token_type, kid, payload, signature = parts
+    if token_type != expected_type:
+        raise MalformedToken(f"not a {expected_type} token")
+    if kid not in keyring:
+        raise UnknownKey(f"key id {kid!r} is not in the keyring")
+    try:
+        given = b64url_decode(signature)
+    except ValueError as exc:
+        raise MalformedToken("signature is not base64url") from exc
+    expected = _signature(keyring, kid, token_type, f"{token_type}.{kid}.{payload}")
+    if not hmac.compare_digest(given, expected):
+        raise ForgedToken("signature mismatch")
+    # Only now, with the content proven ours, is the payload parsed.
+    try:
+        claims = json.loads(b64url_decode(payload))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedToken("payload is not base64url JSON") from exc
+    if not isinstance(claims, dict):
+        raise MalformedToken("payload is not a JSON object")
+    exp = claims.get("exp")
+    if exp is not None:
+        if isinstance(exp, bool) or not isinstance(exp, int | float):
+            raise MalformedToken("exp is not a number")
+        if exp <= (time.time() if now is None else now):
+            raise ExpiredToken("token has expired")
+    return claims
+
+
+def _network_bytes(ip: str) -> bytes:
+    try:
+        address = ipaddress.ip_address(ip.strip() if isinstance(ip, str) else ip)
+    except ValueError as exc:
+        raise ValueError(f"not an IP address: {ip!r}") from exc
+    if isinstance(address, ipaddress.IPv6Address):
+        # A v4 client reaching a dual-stack socket is still the same v4 network.
+        if address.ipv4_mapped is not None:
+            return b"4" + address.ipv4_mapped.packed
+        # One subscriber usually holds a whole /64; privacy addresses rotate inside it.
+        return b"6" + address.packed[:8]
+    return b"4" + address.packed
+
+
+def network_tag(keyring: Keyring, ip: str, kid: str | None = None) -> str:
+    """Keyed tag of the network of ``ip`` (IPv4 address, IPv6 /64); no address can be read back.
+
+    ``kid`` picks the key (default: the signing key); verify with the kid of the token carrying it.
+    """
+    key = keyring.derived_key(kid or keyring.signing_kid, NETWORK_TAG)
+    return b64url_encode(hmac.new(key, _network_bytes(ip), hashlib.sha256).digest()[:16])

@@ -1,0 +1,1 @@
+"""Flask blueprints, one per area of the HTTP surface."""

@@ -1,0 +1,227 @@
+-- Shared helpers, prepended to every room script by anteroom.engine.
+-- Units: times in epoch milliseconds (Redis TIME + the room's clock offset `clk`);
+-- the admission bank in "rate-milliseconds": one admission = 60000 units, one ms at rate R
+-- earns R units, so the arithmetic stays in integers.
+-- KEYS[1] is the room's key base "<prefix>r:{<id>}:"; every key below shares its hash tag.
+-- Bucket keys (one sorted set per session score) are derived here rather than declared,
+-- which is safe in a Cluster because they hash to the same slot as KEYS[1].
+local BASE = KEYS[1]
+local ROOM, SPOTS, ACTIVE = BASE .. 'room', BASE .. 'spots', BASE .. 'active'
+local ADM, RVK, BKS = BASE .. 'adm', BASE .. 'rvk', BASE .. 'bks'
+local UNIT = 60000
+local MAX_ADMIT, MAX_SCAN = 200, 1000
+local POST_OPEN = 4503599627370496 -- 2^52: post-open keys sort behind every pool key
+local POOL_TICKETS = 16777216      -- 2^24 tickets fit beside a 28-bit lottery number
+
+local function fmt(n) return string.format('%.0f', n) end
+local function bucket(score) return BASE .. 'b:' .. score end
+
+local NUMERIC = {'oa', 'rate', 'cap', 'ttl', 'hold', 'maxw', 'aban', 'clk', 'bank', 'last',
+  'tk', 'dealt', 'gen', 'peak'}
+local FIELDS = {'st', 'seed', 'rid', unpack(NUMERIC)}
+
+local function load_room()
+  local v = redis.call('HMGET', ROOM, unpack(FIELDS))
+  if not v[1] then return nil end
+  local r = {}
+  for i, f in ipairs(FIELDS) do r[f] = v[i] end
+  for _, f in ipairs(NUMERIC) do r[f] = tonumber(r[f]) or 0 end
+  return r
+end
+
+local function save_room(r)
+  redis.call('HSET', ROOM, 'bank', fmt(r.bank), 'last', fmt(r.last), 'tk', fmt(r.tk),
+    'dealt', fmt(r.dealt), 'peak', fmt(r.peak))
+end
+
+local function clock(r)
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + r.clk
+end
+
+-- Spot record: ticket|score|state(w,a)|seen|window|count|session jti|qi|iat|exp|deal no.
+local function get_spot(vid)
+  local raw = redis.call('HGET', SPOTS, vid)
+  if not raw then return nil end
+  local p = {}
+  for part in (raw .. '|'):gmatch('([^|]*)|') do p[#p + 1] = part end
+  return {t = tonumber(p[1]), sc = tonumber(p[2]), st = p[3], seen = tonumber(p[4]),
+    win = tonumber(p[5]), cnt = tonumber(p[6]), sj = p[7], qi = p[8],
+    iat = tonumber(p[9]) or 0, exp = tonumber(p[10]) or 0, dn = tonumber(p[11]) or 0}
+end
+
+local function put_spot(vid, s)
+  local tail = ''
+  if s.st == 'a' then tail = fmt(s.iat) .. '|' .. fmt(s.exp) .. '|' .. fmt(s.dn) end
+  redis.call('HSET', SPOTS, vid, table.concat({fmt(s.t), s.sc, s.st, fmt(s.seen), fmt(s.win),
+    s.cnt, s.sj, s.qi, tail}, '|'))
+end
+
+local function drop_spot(vid, s)
+  redis.call('HDEL', SPOTS, vid)
+  if s.st == 'a' then redis.call('ZREM', ACTIVE, vid) else redis.call('ZREM', bucket(s.sc), vid) end
+end
+
+local function is_revoked(vid, s)
+  return redis.call('HEXISTS', RVK, 'j:' .. s.sj) == 1 or redis.call('HEXISTS', RVK, 'v:' .. vid) == 1
+end
+
+-- Earn admissions for open time since `last`. The bank never holds more than one second's
+-- worth (and at least one admission), which is what keeps resumes and quiet spells burst-free.
+local function accrue(r, now)
+  if r.st ~= 'open' then return end
+  local from = math.max(r.last, r.oa)
+  if now > from then
+    r.bank = math.min(math.max(UNIT, r.rate * 1000), r.bank + (now - from) * r.rate)
+    r.last = now
+  end
+end
+
+-- Admissions dealt per second in a 60-slot ring, for admittedLastMinute and capacity ETAs.
+local function count_admission(now)
+  local sec = math.floor(now / 1000)
+  local slot = tostring(sec % 60)
+  local cur = redis.call('HGET', ADM, slot)
+  local n = 0
+  if cur then
+    local s, c = cur:match('^(%d+):(%d+)$')
+    if tonumber(s) == sec then n = tonumber(c) end
+  end
+  redis.call('HSET', ADM, slot, sec .. ':' .. (n + 1))
+end
+
+local function admitted_last_minute(now)
+  local sec = math.floor(now / 1000)
+  local total = 0
+  for _, v in ipairs(redis.call('HVALS', ADM)) do
+    local s, c = v:match('^(%d+):(%d+)$')
+    if tonumber(s) > sec - 60 then total = total + tonumber(c) end
+  end
+  return total
+end
+
+-- Slots expire by themselves: a bounded clean-up keeps the set honest without trusting browsers.
+local function free_expired(now)
+  local gone = redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', fmt(now), 'LIMIT', 0, MAX_ADMIT)
+  if #gone > 0 then redis.call('ZREM', ACTIVE, unpack(gone)) end
+end
+
+local function active_count(now) return redis.call('ZCOUNT', ACTIVE, '(' .. fmt(now), '+inf') end
+
+local function admit(r, vid, s, now)
+  s.st, s.iat, s.exp = 'a', now, now + r.ttl * 1000
+  r.dealt = r.dealt + 1
+  s.dn = r.dealt
+  put_spot(vid, s)
+  redis.call('ZADD', ACTIVE, fmt(s.exp), vid)
+  count_admission(now)
+  if r.cap > 0 then
+    local n = redis.call('ZCARD', ACTIVE)
+    if n > r.peak then r.peak = n end
+  end
+end
+
+-- Buckets by score: returns eligible and held bucket lists and their sizes.
+local function buckets(r)
+  local el, held, nel, nheld = {}, {}, 0, 0
+  for _, b in ipairs(redis.call('SMEMBERS', BKS)) do
+    local n = redis.call('ZCARD', bucket(b))
+    if tonumber(b) < r.hold then el[#el + 1] = b; nel = nel + n
+    else held[#held + 1] = b; nheld = nheld + n end
+  end
+  return el, held, nel, nheld
+end
+
+-- Admit in drain order: a k-way merge of the eligible buckets' heads.
+local function drain(r, now)
+  if r.st ~= 'open' or now < r.oa then return 0 end
+  accrue(r, now)
+  free_expired(now)
+  local budget = math.min(MAX_ADMIT, math.floor(r.bank / UNIT))
+  if r.cap > 0 then budget = math.min(budget, r.cap - redis.call('ZCARD', ACTIVE)) end
+  if budget < 1 then return 0 end
+  local heads = {}
+  for _, b in ipairs(redis.call('SMEMBERS', BKS)) do
+    if tonumber(b) < r.hold then heads[#heads + 1] = {k = bucket(b), items = {}, i = 1, lo = '-inf'} end
+  end
+  local check_revoked = redis.call('HLEN', RVK) > 0
+  local done, scanned = 0, 0
+  while done < budget and scanned < MAX_SCAN do
+    local best, bs = nil, nil
+    for _, h in ipairs(heads) do
+      if h.i > #h.items and not h.empty then
+        h.items = redis.call('ZRANGEBYSCORE', h.k, h.lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 32)
+        h.i = 1
+        h.empty = #h.items == 0
+      end
+      if not h.empty then
+        local sc = tonumber(h.items[h.i + 1])
+        if not bs or sc < bs then best, bs = h, sc end
+      end
+    end
+    if not best then break end
+    local vid = best.items[best.i]
+    best.lo = '(' .. best.items[best.i + 1]
+    best.i = best.i + 2
+    scanned = scanned + 1
+    local s = get_spot(vid)
+    redis.call('ZREM', best.k, vid)
+    if not s then
+      -- an orphaned order entry: nothing to admit
+    elseif s.seen + r.aban * 1000 <= now or (check_revoked and is_revoked(vid, s)) then
+      redis.call('HDEL', SPOTS, vid) -- abandoned or revoked: dropped at no cost to the budget
+    else
+      admit(r, vid, s, now)
+      r.bank = r.bank - UNIT
+      done = done + 1
+    end
+  end
+  return done
+end
+
+local function poll_after(pos)
+  if pos <= 10 then return 1000 elseif pos <= 100 then return 2500
+  elseif pos <= 1000 then return 5000 end
+  return 15000
+end
+
+-- Per-ticket limit: a fixed one-minute window kept inside the spot itself.
+local function over_limit(s, now)
+  local win = math.floor(now / 60000)
+  if s.win ~= win then s.win, s.cnt = win, 0 end
+  if s.cnt >= 90 then return math.ceil(((win + 1) * 60000 - now) / 1000) end
+  s.cnt = s.cnt + 1
+  return nil
+end
+
+local function admission_jti(r, s) return redis.sha1hex(r.rid .. ':' .. r.gen .. ':' .. s.t):sub(1, 16) end
+
+-- A queue answer as a flat array:
+-- status, ticket, position, eta seconds, opensAt, pollAfterMs, room status, generation,
+-- iat, exp, admission jti, session jti, network tag (-1 / '' stand for null).
+local function answer(r, vid, s, now)
+  if s.st == 'a' then
+    return {'admitted', s.t, -1, -1, fmt(r.oa), 0, r.st, r.gen, fmt(s.iat), fmt(s.exp),
+      admission_jti(r, s), s.sj, s.qi}
+  end
+  if s.sc >= r.hold then
+    return {'held', s.t, -1, -1, fmt(r.oa), 15000, r.st, r.gen, 0, 0, '', s.sj, s.qi}
+  end
+  local key = redis.call('ZSCORE', bucket(s.sc), vid)
+  local pos = 1
+  for _, b in ipairs(redis.call('SMEMBERS', BKS)) do
+    if tonumber(b) < r.hold then pos = pos + redis.call('ZCOUNT', bucket(b), '-inf', '(' .. key) end
+  end
+  local eta = -1
+  if r.st == 'open' then
+    if r.cap > 0 and active_count(now) >= r.cap then
+      local seen = admitted_last_minute(now)
+      if seen > 0 then eta = math.ceil(pos * 60 / seen) end
+    else
+      eta = math.ceil((math.max(0, r.oa - now) + pos * UNIT / r.rate) / 1000)
+    end
+  end
+  return {'waiting', s.t, pos, eta, fmt(r.oa), poll_after(pos), r.st, r.gen, 0, 0, '', s.sj, s.qi}
+end
+
+local function err(code, retry) return {'ERR', code, retry or 0} end

@@ -1,0 +1,5 @@
+-- Create a room's record. ARGV: field, value, ... (configuration, validated by Python).
+if redis.call('EXISTS', ROOM) == 1 then return err('RoomExists') end
+redis.call('HSET', ROOM, 'st', 'idle', 'gen', 1, 'tk', 0, 'dealt', 0, 'bank', 0, 'last', 0,
+  'oa', 0, 'peak', 0, 'clk', 0, unpack(ARGV))
+return {'OK'}

@@ -1,0 +1,56 @@
+-- Enter the line: one spot per (room, vid); a repeated entry returns the same spot.
+-- ARGV: vid, session jti, score (0-100), network tag ('' unless the room binds it).
+local vid, sjti, score, qi = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local r = load_room()
+if not r then return err('RoomNotFound') end
+if r.st == 'idle' then return {'idle', -1, -1, -1, 0, 0, 'idle', r.gen, 0, 0, '', '', ''} end
+local now = clock(r)
+if redis.call('HLEN', RVK) > 0 and (redis.call('HEXISTS', RVK, 'j:' .. sjti) == 1
+    or redis.call('HEXISTS', RVK, 'v:' .. vid) == 1) then
+  return err('SessionRevoked')
+end
+local s = get_spot(vid)
+if s and s.st == 'a' and now > s.exp + 60000 then drop_spot(vid, s); s = nil end
+if s then
+  local wait = over_limit(s, now)
+  if wait then put_spot(vid, s); return err('RateLimited', wait) end
+  s.seen = now
+  if s.st == 'w' then s.sj, s.qi = sjti, qi end
+  if s.st == 'w' and s.sc ~= score then
+    -- a new session with another score moves buckets but keeps its place in the order
+    local key = redis.call('ZSCORE', bucket(s.sc), vid)
+    redis.call('ZREM', bucket(s.sc), vid)
+    if key then redis.call('ZADD', bucket(score), key, vid); redis.call('SADD', BKS, score) end
+    s.sc = score
+  end
+  put_spot(vid, s)
+  drain(r, now)
+  save_room(r)
+  return answer(r, vid, get_spot(vid), now)
+end
+drain(r, now)
+local _, _, eligible, held = buckets(r)
+if eligible + held >= r.maxw then save_room(r); return err('QueueFull', 60) end
+local pool = now < r.oa
+if pool and r.tk + 1 >= POOL_TICKETS then save_room(r); return err('QueueFull', 60) end
+r.tk = r.tk + 1
+s = {t = r.tk, sc = score, st = 'w', seen = now, win = math.floor(now / 60000), cnt = 1,
+  sj = sjti, qi = qi}
+local free = r.cap == 0 or r.cap - redis.call('ZCARD', ACTIVE) > 0
+if not pool and eligible == 0 and score < r.hold and r.st == 'open' and r.bank >= UNIT and free then
+  -- nobody eligible is waiting and the budget allows: straight in, no queue jumped
+  r.bank = r.bank - UNIT
+  admit(r, vid, s, now)
+else
+  local key
+  if pool then
+    key = tonumber(redis.sha1hex(r.seed .. vid):sub(1, 7), 16) * POOL_TICKETS + r.tk
+  else
+    key = POST_OPEN + r.tk
+  end
+  redis.call('ZADD', bucket(score), fmt(key), vid)
+  redis.call('SADD', BKS, score)
+  put_spot(vid, s)
+end
+save_room(r)
+return answer(r, vid, s, now)

@@ -1,0 +1,24 @@
+-- Poll a spot: proves the visitor is still there, runs the drain, answers the spot's state.
+-- ARGV: vid, ticket, generation (both from the signed queue token).
+local vid, ticket, gen = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local r = load_room()
+if not r or r.gen ~= gen then return err('TicketGone') end
+local now = clock(r)
+local s = get_spot(vid)
+if not s or s.t ~= ticket then return err('TicketGone') end
+if s.st == 'a' and now > s.exp + 60000 then drop_spot(vid, s); return err('TicketGone') end
+if redis.call('HLEN', RVK) > 0 and is_revoked(vid, s) then
+  drop_spot(vid, s)
+  return err('SessionRevoked')
+end
+local wait = over_limit(s, now)
+if wait then put_spot(vid, s); return err('RateLimited', wait) end
+s.seen = now
+put_spot(vid, s)
+if s.st == 'w' then
+  drain(r, now)
+  save_room(r)
+  s = get_spot(vid)
+  if not s then return err('TicketGone') end
+end
+return answer(r, vid, s, now)

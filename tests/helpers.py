@@ -1,0 +1,20 @@
+"""Small helpers shared by the test suites."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from anteroom.engine import Engine
+
+
+def make_room(engine: Engine, env: str = "test", slug: str = "drop", **config: Any) -> str:
+    """Create a room (defaults suit tests) and return its id."""
+    base = {"slug": slug, "name": "Spring drop", "redirectUrl": "https://shop.example/checkout"}
+    return str(engine.create_room(env, base | config)["id"])
+
+
+def open_room(engine: Engine, env: str = "test", slug: str = "drop", **config: Any) -> str:
+    """Create and open a room; its bank starts empty."""
+    room_id = make_room(engine, env, slug, **config)
+    engine.open(room_id)
+    return room_id
