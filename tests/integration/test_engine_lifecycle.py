@@ -1,0 +1,121 @@
+"""Abandonment, the bounded sweep, revocation and Redis restarts."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from anteroom import engine as eng
+from anteroom.embedded import EmbeddedRedis
+from anteroom.engine import Engine
+from conftest import free_port
+from helpers import open_room
+
+pytestmark = pytest.mark.redis
+
+
+def test_abandoned_spot_behind_the_front_costs_nothing(engine: Engine) -> None:
+    room = open_room(engine, ratePerMinute=1, abandonAfterSec=60)
+    engine.enter(room, "gone1", "s", 10)
+    engine.enter(room, "gone2", "s", 10)
+    engine.enter(room, "here", "s", 10)
+    engine.shift_clock(room, 59_000)
+    engine.poll(room, "here", 3, 1)
+    engine.shift_clock(room, 2_000)
+    answer = engine.poll(room, "here", 3, 1)
+    assert answer.status == "admitted"  # the two abandoned spots ahead were skipped for free
+    assert engine.stats(room).dealt_total == 1
+
+
+def test_sweep_drops_abandoned_spots_anywhere_once_a_minute(engine: Engine) -> None:
+    room = open_room(engine, ratePerMinute=1, abandonAfterSec=60)
+    for i in range(1_200):
+        engine.enter(room, f"v{i}", "s", 10)
+    engine.pause(room)  # keep the drain out of it: only the sweep may drop spots here
+    engine.shift_clock(room, 61_000)
+    engine.poll(room, "v600", 601, 1)  # one spot deep in the line is still here
+    dropped, finished, calls = 0, False, 0
+    while not finished:
+        step, finished = engine.sweep(room, count=200)
+        dropped += step
+        calls += 1
+    assert calls > 1  # each call is bounded
+    assert engine.stats(room).waiting == 1 and dropped >= 1_198
+    assert engine.poll(room, "v600", 601, 1).position == 1
+    engine.enter(room, "new", "s", 10)  # abandoned in a minute, but no pass starts before then
+    engine.shift_clock(room, 59_000)
+    assert engine.sweep(room) == (0, True)
+    engine.shift_clock(room, 11_000)
+    engine.poll(room, "v600", 601, 1)
+    assert engine.sweep(room) == (1, True)
+    assert engine.stats(room).waiting == 1
+
+
+def test_revoke_by_vid_drops_the_spot(engine: Engine) -> None:
+    room = open_room(engine, ratePerMinute=1)
+    engine.enter(room, "v1", "s1", 10)
+    engine.enter(room, "v2", "s2", 10)
+    assert engine.revoke(room, vid="v1", until_ms=2**42)
+    with pytest.raises(eng.TicketGone):
+        engine.poll(room, "v1", 1, 1)
+    with pytest.raises(eng.SessionRevoked):
+        engine.enter(room, "v1", "s9", 10)
+    assert engine.poll(room, "v2", 2, 1).position == 1
+
+
+def test_revoke_by_jti(engine: Engine) -> None:
+    room = open_room(engine, ratePerMinute=60)
+    engine.enter(room, "v1", "bad-session", 10)
+    engine.enter(room, "v2", "s2", 10)
+    engine.revoke(room, jti="bad-session", until_ms=2**42)
+    engine.shift_clock(room, 1_000)
+    # The drain meets the revoked spot first: dropped, and the budget goes to v2.
+    assert engine.poll(room, "v2", 2, 1).status == "admitted"
+    with pytest.raises(eng.TicketGone):
+        engine.poll(room, "v1", 1, 1)
+    with pytest.raises(eng.SessionRevoked):
+        engine.enter(room, "v1", "bad-session", 10)
+
+
+def test_revoked_session_polling_is_refused_and_dropped(engine: Engine) -> None:
+    room = open_room(engine, ratePerMinute=1)
+    engine.enter(room, "v1", "s1", 10)
+    engine.revoke(room, jti="s1", until_ms=2**42)
+    with pytest.raises(eng.SessionRevoked):
+        engine.poll(room, "v1", 1, 1)
+    with pytest.raises(eng.TicketGone):
+        engine.poll(room, "v1", 1, 1)
+
+
+def test_everything_survives_a_redis_restart(tmp_path: object) -> None:
+    port = free_port()
+    server = EmbeddedRedis(tmp_path, port=port).start()  # type: ignore[arg-type]
+    try:
+        client = redis.Redis.from_url(server.url, decode_responses=True)
+        engine = Engine(client)
+        room = open_room(engine, ratePerMinute=60, capacity=10)
+        engine.shift_clock(room, 1_000)
+        first = [engine.enter(room, f"v{i}", f"s{i}", 10 + i) for i in range(30)]
+        engine.enter(room, "held", "sh", 95)
+        before = (engine.stats(room), [engine.poll(room, f"v{i}", i + 1, 1) for i in range(30)])
+        line_before = engine.line(room)
+        client.close()
+        server.stop()
+        server.start()
+        client = redis.Redis.from_url(server.url, decode_responses=True)
+        engine = Engine(client)  # scripts reload after the restart (NOSCRIPT)
+        after_stats = engine.stats(room)
+        assert (after_stats.waiting, after_stats.held, after_stats.dealt_total) == (
+            before[0].waiting, before[0].held, before[0].dealt_total,
+        )  # fmt: skip
+        assert after_stats.tickets == 31
+        assert engine.line(room) == line_before
+        for i, answer in enumerate(first):
+            again = engine.poll(room, f"v{i}", answer.ticket or 0, 1)
+            assert (again.ticket, again.position, again.admission) == (
+                before[1][i].ticket, before[1][i].position, before[1][i].admission,
+            )  # fmt: skip
+        assert engine.enter(room, "newcomer", "sn", 10).ticket == 32
+        client.close()
+    finally:
+        server.stop()

@@ -1,0 +1,122 @@
+"""Fair order: the pre-queue lottery, post-open arrivals, held spots and holdScore changes."""
+
+from __future__ import annotations
+
+import pytest
+
+from anteroom.engine import Engine
+from helpers import make_room
+
+pytestmark = pytest.mark.redis
+
+
+def prequeue(engine: Engine, slug: str = "drop", **config: object) -> tuple[str, int]:
+    """A room opening in a minute; returns (room id, opensAt)."""
+    room = make_room(engine, slug=slug, **config)
+    opens_at = engine.stats(room).now_ms + 60_000
+    engine.open(room, opens_at)
+    return room, opens_at
+
+
+def drain_order(engine: Engine, room: str) -> list[str]:
+    return [entry.visitor for entry in engine.line(room)]
+
+
+def test_pool_order_is_a_lottery_not_arrival_order(engine: Engine) -> None:
+    room, opens_at = prequeue(engine)
+    arrivals = [f"v{i:02d}" for i in range(40)]
+    for vid in arrivals:
+        answer = engine.enter(room, vid, "s-" + vid, 10)
+        assert answer.status == "waiting" and answer.opens_at_ms == opens_at
+    order = drain_order(engine, room)
+    assert sorted(order) == arrivals and order != arrivals
+    # Positions answered to visitors agree with the line as the drain sees it.
+    for entry in engine.line(room)[:5]:
+        assert engine.poll(room, entry.visitor, entry.ticket, 1).position == entry.position
+
+
+def test_two_openings_shuffle_differently(engine: Engine) -> None:
+    orders = []
+    for _ in range(2):
+        room, _ = prequeue(engine)
+        for i in range(40):
+            engine.enter(room, f"v{i:02d}", f"s{i}", 10)
+        orders.append(drain_order(engine, room))
+        engine.delete_room(room)
+    assert orders[0] != orders[1]
+
+
+def test_post_open_arrivals_queue_behind_the_whole_pool(engine: Engine) -> None:
+    room, _ = prequeue(engine, ratePerMinute=1)
+    pool = [f"early{i}" for i in range(20)]
+    for vid in pool:
+        engine.enter(room, vid, "s", 10)
+    engine.shift_clock(room, 60_500)
+    late = [f"late{i}" for i in range(10)]
+    answers = [engine.enter(room, vid, "s", 10) for vid in late]
+    order = drain_order(engine, room)
+    admitted = 20 - sum(1 for v in order if v.startswith("early"))
+    assert order[-10:] == late
+    assert {v for v in order[: 20 - admitted]} <= set(pool)
+    assert [a.position for a in answers] == list(range(21 - admitted, 31 - admitted))
+
+
+def test_pool_drains_in_lottery_order_when_it_opens(engine: Engine) -> None:
+    room, _ = prequeue(engine, ratePerMinute=60)
+    for i in range(10):
+        engine.enter(room, f"v{i}", f"s{i}", 10)
+    expected = drain_order(engine, room)
+    tickets = {e.visitor: e.ticket for e in engine.line(room)}
+    engine.shift_clock(room, 60_000)
+    admitted: list[str] = []
+    for _ in range(12):
+        engine.shift_clock(room, 1_000)
+        for vid in expected:
+            if vid not in admitted and engine.poll(room, vid, tickets[vid], 1).admission:
+                admitted.append(vid)
+    assert admitted == expected
+
+
+def test_held_spot_keeps_a_ticket_but_is_never_drained(engine: Engine) -> None:
+    room = make_room(engine, holdScore=70, ratePerMinute=60)
+    engine.open(room)
+    held = engine.enter(room, "suspect", "s0", 80)
+    assert (held.status, held.position, held.eta_seconds) == ("held", None, None)
+    assert held.poll_after_ms == 15_000 and held.ticket == 1
+    engine.enter(room, "human", "s1", 10)
+    engine.shift_clock(room, 1_000)
+    assert engine.poll(room, "human", 2, 1).status == "admitted"
+    engine.shift_clock(room, 10_000)
+    assert engine.poll(room, "suspect", 1, 1).status == "held"
+    stats = engine.stats(room)
+    assert (stats.held, stats.waiting, stats.dealt_total) == (1, 0, 1)
+
+
+def test_hold_score_change_applies_at_once_and_keeps_the_original_place(engine: Engine) -> None:
+    room = make_room(engine, holdScore=70, ratePerMinute=1)
+    engine.open(room)
+    engine.enter(room, "a", "sa", 10)
+    engine.enter(room, "b", "sb", 75)
+    engine.enter(room, "c", "sc", 20)
+    assert engine.poll(room, "c", 3, 1).position == 2
+    engine.update_room(room, {"holdScore": 80})  # raising it releases b into its own place
+    assert engine.poll(room, "b", 2, 1).position == 2
+    assert engine.poll(room, "c", 3, 1).position == 3
+    assert [e.visitor for e in engine.line(room)] == ["a", "b", "c"]
+    engine.update_room(room, {"holdScore": 15})  # lowering it holds c and b at once
+    assert engine.poll(room, "b", 2, 1).status == "held"
+    assert engine.poll(room, "c", 3, 1).status == "held"
+    assert engine.poll(room, "a", 1, 1).position == 1
+    assert engine.stats(room).held == 2
+
+
+def test_a_new_session_score_keeps_the_place(engine: Engine) -> None:
+    room = make_room(engine, holdScore=70, ratePerMinute=1)
+    engine.open(room)
+    engine.enter(room, "a", "sa", 10)
+    engine.enter(room, "b", "sb", 10)
+    engine.enter(room, "c", "sc", 10)
+    assert engine.enter(room, "b", "sb2", 90).status == "held"
+    assert engine.poll(room, "c", 3, 1).position == 2
+    back = engine.enter(room, "b", "sb3", 30)
+    assert (back.ticket, back.position) == (2, 2)
