@@ -16,8 +16,8 @@ local POOL_TICKETS = 16777216      -- 2^24 tickets fit beside a 28-bit lottery n
 local function fmt(n) return string.format('%.0f', n) end
 local function bucket(score) return BASE .. 'b:' .. score end
 
-local NUMERIC = {'oa', 'rate', 'cap', 'ttl', 'hold', 'maxw', 'aban', 'clk', 'bank', 'last',
-  'tk', 'dealt', 'gen', 'peak'}
+local NUMERIC = {'oa', 'rate', 'cap', 'ttl', 'hold', 'maxw', 'aban', 'clk', 'fix', 'bank',
+  'last', 'tk', 'dealt', 'gen', 'peak'}
 local FIELDS = {'st', 'seed', 'rid', unpack(NUMERIC)}
 
 local function load_room()
@@ -35,6 +35,9 @@ local function save_room(r)
 end
 
 local function clock(r)
+  -- `fix` pins the clock (tests compare against a model); `clk` shifts it. Neither is
+  -- reachable from any HTTP route.
+  if r.fix > 0 then return r.fix + r.clk end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + r.clk
 end
@@ -198,14 +201,14 @@ local function admission_jti(r, s) return redis.sha1hex(r.rid .. ':' .. r.gen ..
 
 -- A queue answer as a flat array:
 -- status, ticket, position, eta seconds, opensAt, pollAfterMs, room status, generation,
--- iat, exp, admission jti, session jti, network tag (-1 / '' stand for null).
+-- iat, exp, admission jti, session jti, network tag, deal number (-1 / '' stand for null).
 local function answer(r, vid, s, now)
   if s.st == 'a' then
     return {'admitted', s.t, -1, -1, fmt(r.oa), 0, r.st, r.gen, fmt(s.iat), fmt(s.exp),
-      admission_jti(r, s), s.sj, s.qi}
+      admission_jti(r, s), s.sj, s.qi, s.dn}
   end
   if s.sc >= r.hold then
-    return {'held', s.t, -1, -1, fmt(r.oa), 15000, r.st, r.gen, 0, 0, '', s.sj, s.qi}
+    return {'held', s.t, -1, -1, fmt(r.oa), 15000, r.st, r.gen, 0, 0, '', s.sj, s.qi, 0}
   end
   local key = redis.call('ZSCORE', bucket(s.sc), vid)
   local pos = 1
@@ -221,7 +224,8 @@ local function answer(r, vid, s, now)
       eta = math.ceil((math.max(0, r.oa - now) + pos * UNIT / r.rate) / 1000)
     end
   end
-  return {'waiting', s.t, pos, eta, fmt(r.oa), poll_after(pos), r.st, r.gen, 0, 0, '', s.sj, s.qi}
+  return {'waiting', s.t, pos, eta, fmt(r.oa), poll_after(pos), r.st, r.gen, 0, 0, '', s.sj, s.qi,
+    0}
 end
 
 local function err(code, retry) return {'ERR', code, retry or 0} end

@@ -70,6 +70,7 @@ class Admission:
     expires_ms: int
     session_jti: str
     network_tag: str
+    deal_number: int
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def _answer(raw: list[Any]) -> QueueAnswer:
     status = raw[0]
     admission = None
     if status == "admitted":
-        admission = Admission(raw[10], int(raw[8]), int(raw[9]), raw[11], raw[12])
+        admission = Admission(raw[10], int(raw[8]), int(raw[9]), raw[11], raw[12], int(raw[13]))
     opens_at = int(raw[4])
     return QueueAnswer(
         status=status,
@@ -287,6 +288,10 @@ class Engine:
         """One bounded sweep step: (spots dropped, pass finished)."""
         dropped, finished = self._run("sweep", room_id, count)
         return int(dropped), bool(finished)
+
+    def set_clock(self, room_id: str, epoch_ms: int) -> None:
+        """Pin a room's clock at ``epoch_ms`` (0 unpins). Tests only; no HTTP route calls this."""
+        self._run("set_clock", room_id, int(epoch_ms))
 
     def shift_clock(self, room_id: str, ms: int) -> int:
         """Move a room's clock ``ms`` ahead (tests and tooling; no HTTP route calls this)."""

@@ -29,6 +29,7 @@ OPERATIONS = (
     "line",
     "sweep",
     "shift_clock",
+    "set_clock",
 )
 
 
