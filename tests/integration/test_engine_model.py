@@ -1,0 +1,154 @@
+"""Property-based: random operation sequences give the same answers from engine and model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import hypothesis.strategies as st
+import pytest
+import redis
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from anteroom import engine as eng
+from anteroom.embedded import EmbeddedRedis
+from anteroom.engine import Engine, QueueAnswer
+from helpers import make_room
+from reference_model import Model, ModelError
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+VISITORS = [f"v{i}" for i in range(8)]
+START = 1_800_000_000_000
+
+
+def comparable(answer: QueueAnswer) -> tuple:
+    if answer.status == "idle":
+        return ("idle",)
+    if answer.status == "admitted":
+        assert answer.admission is not None
+        return ("admitted", answer.ticket, None, None, answer.admission.deal_number)
+    return (answer.status, answer.ticket, answer.position, answer.eta_seconds, answer.poll_after_ms)
+
+
+class EngineAgainstModel(RuleBasedStateMachine):
+    server: EmbeddedRedis
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.client = redis.Redis.from_url(self.server.url, decode_responses=True)
+        self.client.flushall()
+        self.engine = Engine(self.client)
+
+    @initialize(
+        rate=st.sampled_from([1, 30, 60, 90, 600]),
+        capacity=st.sampled_from([None, 1, 2]),
+        hold=st.sampled_from([50, 70]),
+    )
+    def create(self, rate: int, capacity: int | None, hold: int) -> None:
+        self.room = make_room(
+            self.engine, ratePerMinute=rate, capacity=capacity, holdScore=hold,
+            admissionTtlSec=30, abandonAfterSec=60, maxWaiting=6,
+        )  # fmt: skip
+        self.engine.set_clock(self.room, START)
+        self.model = Model(rate, capacity, 30_000, hold, 60_000, 6, START)
+        self.open(None)  # most runs should exercise an open line
+
+    def both(self, engine_call: Any, model_call: Any) -> Any:
+        try:
+            expected: Any = model_call()
+        except ModelError as exc:
+            expected = exc.code
+        try:
+            got: Any = engine_call()
+        except eng.EngineError as exc:
+            got = exc.code
+        return got, expected
+
+    @rule(vid=st.sampled_from(VISITORS), score=st.sampled_from([0, 10, 60, 80]))
+    def enter(self, vid: str, score: int) -> None:
+        got, expected = self.both(
+            lambda: comparable(self.engine.enter(self.room, vid, "s", score)),
+            lambda: self.model.enter(vid, score),
+        )
+        assert got == expected
+
+    @rule(vid=st.sampled_from(VISITORS))
+    def poll(self, vid: str) -> None:
+        spot = self.model.spots.get(vid)
+        ticket = spot.ticket if spot else 1
+        got, expected = self.both(
+            lambda: comparable(self.engine.poll(self.room, vid, ticket, self.model.generation)),
+            lambda: self.model.poll(vid, ticket, self.model.generation),
+        )
+        assert got == expected
+
+    @rule(vid=st.sampled_from(VISITORS))
+    def leave(self, vid: str) -> None:
+        spot = self.model.spots.get(vid)
+        ticket = spot.ticket if spot else 1
+        got, expected = self.both(
+            lambda: self.engine.leave(self.room, vid, ticket, self.model.generation),
+            lambda: self.model.leave(vid, ticket, self.model.generation),
+        )
+        assert got == expected
+
+    @precondition(lambda self: self.model.status != "open")
+    @rule(ahead=st.one_of(st.none(), st.integers(-120_000, 120_000)))
+    def open(self, ahead: int | None) -> None:
+        opens_at = None if ahead is None else self.model.now + ahead
+        self.engine.open(self.room, opens_at)
+        seed = self.client.hget(self.engine.keys.room(self.room), "seed") or ""
+        self.model.open(opens_at, seed)
+
+    @rule(dice=st.integers(0, 2))
+    def pause(self, dice: int) -> None:
+        if dice:
+            return
+        got, expected = self.both(lambda: self.engine.pause(self.room), self.model.pause)
+        assert got == expected
+
+    @precondition(lambda self: self.model.status != "idle")
+    @rule(dice=st.integers(0, 5))
+    def close(self, dice: int) -> None:
+        if dice:  # closing wipes the line; keep it rare so lines grow
+            return
+        self.engine.close(self.room)
+        self.model.close()
+
+    @rule(ms=st.sampled_from([1, 400, 1_000, 2_500, 30_000, 61_000]))
+    def jump(self, ms: int) -> None:
+        self.engine.shift_clock(self.room, ms)
+        self.model.now += ms
+
+    @rule(hold=st.sampled_from([5, 50, 70, 90]))
+    def hold_score(self, hold: int) -> None:
+        self.engine.update_room(self.room, {"holdScore": hold})
+        self.model.hold = hold
+
+    @invariant()
+    def same_figures(self) -> None:
+        if not hasattr(self, "room"):
+            return
+        stats = self.engine.stats(self.room)
+        assert stats.status == self.model.status
+        assert stats.dealt_total == self.model.dealt
+        assert stats.tickets == self.model.tickets
+        assert stats.now_ms == self.model.now
+        if self.model.capacity is not None:
+            assert stats.peak_active <= self.model.capacity
+
+    def teardown(self) -> None:
+        self.client.close()
+
+
+def test_engine_matches_the_reference_model(redis_server: EmbeddedRedis) -> None:
+    EngineAgainstModel.server = redis_server
+    run = EngineAgainstModel.TestCase
+    run.settings = settings(
+        max_examples=150,
+        stateful_step_count=50,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    run().runTest()

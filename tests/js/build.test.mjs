@@ -1,0 +1,56 @@
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import vm from "node:vm";
+import { describe, test } from "node:test";
+import { gzipSync } from "node:zlib";
+
+import { build } from "esbuild";
+import { bundles, common } from "../../frontend/build.mjs";
+
+/** Builds one bundle of build.mjs in memory, as `npm run build` would write it. */
+async function built(outfile, overrides = {}) {
+  const bundle = bundles.find((candidate) => candidate.outfile === outfile);
+  const result = await build({ ...common, ...bundle, ...overrides, write: false });
+  return result.outputFiles[0].text;
+}
+
+describe("the built bundles", () => {
+  test("static/anteroom.js defines window.anteroom", async () => {
+    const code = await built("static/anteroom.js");
+    const window = {};
+    window.window = window;
+    vm.runInNewContext(code, window);
+    assert.equal(typeof window.anteroom.enterQueue, "function");
+    const error = new window.anteroom.AnteroomError("x", { code: "QueueDenied", status: 403 });
+    assert.deepEqual([error.name, error.code, error.status, error.retryAfter], ["AnteroomError", "QueueDenied", 403, null]);
+    assert.throws(() => window.anteroom.enterQueue("spring-drop", { apiKey: "nope" }), /`apiKey`/);
+  });
+
+  test("static/anteroom.mjs exports the same API", async () => {
+    const code = await built("static/anteroom.mjs");
+    const module = await import(`data:text/javascript;base64,${Buffer.from(code).toString("base64")}`);
+    assert.deepEqual(Object.keys(module).sort(), ["AnteroomError", "enterQueue"]);
+  });
+
+  test("the minified worker source still runs on its own", async () => {
+    const code = await built("static/anteroom.mjs", {
+      entryPoints: ["frontend/pow-worker.js"],
+      outfile: undefined,
+    });
+    const { workerSource } = await import(`data:text/javascript;base64,${Buffer.from(code).toString("base64")}`);
+    const messages = [];
+    const self = { postMessage: (data) => messages.push(data), onmessage: null };
+    vm.runInNewContext(workerSource(), { self, TextEncoder });
+    self.onmessage({ data: { challenge: "pc1.k1.built.sig", difficulty: 12 } });
+    const digest = createHash("sha256").update(`pc1.k1.built.sig:${messages[1].solution}`).digest();
+    assert.equal(digest[0], 0);
+    assert.ok(digest[1] < 16);
+  });
+
+  test("the bundles stay small", async () => {
+    for (const { outfile } of bundles) {
+      const code = await built(outfile);
+      assert.ok(gzipSync(code).length < 10_000, `${outfile} is ${gzipSync(code).length} B gzipped`);
+    }
+  });
+});

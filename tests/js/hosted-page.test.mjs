@@ -1,0 +1,201 @@
+import assert from "node:assert/strict";
+import { afterEach, beforeEach, describe, test } from "node:test";
+
+import { startHostedPage } from "../../frontend/hosted-page.js";
+import { FakeClock, FakeFetch, FakeStorage, installBrowser } from "./fakes.mjs";
+
+const ROOM = "spring-drop";
+
+class FakeElement {
+  constructor(id, tag = "div") {
+    this.id = id;
+    this.tagName = tag.toUpperCase();
+    this.dataset = {};
+    this.textContent = "";
+    this.hidden = false;
+    this.attributes = new Map();
+    if (tag === "progress") {
+      this.max = 1;
+      this.value = 0;
+    }
+    if (tag === "time") this.dateTime = "";
+  }
+  setAttribute(name, value) {
+    this.attributes.set(name, String(value));
+  }
+  removeAttribute(name) {
+    this.attributes.delete(name);
+    if (name === "value") this.value = null;
+  }
+  get innerHTML() {
+    throw new Error("innerHTML must not be used");
+  }
+  set innerHTML(_) {
+    throw new Error("innerHTML must not be used");
+  }
+}
+
+function page(data) {
+  const elements = new Map();
+  const add = (id, tag) => elements.set(id, new FakeElement(id, tag));
+  add("anteroom", "main");
+  for (const id of ["room-name", "position", "eta", "countdown", "status-text", "announce"]) add(id);
+  add("progress", "progress");
+  add("retry-at", "time");
+  Object.assign(elements.get("anteroom").dataset, data);
+  const assigned = [];
+  return {
+    elements,
+    get: (id) => elements.get(id),
+    assigned,
+    document: { getElementById: (id) => elements.get(id) ?? null },
+    location: { assign: (url) => assigned.push(url) },
+  };
+}
+
+const answer = (fields) => ({
+  body: {
+    status: "waiting",
+    room: ROOM,
+    roomName: "Spring drop",
+    redirectUrl: "https://shop.example/drop?color=red#top",
+    position: 11,
+    etaSeconds: 600,
+    opensAt: null,
+    pollAfterMs: 1000,
+    queueToken: "qt1.k1.t.sig",
+    roomStatus: "open",
+    ...fields,
+  },
+});
+
+describe("the hosted page", () => {
+  let browser;
+  let clock;
+  beforeEach(() => {
+    browser = installBrowser();
+    clock = new FakeClock();
+    browser.localStorage.setItem(`anteroom::${ROOM}`, JSON.stringify({ sessionToken: "st1.k1.s.sig", sessionExpiresAt: clock.now() + 3_600_000 }));
+  });
+  afterEach(() => browser.restore());
+
+  const start = (fake, view) =>
+    startHostedPage({ document: view.document, location: view.location, sessionStorage: new FakeStorage(), fetch: fake.fetch, clock });
+
+  test("shows the wait, then redirects with the admission kept before the fragment", async () => {
+    const fake = new FakeFetch(clock, {
+      "/api/v1/queue/enter": [answer()],
+      "/api/v1/queue/poll": [
+        answer({ position: 6, etaSeconds: 30 }),
+        { status: 503, body: { error: "Unavailable", message: "down" }, headers: { "Retry-After": "5" } },
+        answer({ position: 1, etaSeconds: null }),
+        answer({ status: "admitted", token: "ab1.k1.a+b.sig", position: null }),
+      ],
+    });
+    const view = page({ room: ROOM, key: "pk_test_1", baseUrl: "", roomName: "Spring drop" });
+    const root = view.get("anteroom");
+    start(fake, view);
+    assert.equal(root.dataset.state, "connecting");
+
+    await clock.advance(0);
+    assert.equal(root.dataset.state, "waiting");
+    assert.equal(view.get("position").textContent, "11");
+    assert.equal(view.get("eta").textContent, "about 10 minutes");
+    assert.equal(view.get("eta").hidden, false);
+    assert.equal(view.get("progress").value, 0);
+    assert.equal(view.get("room-name").textContent, "Spring drop");
+    assert.match(view.get("announce").textContent, /number 11/);
+    assert.equal(view.get("countdown").hidden, true);
+
+    await clock.advance(1000);
+    assert.equal(view.get("position").textContent, "6");
+    assert.equal(view.get("eta").textContent, "less than a minute");
+    assert.equal(view.get("progress").value, 0.5);
+
+    await clock.advance(1000);
+    assert.equal(root.dataset.state, "error");
+    assert.equal(root.dataset.error, "Unavailable");
+    assert.equal(view.get("retry-at").hidden, false);
+    assert.equal(view.get("retry-at").dateTime, new Date(clock.now() + 5000).toISOString());
+    assert.equal(view.get("position").textContent, "6", "the last position stays on screen");
+
+    await clock.advance(5000);
+    assert.equal(root.dataset.state, "waiting");
+    assert.equal(root.dataset.error, undefined);
+    assert.equal(view.get("retry-at").hidden, true);
+    assert.equal(view.get("eta").hidden, true);
+    assert.equal(view.get("progress").value, 1);
+
+    await clock.advance(1000);
+    assert.equal(root.dataset.state, "admitted");
+    assert.deepEqual(view.assigned, ["https://shop.example/drop?color=red&abq=ab1.k1.a%2Bb.sig#top"]);
+  });
+
+  test("counts down a pre-queue, then waits", async () => {
+    const opensAt = clock.now() + 62_500;
+    const fake = new FakeFetch(clock, {
+      "/api/v1/queue/enter": [answer({ opensAt, position: 3, pollAfterMs: 60_000 })],
+      "/api/v1/queue/poll": [answer({ opensAt, position: 3 })],
+    });
+    const view = page({ room: ROOM, key: "pk_test_1" });
+    const controller = start(fake, view);
+    await clock.advance(0);
+    assert.equal(view.get("anteroom").dataset.state, "prequeue");
+    assert.equal(view.get("countdown").textContent, "00:01:03");
+    await clock.advance(500);
+    assert.equal(view.get("countdown").textContent, "00:01:02");
+    await clock.advance(1000);
+    assert.equal(view.get("countdown").textContent, "00:01:01");
+    await clock.advance(62_000);
+    assert.equal(view.get("anteroom").dataset.state, "waiting");
+    assert.equal(view.get("countdown").hidden, true);
+    controller.abort();
+    await clock.advance(0);
+    assert.equal(clock.timers.size, 0);
+  });
+
+  test("a paused room, a held spot and a refusal each have their state", async () => {
+    const fake = new FakeFetch(clock, {
+      "/api/v1/queue/enter": [answer({ roomStatus: "paused", etaSeconds: null })],
+      "/api/v1/queue/poll": [
+        answer({ status: "held", position: null, etaSeconds: null }),
+        { status: 403, body: { error: "SessionRevoked", message: "revoked" } },
+      ],
+    });
+    const view = page({ room: ROOM, key: "pk_test_1" });
+    const root = view.get("anteroom");
+    start(fake, view);
+    await clock.advance(0);
+    assert.equal(root.dataset.state, "paused");
+    await clock.advance(1000);
+    assert.equal(root.dataset.state, "held");
+    assert.equal(view.get("position").textContent, "");
+    assert.equal(view.get("progress").value, null, "indeterminate while held");
+    await clock.advance(1000);
+    assert.equal(root.dataset.state, "error");
+    assert.equal(root.dataset.error, "SessionRevoked");
+    assert.equal(view.get("retry-at").hidden, true);
+    assert.match(view.get("status-text").textContent, /withdrawn/);
+  });
+
+  test("an idle room says so and asks again later", async () => {
+    const fake = new FakeFetch(clock, {
+      "/api/v1/queue/enter": [answer({ status: "idle", position: null, queueToken: null }), answer({ status: "admitted", token: "ab1.t" })],
+    });
+    const view = page({ room: ROOM, key: "pk_test_1", roomName: "Spring drop" });
+    start(fake, view);
+    await clock.advance(0);
+    assert.equal(view.get("anteroom").dataset.state, "idle");
+    assert.match(view.get("status-text").textContent, /Spring drop is not open/);
+    await clock.advance(60_000);
+    assert.equal(fake.callsTo("/api/v1/queue/enter").length, 2);
+    assert.deepEqual(view.assigned, ["https://shop.example/drop?color=red&abq=ab1.t#top"]);
+  });
+
+  test("a page without a usable key shows an error", async () => {
+    const view = page({ room: ROOM });
+    start(new FakeFetch(clock, {}), view);
+    await clock.advance(0);
+    assert.equal(view.get("anteroom").dataset.state, "error");
+  });
+});

@@ -1,0 +1,224 @@
+"""A small pure-Python model of the queue rules, to compare the Lua engine against.
+
+It is written from SPEC "The queue engine", not from the scripts: a bank capped at one
+second's worth, a lottery pool before opensAt, ticket order after, held spots skipped, abandoned
+spots dropped for free when the drain reaches them, capacity, the per-ticket limit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+
+UNIT = 60_000
+POST_OPEN = 2**52
+POOL = 2**24
+
+
+class ModelError(Exception):
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@dataclass
+class Spot:
+    ticket: int
+    score: int
+    key: int
+    seen: int
+    window: int
+    count: int
+    admitted_at: int | None = None
+    expires: int = 0
+    deal: int = 0
+
+
+@dataclass
+class Model:
+    rate: int
+    capacity: int | None
+    ttl_ms: int
+    hold: int
+    abandon_ms: int
+    max_waiting: int
+    now: int
+    status: str = "idle"
+    opens_at: int = 0
+    seed: str = ""
+    bank: int = 0
+    last: int = 0
+    tickets: int = 0
+    dealt: int = 0
+    generation: int = 1
+    spots: dict[str, Spot] = field(default_factory=dict)
+    active: dict[str, int] = field(default_factory=dict)
+    admissions: list[int] = field(default_factory=list)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def waiting(self) -> list[tuple[int, str]]:
+        return sorted((s.key, v) for v, s in self.spots.items() if s.admitted_at is None)
+
+    def eligible(self) -> list[tuple[int, str]]:
+        return [(k, v) for k, v in self.waiting() if self.spots[v].score < self.hold]
+
+    def accrue(self) -> None:
+        if self.status != "open":
+            return
+        start = max(self.last, self.opens_at)
+        if self.now > start:
+            cap = max(UNIT, self.rate * 1000)
+            self.bank = min(cap, self.bank + (self.now - start) * self.rate)
+            self.last = self.now
+
+    def live_active(self) -> int:
+        return sum(1 for exp in self.active.values() if exp > self.now)
+
+    def admit(self, vid: str) -> None:
+        spot = self.spots[vid]
+        spot.admitted_at, spot.expires = self.now, self.now + self.ttl_ms
+        self.dealt += 1
+        spot.deal = self.dealt
+        self.active[vid] = spot.expires
+        self.admissions.append(self.now)
+
+    def drain(self) -> None:
+        if self.status != "open" or self.now < self.opens_at:
+            return
+        self.accrue()
+        self.active = {v: e for v, e in self.active.items() if e > self.now}
+        budget = min(200, self.bank // UNIT)
+        if self.capacity is not None:
+            budget = min(budget, self.capacity - len(self.active))
+        for _, vid in self.eligible():
+            if budget <= 0:
+                break
+            spot = self.spots[vid]
+            if spot.seen + self.abandon_ms <= self.now:
+                del self.spots[vid]
+                continue
+            self.admit(vid)
+            self.bank -= UNIT
+            budget -= 1
+
+    def limited(self, spot: Spot) -> bool:
+        window = self.now // 60_000
+        if spot.window != window:
+            spot.window, spot.count = window, 0
+        if spot.count >= 90:
+            return True
+        spot.count += 1
+        return False
+
+    def answer(self, vid: str) -> tuple:
+        spot = self.spots[vid]
+        if spot.admitted_at is not None:
+            return ("admitted", spot.ticket, None, None, spot.deal)
+        if spot.score >= self.hold:
+            return ("held", spot.ticket, None, None, 15_000)
+        position = 1 + sum(1 for k, _ in self.eligible() if k < spot.key)
+        eta = None
+        if self.status == "open":
+            if self.capacity is not None and self.live_active() >= self.capacity:
+                second = self.now // 1000
+                seen = sum(1 for t in self.admissions if t // 1000 > second - 60)
+                eta = math.ceil(position * 60 / seen) if seen else None
+            else:
+                wait = max(0, self.opens_at - self.now) + position * UNIT / self.rate
+                eta = math.ceil(wait / 1000)
+        cadence = 1000 if position <= 10 else 2500 if position <= 100 else 5000
+        cadence = cadence if position <= 1000 else 15_000
+        return ("waiting", spot.ticket, position, eta, cadence)
+
+    # -- operations ------------------------------------------------------------------------
+
+    def enter(self, vid: str, score: int) -> tuple:
+        if self.status == "idle":
+            return ("idle",)
+        spot = self.spots.get(vid)
+        if spot and spot.admitted_at is not None and self.now > spot.expires + 60_000:
+            self.drop(vid)
+            spot = None
+        if spot:
+            if self.limited(spot):
+                raise ModelError("RateLimited")
+            spot.seen = self.now
+            if spot.admitted_at is None:
+                spot.score = score
+            self.drain()
+            return self.answer(vid)
+        self.drain()
+        if len(self.waiting()) >= self.max_waiting:
+            raise ModelError("QueueFull")
+        pool = self.now < self.opens_at
+        self.tickets += 1
+        if pool:
+            digest = hashlib.sha1((self.seed + vid).encode()).hexdigest()
+            key = int(digest[:7], 16) * POOL + self.tickets
+        else:
+            key = POST_OPEN + self.tickets
+        self.spots[vid] = Spot(self.tickets, score, key, self.now, self.now // 60_000, 1)
+        free = self.capacity is None or self.capacity - len(self.active) > 0
+        nobody = not [1 for _, v in self.eligible() if v != vid]
+        if (
+            not pool
+            and nobody
+            and score < self.hold
+            and self.status == "open"
+            and self.bank >= UNIT
+            and free
+        ):
+            self.bank -= UNIT
+            self.admit(vid)
+        return self.answer(vid)
+
+    def poll(self, vid: str, ticket: int, generation: int) -> tuple:
+        spot = self.spots.get(vid)
+        if generation != self.generation or not spot or spot.ticket != ticket:
+            raise ModelError("TicketGone")
+        if spot.admitted_at is not None and self.now > spot.expires + 60_000:
+            self.drop(vid)
+            raise ModelError("TicketGone")
+        if self.limited(spot):
+            raise ModelError("RateLimited")
+        spot.seen = self.now
+        if spot.admitted_at is None:
+            self.drain()
+            if vid not in self.spots:
+                raise ModelError("TicketGone")
+        return self.answer(vid)
+
+    def drop(self, vid: str) -> None:
+        self.spots.pop(vid, None)
+        self.active.pop(vid, None)
+
+    def leave(self, vid: str, ticket: int, generation: int) -> bool:
+        spot = self.spots.get(vid)
+        if generation != self.generation or not spot or spot.ticket != ticket:
+            return False
+        self.drop(vid)
+        return True
+
+    def open(self, opens_at: int | None, seed: str) -> None:
+        if self.status == "paused":
+            self.status, self.last = "open", self.now
+        elif self.status == "idle":
+            self.status = "open"
+            self.opens_at = self.now if opens_at is None else opens_at
+            self.last, self.bank, self.seed = min(self.opens_at, self.now), 0, seed
+
+    def pause(self) -> None:
+        if self.status != "open":
+            raise ModelError("NotOpen")
+        self.accrue()
+        self.status = "paused"
+
+    def close(self) -> None:
+        self.spots.clear()
+        self.active.clear()
+        self.admissions.clear()
+        self.status, self.opens_at, self.seed = "idle", 0, ""
+        self.bank = self.last = self.tickets = self.dealt = 0
+        self.generation += 1
