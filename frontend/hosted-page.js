@@ -1,0 +1,178 @@
+import { enterQueue } from "./enter-queue.js";
+import { storageKey } from "./storage.js";
+import { realClock } from "./timers.js";
+import {
+  countdownText,
+  etaText,
+  pageState,
+  progressValue,
+  shouldAnnounce,
+  statusText,
+  withAdmission,
+} from "./view.js";
+
+// A room found idle is asked again after this (plus up to as much again of jitter), so a
+// visitor who arrived before the operator opened the room gets in without reloading.
+const IDLE_RECHECK_MS = 30_000;
+
+/**
+ * Runs the hosted waiting page. Its configuration is the `data-*` of `<main id="anteroom">`:
+ * `data-room` (slug), `data-key` (pk_…), `data-base-url` (default "": same origin),
+ * `data-room-name`, `data-redirect-url` (used when an answer carries none). It sets
+ * `data-state` on that element and fills, when present, #room-name, #position, #eta,
+ * #countdown, #progress, #status-text, #announce (aria-live) and #retry-at, with textContent only.
+ *
+ * @param {{document?: Document, location?: Location, sessionStorage?: Storage | null, fetch?: typeof fetch, clock?: import("./timers.js").Clock}} [environment]
+ *   the page's globals by default; tests pass their own
+ * @returns {AbortController | null} aborting it stops the page's queue, or null without #anteroom
+ */
+export function startHostedPage(environment = {}) {
+  const document = environment.document ?? globalThis.document;
+  const location = environment.location ?? globalThis.location;
+  const sessionStorage =
+    environment.sessionStorage === undefined ? safeSessionStorage() : environment.sessionStorage;
+  const clock = environment.clock ?? realClock;
+  const root = document.getElementById("anteroom");
+  if (!root) return null;
+  const config = {
+    room: root.dataset.room ?? "",
+    apiKey: root.dataset.key ?? "",
+    baseUrl: root.dataset.baseUrl ?? "",
+    roomName: root.dataset.roomName ?? "",
+    redirectUrl: root.dataset.redirectUrl ?? "",
+  };
+  const byId = (/** @type {string} */ id) => document.getElementById(id);
+  const controller = new AbortController();
+  const startKey = `${storageKey(config.baseUrl, config.room)}:start`;
+  /** @type {any} */
+  let answer = null;
+  /** @type {{state: string, position: number | null} | null} */
+  let announced = null;
+  /** @type {unknown} */
+  let countdownTimer;
+  /** @type {unknown} */
+  let recheckTimer;
+  controller.signal.addEventListener("abort", () => {
+    clock.clearTimeout(countdownTimer);
+    clock.clearTimeout(recheckTimer);
+  });
+
+  const setText = (/** @type {string} */ id, /** @type {string | null} */ text) => {
+    const element = byId(id);
+    if (!element) return;
+    element.hidden = text === null;
+    if (element.textContent !== (text ?? "")) element.textContent = text ?? "";
+  };
+
+  const startPosition = (/** @type {number} */ position) => {
+    try {
+      const stored = Number(sessionStorage?.getItem(startKey));
+      if (stored >= 1) return stored;
+      sessionStorage?.setItem(startKey, String(position));
+    } catch {
+      // No sessionStorage: progress counts from this page load.
+    }
+    return position;
+  };
+
+  const tickCountdown = () => {
+    clock.clearTimeout(countdownTimer);
+    const opensAt = answer?.opensAt;
+    if (root.dataset.state !== "prequeue" || typeof opensAt !== "number") {
+      setText("countdown", null);
+      return;
+    }
+    if (controller.signal.aborted) return;
+    const left = opensAt - clock.now();
+    setText("countdown", countdownText(left));
+    // Ticks on the second boundaries of the time left, so the display never skips a second.
+    if (left > 0) countdownTimer = clock.setTimeout(tickCountdown, left % 1000 || 1000);
+    else render(answer);
+  };
+
+  /** @param {any} update */
+  function render(update) {
+    // A 429 RateLimited is the pace of polling, not trouble worth showing.
+    if (update.status === "error" && update.error === "RateLimited") return;
+    const state = pageState(update, clock.now());
+    if (update.status !== "error") answer = update;
+    root.dataset.state = state;
+    if (update.status === "error") root.dataset.error = update.error ?? "";
+    else delete root.dataset.error;
+
+    const roomName = answer?.roomName || config.roomName;
+    if (answer?.roomName) setText("room-name", answer.roomName);
+    const position = typeof answer?.position === "number" ? answer.position : null;
+    setText("position", position === null ? "" : String(position));
+    setText("eta", state === "error" ? null : etaText(answer?.etaSeconds));
+    tickCountdown();
+
+    const progress = /** @type {HTMLProgressElement | null} */ (byId("progress"));
+    if (progress) {
+      progress.max = 1;
+      if (state === "admitted") progress.value = 1;
+      else if (position !== null) progress.value = progressValue(startPosition(position), position);
+      else if (state !== "error") progress.removeAttribute("value");
+    }
+
+    const sentence = statusText(state, update, roomName);
+    setText("status-text", sentence);
+    const next = { state, position };
+    if (shouldAnnounce(announced, next)) {
+      announced = next;
+      setText("announce", sentence);
+    }
+
+    const retryAt = byId("retry-at");
+    if (retryAt) {
+      const when = state === "error" && typeof update.retryAt === "number" ? new Date(update.retryAt) : null;
+      setText("retry-at", when ? when.toLocaleTimeString() : null);
+      if (when && "dateTime" in retryAt) /** @type {HTMLTimeElement} */ (retryAt).dateTime = when.toISOString();
+    }
+  }
+
+  const fail = (/** @type {any} */ error) => {
+    if (controller.signal.aborted) return;
+    render({ status: "error", error: error?.code ?? error?.name ?? "Error" });
+  };
+
+  const join = () => {
+    let waiting;
+    try {
+      waiting = enterQueue(config.room, {
+        apiKey: config.apiKey,
+        baseUrl: config.baseUrl,
+        onUpdate: render,
+        signal: controller.signal,
+        fetch: environment.fetch,
+        clock,
+      });
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    waiting.then((final) => {
+      render(final);
+      if (final.status === "idle") {
+        recheckTimer = clock.setTimeout(join, IDLE_RECHECK_MS * (1 + Math.random()));
+      } else if (final.status === "admitted") {
+        const target = final.redirectUrl || config.redirectUrl;
+        if (target && typeof final.token === "string") location.assign(withAdmission(target, final.token));
+        else fail({ code: "BadResponse" });
+      }
+    }, fail);
+  };
+
+  root.dataset.state = "connecting";
+  setText("status-text", statusText("connecting", null, config.roomName));
+  join();
+  return controller;
+}
+
+function safeSessionStorage() {
+  try {
+    return globalThis.sessionStorage ?? null;
+  } catch {
+    return null;
+  }
+}

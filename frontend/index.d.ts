@@ -1,0 +1,139 @@
+/**
+ * Anteroom's browser agent.
+ *
+ * @example
+ * ```js
+ * import { enterQueue, AnteroomError } from "anteroom";
+ *
+ * const controller = new AbortController();
+ * try {
+ *   const answer = await enterQueue("spring-drop", {
+ *     apiKey: "pk_live_123",
+ *     baseUrl: "https://queue.example.com",
+ *     signal: controller.signal,
+ *     onUpdate(update) {
+ *       if (update.status === "error") console.log(`retrying at ${new Date(update.retryAt)}`);
+ *       else console.log(update.status, update.position, update.etaSeconds);
+ *     },
+ *   });
+ *   if (answer.status === "admitted") location.assign(`/checkout?abq=${encodeURIComponent(answer.token)}`);
+ *   else console.log("The room is not open.");
+ * } catch (error) {
+ *   if (error instanceof AnteroomError) console.log(error.code, error.status);
+ *   else throw error; // the signal's reason, after controller.abort()
+ * }
+ * ```
+ *
+ * As a classic script: `<script src="https://queue.example.com/static/anteroom.js"></script>`
+ * then `window.anteroom.enterQueue(...)`.
+ */
+
+/** What the server answers about one visitor's place in one room. */
+export interface QueueAnswer {
+  status: "idle" | "waiting" | "held" | "admitted";
+  /** The room's slug. */
+  room: string;
+  roomName: string;
+  /** Where the hosted page sends admitted visitors. */
+  redirectUrl: string | null;
+  /** Ticket number (not a credential). Absent for `idle`. */
+  ticket?: number | null;
+  /** 1 + the eligible spots ahead; null while held. */
+  position: number | null;
+  /** Honest estimate of the wait; null while paused, held, or when nothing honest can be said. */
+  etaSeconds: number | null;
+  /** Epoch ms the room opens (a pre-queue while in the future), or null. */
+  opensAt: number | null;
+  /** When to ask again; the agent follows it. */
+  pollAfterMs?: number | null;
+  /** The `qt1…` ticket token the agent polls with (kept in localStorage). */
+  queueToken?: string | null;
+  /** The `ab1…` admission token, once `admitted`. */
+  token?: string | null;
+  /** The room's own status: "open", "paused", "idle". */
+  roomStatus?: string;
+  [field: string]: unknown;
+}
+
+/**
+ * Passed to `onUpdate` while a call is being retried, so a page can say "trying again at…".
+ * The agent keeps its place in line meanwhile.
+ */
+export interface ErrorUpdate {
+  status: "error";
+  /** The server's error code (`Unavailable`, `RateLimited`, `QueueFull`, `Busy`, …) or `NetworkError`, `BadResponse`, `Http502`… */
+  error: string;
+  message: string;
+  /** Epoch ms of the next attempt. */
+  retryAt: number;
+}
+
+export type QueueUpdate = QueueAnswer | ErrorUpdate;
+
+/** Injectable time, so tests need not sleep. Defaults to Date.now and the global timers. */
+export interface Clock {
+  now(): number;
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(id: unknown): void;
+}
+
+export interface EnterQueueOptions {
+  /** The environment's public key, `pk_…`. */
+  apiKey: string;
+  /** Origin (and path prefix) of the Anteroom server, e.g. `https://queue.example.com`. Default `""`: same origin. */
+  baseUrl?: string;
+  /**
+   * Called with every new answer, in this tab and in every other tab of the browser waiting in
+   * the same room, and with an `ErrorUpdate` before each retry.
+   */
+  onUpdate?: (update: QueueUpdate) => void;
+  /** Stops waiting: timers cleared, the request in flight aborted, the tab lock released; the promise rejects with `signal.reason`. */
+  signal?: AbortSignal;
+  /** Default: the global `fetch`. */
+  fetch?: typeof fetch;
+  /** Default: the real clock. */
+  clock?: Clock;
+  /** Uniform in [0, 1), for the backoff jitter. Default `Math.random`. */
+  random?: () => number;
+}
+
+/**
+ * Takes a place in the line of room `slug` and resolves once it is over:
+ * with the `admitted` answer (its `token` is the admission), or at once with the `idle` answer
+ * when the room is not open.
+ *
+ * - Identifies first when no live session is stored (proof of work in a Web Worker, else in
+ *   small slices on the main thread), then enters; resumes a stored ticket instead of entering.
+ * - Polls at the server's `pollAfterMs`.
+ * - Network errors, unreadable answers and 5xx are retried with backoff: the n-th failure in a
+ *   row (n = 0 first) waits `c/2 + random()·c/2` ms, `c = min(60000, 1000·2^n)`; never less
+ *   than a `Retry-After` the server gave.
+ * - 429 (`RateLimited`, `QueueFull`, `Busy`) waits exactly `Retry-After` seconds and repeats the
+ *   same call: the place in line is kept.
+ * - 410 `TicketGone`: enters again. 401 on entry: identifies again.
+ * - Rejects with an `AnteroomError` on 400, other 401s, 403 (`QueueDenied`, `SessionRevoked`,
+ *   `AddressRequired`) and 404 `RoomNotFound`.
+ * - Tabs of one browser share the session and the spot: one tab (the holder of the Web Lock
+ *   `anteroom:<slug>`) talks to the server, the others hear it on the BroadcastChannel
+ *   `anteroom:<slug>` and take over when it closes.
+ *
+ * @throws {TypeError} synchronously, naming the bad option.
+ *
+ * @example
+ * ```js
+ * const { token } = await enterQueue("spring-drop", { apiKey: "pk_live_123" });
+ * ```
+ */
+export function enterQueue(slug: string, options: EnterQueueOptions): Promise<QueueAnswer>;
+
+/** Why the agent gave up. */
+export class AnteroomError extends Error {
+  constructor(message: string, details: { code: string; status?: number; retryAfter?: number | null; cause?: unknown });
+  name: "AnteroomError";
+  /** The server's error code (`QueueDenied`, `RoomNotFound`, `BadRequest`, …), or `BadResponse`, `BadChallenge`. */
+  code: string;
+  /** HTTP status; 0 when no answer arrived. */
+  status: number;
+  /** Seconds, when the server named a wait. */
+  retryAfter: number | null;
+}

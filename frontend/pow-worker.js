@@ -1,0 +1,31 @@
+import { sha256Kit } from "./sha256.js";
+
+/**
+ * The worker's message loop. Self-contained like `sha256Kit`: only its source text reaches the
+ * worker. Receives `{challenge, difficulty}`, answers `{ready: true}` at start, then `{solution}` (a decimal string). It never
+ * stops searching on its own; the page terminates it.
+ * @param {import("./sha256.js").Sha256Kit} kit
+ */
+function workerMain(kit) {
+  self.postMessage({ ready: true });
+  self.onmessage = (event) => {
+    const challenge = event.data.challenge;
+    const difficulty = event.data.difficulty;
+    for (let from = 0; ; from += 100000) {
+      const found = kit.findSolution(challenge, difficulty, from, 100000);
+      if (found >= 0) {
+        self.postMessage({ solution: String(found) });
+        return;
+      }
+    }
+  };
+}
+
+/**
+ * The source of the proof-of-work worker, for a Blob URL: no separate file to serve, and it
+ * passes a CSP of `worker-src blob:`.
+ * @returns {string}
+ */
+export function workerSource() {
+  return `(${workerMain})((${sha256Kit})());`;
+}
