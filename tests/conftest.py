@@ -7,9 +7,14 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from flask import Flask
+from flask.testing import FlaskClient
 
+from anteroom.app import create_app
+from anteroom.config import Settings
 from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
+from anteroom.services import Services
 
 
 def free_port() -> int:
@@ -37,3 +42,26 @@ def redis_client(redis_server: EmbeddedRedis) -> Iterator[redis.Redis]:
 @pytest.fixture
 def engine(redis_client: redis.Redis) -> Engine:
     return Engine(redis_client)
+
+
+TEST_KEYS = "k1:" + "a" * 43 + "="
+
+
+@pytest.fixture
+def settings(redis_server: EmbeddedRedis) -> Settings:
+    return Settings(redis_url=redis_server.url, keys=TEST_KEYS, pow_difficulty=4)
+
+
+@pytest.fixture
+def app(settings: Settings, redis_client: redis.Redis) -> Flask:
+    return create_app(settings, {"TESTING": True})
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture
+def services(app: Flask) -> Services:
+    return app.extensions["anteroom"]  # type: ignore[no-any-return]

@@ -5,13 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
 
+from . import errors, limits
 from .config import Settings
 from .engine import Engine
+from .keystore import KeyStore
 from .resources import resource_dir
+from .room_cache import StaleCache
 from .services import Services
-from .storage import connect
+from .storage import Breaker, connect
 from .tokens import Keyring
+
+MAX_BODY_BYTES = 16 * 1024
 
 
 def create_app(
@@ -24,24 +30,38 @@ def create_app(
         template_folder=str(resource_dir("templates")),
         static_folder=str(resource_dir("static")),
     )
-    app.config.from_mapping(MAX_CONTENT_LENGTH=16 * 1024, JSON_SORT_KEYS=False)
+    app.config.from_mapping(MAX_CONTENT_LENGTH=MAX_BODY_BYTES)
+    app.json.sort_keys = False  # type: ignore[attr-defined]
     if test_config:
         app.config.update(test_config)
     if not settings.redis_url:
         raise ValueError("ANTEROOM_REDIS_URL is required here (anteroom serve sets it)")
-    client = connect(settings.redis_url)
     if not settings.keys:
         # Every worker must sign with the same secret; `anteroom serve` supplies a persisted one.
         raise ValueError("ANTEROOM_KEYS is required here (anteroom serve sets it)")
-    keyring = Keyring.parse(settings.keys)
-    app.extensions["anteroom"] = Services(
+    if settings.trusted_proxies > 0:
+        # Only then is X-Forwarded-For believed, and only as many hops as were configured.
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]
+    client = connect(settings.redis_url)
+    engine = Engine(client, settings.key_prefix)
+    services = Services(
         settings=settings,
         redis=client,
-        engine=Engine(client, settings.key_prefix),
-        keyring=keyring,
+        engine=engine,
+        keyring=Keyring.parse(settings.keys),
+        keystore=KeyStore(client, engine.keys),
+        breaker=Breaker(),
+        rooms=StaleCache(ttl=2.0),
+        public_keys=StaleCache(ttl=10.0),
     )
+    app.extensions["anteroom"] = services
 
-    from .views import health
+    from .views import health, visitor
 
+    errors.init_app(app)
     app.register_blueprint(health.bp)
+    app.register_blueprint(visitor.bp)
+    limits.init_app(
+        app, settings, engine.keys.limiter_prefix(), skip=lambda: services.breaker.is_open
+    )
     return app

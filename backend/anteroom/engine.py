@@ -254,9 +254,15 @@ class Engine:
         """Free a waiting spot or an active slot; True when something was freed."""
         return bool(self._run("leave", room_id, vid, ticket, generation))
 
-    def refresh(self, room_id: str, vid: str, generation: int, admission_jti: str) -> QueueAnswer:
-        """Extend a live admission's active slot by the room's admission TTL."""
-        return _answer(self._run("refresh", room_id, vid, generation, admission_jti))
+    def refresh(
+        self, room_id: str, vid: str, generation: int | None, admission_jti: str
+    ) -> QueueAnswer:
+        """Extend a live admission's active slot by the room's admission TTL.
+
+        ``generation`` may be None: the admission's jti already names one generation.
+        """
+        gen = "" if generation is None else generation
+        return _answer(self._run("refresh", room_id, vid, gen, admission_jti))
 
     def revoke(
         self, room_id: str, *, jti: str | None = None, vid: str | None = None, until_ms: int

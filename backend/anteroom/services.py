@@ -8,6 +8,10 @@ import redis
 
 from .config import Settings
 from .engine import Engine
+from .keystore import KeyStore
+from .redis_keys import KeySpace
+from .room_cache import StaleCache
+from .storage import Breaker
 from .tokens import Keyring
 
 
@@ -19,3 +23,12 @@ class Services:
     redis: redis.Redis
     engine: Engine
     keyring: Keyring
+    keystore: KeyStore
+    breaker: Breaker
+    rooms: StaleCache
+    public_keys: StaleCache
+
+    @property
+    def keys(self) -> KeySpace:
+        """Redis key names."""
+        return self.engine.keys

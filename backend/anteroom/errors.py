@@ -1,0 +1,161 @@
+"""API errors: one exception class per SPEC error code, turned into JSON by one handler."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Flask, Response, jsonify
+from werkzeug.exceptions import HTTPException
+
+log = logging.getLogger("anteroom")
+
+
+class ApiError(HTTPException):
+    """Base of every API error: ``error`` is the SPEC code, ``code`` the HTTP status."""
+
+    code = 400
+    error = "BadRequest"
+    description = "The request is not valid."
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        retry_after: int | None = None,
+        fields: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message or self.description)
+        self.retry_after = retry_after
+        self.fields = fields
+        self.extra_headers = headers or {}
+
+    def body(self) -> dict[str, Any]:
+        """The JSON body of this error."""
+        out: dict[str, Any] = {"error": self.error, "message": self.description}
+        if self.fields:
+            out["fields"] = self.fields
+        if self.retry_after is not None:
+            out["retryAfter"] = self.retry_after
+        return out
+
+
+class BadRequest(ApiError):
+    code, error, description = 400, "BadRequest", "The request is not valid."
+
+
+class Unauthorized(ApiError):
+    code, error, description = 401, "Unauthorized", "A valid key is required."
+
+
+class TokenInvalid(ApiError):
+    code, error, description = 401, "TokenInvalid", "The token is not valid."
+
+
+class TokenExpired(ApiError):
+    code, error, description = 401, "TokenExpired", "The token has expired."
+
+
+class Forbidden(ApiError):
+    code, error, description = 403, "Forbidden", "This key may not do that."
+
+
+class QueueDenied(ApiError):
+    code, error, description = 403, "QueueDenied", "This session may not enter the line."
+
+
+class SessionRevoked(ApiError):
+    code, error, description = 403, "SessionRevoked", "This session has been revoked."
+
+
+class AddressRequired(ApiError):
+    code, error = 403, "AddressRequired"
+    description = "This room needs the client's network address, and none is visible."
+
+
+class NotFound(ApiError):
+    code, error, description = 404, "NotFound", "Nothing here."
+
+
+class RoomNotFound(ApiError):
+    code, error, description = 404, "RoomNotFound", "No such room."
+
+
+class MethodNotAllowed(ApiError):
+    code, error, description = 405, "MethodNotAllowed", "That method is not allowed here."
+
+
+class TicketGone(ApiError):
+    code, error = 410, "TicketGone"
+    description = "This ticket is no longer in the line; enter again."
+
+
+class PayloadTooLarge(ApiError):
+    code, error, description = 413, "PayloadTooLarge", "The request body is too large."
+
+
+class RateLimited(ApiError):
+    code, error, description = 429, "RateLimited", "Too many requests; wait and try again."
+
+
+class QueueFull(ApiError):
+    code, error, description = 429, "QueueFull", "The line is full; try again later."
+
+
+class Busy(ApiError):
+    code, error, description = 429, "Busy", "The service is busy; try again shortly."
+
+
+class Unavailable(ApiError):
+    code, error, description = 503, "Unavailable", "The service is unavailable; try again soon."
+
+
+class InternalError(ApiError):
+    code, error, description = 500, "InternalError", "Something went wrong on our side."
+
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    405: MethodNotAllowed,
+    413: PayloadTooLarge,
+    429: RateLimited,
+}
+
+
+def to_response(exc: ApiError) -> Response:
+    """JSON response for ``exc`` with ``Retry-After`` when it asks the client to wait."""
+    response = jsonify(exc.body())
+    response.status_code = exc.code or 400
+    if exc.retry_after is not None:
+        response.headers["Retry-After"] = str(exc.retry_after)
+    for name, value in exc.extra_headers.items():
+        response.headers[name] = value
+    return response
+
+
+def _http_error(exc: HTTPException) -> Response:
+    if isinstance(exc, ApiError):
+        return to_response(exc)
+    retry = None
+    if exc.code == 429:
+        retry = getattr(exc, "retry_after", None) or 60
+    cls = _BY_STATUS.get(exc.code or 500, InternalError)
+    api = cls(retry_after=retry)
+    if exc.code == 405 and exc.valid_methods:  # type: ignore[attr-defined]
+        api.extra_headers["Allow"] = ", ".join(exc.valid_methods)  # type: ignore[attr-defined]
+    return to_response(api)
+
+
+def _unexpected(exc: Exception) -> Response:
+    log.exception("unexpected error", exc_info=exc)
+    return to_response(InternalError())
+
+
+def init_app(app: Flask) -> None:
+    """Every error, including werkzeug's own and unexpected ones, answers JSON."""
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(Exception, _unexpected)

@@ -1,0 +1,113 @@
+"""Proof-of-work challenges and session tokens (SPEC "Identity")."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from . import errors, pow, tokens
+from .services import Services
+from .signals import Evidence, assess
+
+CHALLENGE_TTL_SEC = 120
+SESSION_TTL_SEC = 6 * 3600
+
+
+def difficulty_for(services: Services, environment: str) -> int:
+    """Leading zero bits asked of ``environment`` (per-environment setting, else the default)."""
+    per_env = services.settings.extra.get("difficulty", {})
+    return int(per_env.get(environment, services.settings.pow_difficulty))
+
+
+def new_challenge(services: Services, environment: str) -> dict[str, Any]:
+    """A stateless signed challenge for ``environment``."""
+    now = int(time.time())
+    bits = difficulty_for(services, environment)
+    claims = {"env": environment, "jti": tokens.new_id(), "d": bits, "iat": now}
+    claims["exp"] = now + CHALLENGE_TTL_SEC
+    token = tokens.sign(services.keyring, tokens.CHALLENGE, claims)
+    return {"challenge": token, "difficulty": bits, "expiresAt": claims["exp"] * 1000}
+
+
+def decode_or_raise(services: Services, token: str, kind: str) -> dict[str, Any]:
+    """Claims of a token of ``kind``, or TokenInvalid / TokenExpired."""
+    try:
+        return tokens.decode(services.keyring, token, kind)
+    except tokens.ExpiredToken:
+        raise errors.TokenExpired() from None
+    except tokens.TokenError as exc:
+        raise errors.TokenInvalid(f"The token is not valid ({exc.reason}).") from None
+
+
+def spend_challenge(services: Services, environment: str, challenge: str, solution: str) -> None:
+    """Check a solution and spend its challenge once, or raise."""
+    claims = decode_or_raise(services, challenge, tokens.CHALLENGE)
+    if claims.get("env") != environment:
+        raise errors.TokenInvalid("The challenge belongs to another environment.")
+    if not pow.check_solution(challenge, solution, int(claims.get("d", 0))):
+        raise errors.BadRequest(
+            "The solution does not solve the challenge.",
+            fields={"solution": "does not solve the challenge"},
+        )
+    ttl = max(1, int(claims["exp"]) - int(time.time()) + 1)
+    spent = services.breaker.call(
+        lambda: services.redis.set(services.keys.challenge_spent(claims["jti"]), 1, nx=True, ex=ttl)
+    )
+    if not spent:
+        raise errors.TokenInvalid("This challenge has already been used.")
+
+
+def network_identifies(services: Services, network: str) -> int:
+    """Count this identify against its network's minute; returns the count so far."""
+    key = services.keys.prefix + "idn:" + network + ":" + str(int(time.time() // 60))
+
+    def bump() -> int:
+        pipe = services.redis.pipeline()
+        pipe.incr(key)
+        pipe.expire(key, 120)
+        return int(pipe.execute()[0])
+
+    return services.breaker.call(bump)
+
+
+def is_revoked(services: Services, environment: str, jti: str, vid: str) -> bool:
+    """True when the session or its visitor has been revoked."""
+    k = services.keys
+    return bool(
+        services.breaker.call(
+            lambda: services.redis.exists(
+                k.env_revoked(environment, "j", jti), k.env_revoked(environment, "v", vid)
+            )
+        )
+    )
+
+
+def new_session(
+    services: Services,
+    environment: str,
+    evidence: Evidence,
+    previous: str | None,
+) -> dict[str, Any]:
+    """A session token; the vid is kept from a valid, unrevoked previous session."""
+    vid = None
+    if previous:
+        try:
+            old = tokens.decode(services.keyring, previous, tokens.SESSION)
+        except tokens.TokenError:
+            old = None
+        same_env = bool(old) and old.get("env") == environment  # type: ignore[union-attr]
+        if same_env and not is_revoked(services, environment, old["jti"], old["vid"]):  # type: ignore[index]
+            vid = old["vid"]  # type: ignore[index]
+    score, sig = assess(evidence)
+    now = int(time.time())
+    claims = {
+        "jti": tokens.new_id(),
+        "vid": vid or tokens.new_id(),
+        "env": environment,
+        "score": score,
+        "sig": sig,
+        "iat": now,
+        "exp": now + SESSION_TTL_SEC,
+    }
+    token = tokens.sign(services.keyring, tokens.SESSION, claims)
+    return {"sessionToken": token, "expiresAt": claims["exp"] * 1000, "score": score, "sig": sig}

@@ -1,0 +1,57 @@
+"""Parse and check JSON request bodies: unknown fields and wrong types are named in one 400."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flask import request
+
+from .errors import BadRequest
+
+# field name -> expected Python type (str, int, bool, dict, list) and whether it is required
+Schema = Mapping[str, tuple[type | tuple[type, ...], bool]]
+
+
+def json_body() -> dict[str, Any]:
+    """The request body as a JSON object, or :class:`BadRequest`."""
+    if not request.data:
+        raise BadRequest("A JSON object body is required.", fields={"body": "is empty"})
+    try:
+        data = request.get_json(force=True, silent=False, cache=True)
+    except Exception:
+        raise BadRequest("The body is not valid JSON.", fields={"body": "is not JSON"}) from None
+    if not isinstance(data, dict):
+        raise BadRequest("The body must be a JSON object.", fields={"body": "is not an object"})
+    return data
+
+
+def _type_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    names = {str: "a string", int: "an integer", bool: "true or false", dict: "an object"}
+    names |= {list: "a list", float: "a number", type(None): "null"}
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+def parse(schema: Schema) -> dict[str, Any]:
+    """The body checked against ``schema``: every problem named under ``fields``."""
+    data = json_body()
+    problems: dict[str, str] = {}
+    for name in data:
+        if name not in schema:
+            problems[name] = "unknown field"
+    for name, (kind, required) in schema.items():
+        if name not in data:
+            if required:
+                problems[name] = "is required"
+            continue
+        value = data[name]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        bad_bool = isinstance(value, bool) and bool not in kinds
+        if bad_bool or not isinstance(value, kinds):
+            problems[name] = f"must be {_type_name(kind)}"
+        elif isinstance(value, str) and len(value) > 4096:
+            problems[name] = "is too long"
+    if problems:
+        raise BadRequest("Some fields are not valid.", fields=problems)
+    return data

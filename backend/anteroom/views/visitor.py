@@ -1,0 +1,181 @@
+"""Visitor API (SPEC "Visitor API"): challenge, identify, enter, poll, leave, refresh."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify, request
+from flask.typing import ResponseReturnValue
+
+from .. import errors, identity, tokens, visitor
+from ..jsonbody import parse
+from ..services import Services
+from ..signals import Evidence
+from ..storage import StorageUnavailable
+
+bp = Blueprint("visitor", __name__, url_prefix="/api/v1")
+
+
+def services() -> Services:
+    return current_app.extensions["anteroom"]  # type: ignore[no-any-return]
+
+
+def reply(body: dict[str, Any], retry_after: int | None) -> Response:
+    response = jsonify(body)
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
+    return response
+
+
+@bp.after_request
+def cors(response: Response) -> Response:
+    """Storefronts call this API from their own origin; no credentials are ever involved.
+
+    Preflights are Flask's automatic OPTIONS answers, given these headers here.
+    """
+    response.headers["Access-Control-Allow-Origin"] = "*"
+    response.headers["Access-Control-Allow-Methods"] = "POST, OPTIONS"
+    response.headers["Access-Control-Allow-Headers"] = "Content-Type"
+    response.headers["Access-Control-Expose-Headers"] = "Retry-After"
+    response.headers["Access-Control-Max-Age"] = "600"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.post("/challenge")
+def challenge() -> ResponseReturnValue:
+    body = parse({"apiKey": (str, True)})
+    s = services()
+    env = visitor.environment_of(s, body["apiKey"])
+    return jsonify(identity.new_challenge(s, env))
+
+
+@bp.post("/identify")
+def identify() -> ResponseReturnValue:
+    body = parse(
+        {
+            "apiKey": (str, True),
+            "challenge": (str, True),
+            "solution": (str, True),
+            "signals": (dict, False),
+            "previousSession": ((str, type(None)), False),
+        }
+    )
+    s = services()
+    env = visitor.environment_of(s, body["apiKey"])
+    try:
+        identity.spend_challenge(s, env, body["challenge"], body["solution"])
+        network = tokens.network_tag(s.keyring, request.remote_addr or "0.0.0.0")
+        evidence = Evidence(
+            signals=body.get("signals") or {},
+            user_agent=request.headers.get("User-Agent", ""),
+            accept_language=request.headers.get("Accept-Language", ""),
+            identifies_from_network=identity.network_identifies(s, network),
+        )
+        return jsonify(identity.new_session(s, env, evidence, body.get("previousSession")))
+    except StorageUnavailable:
+        # A challenge cannot be spent once without Redis: no new sessions during an outage.
+        raise errors.Unavailable(retry_after=visitor.UNAVAILABLE_RETRY_SEC) from None
+
+
+def _network_tag(s: Services, room: dict[str, Any]) -> str:
+    if not room.get("bindIp"):
+        return ""
+    address = request.remote_addr
+    if not address:
+        raise errors.AddressRequired()
+    try:
+        return tokens.network_tag(s.keyring, address)
+    except ValueError:
+        raise errors.AddressRequired() from None
+
+
+@bp.post("/queue/enter")
+def enter() -> ResponseReturnValue:
+    body = parse({"apiKey": (str, True), "room": (str, True), "sessionToken": (str, True)})
+    s = services()
+    env = visitor.environment_of(s, body["apiKey"])
+    session = identity.decode_or_raise(s, body["sessionToken"], tokens.SESSION)
+    if session.get("env") != env:
+        raise errors.TokenInvalid("The session belongs to another environment.")
+    if "bot" in session.get("sig", []):
+        raise errors.QueueDenied()
+    room = visitor.room_by_slug(s, env, body["room"])
+    tag = _network_tag(s, room)
+    try:
+        if identity.is_revoked(s, env, session["jti"], session["vid"]):
+            raise errors.SessionRevoked()
+        answer = visitor.engine_call(
+            s,
+            lambda: s.engine.enter(
+                room["id"], session["vid"], session["jti"], int(session["score"]), tag
+            ),
+        )
+    except StorageUnavailable:
+        return reply(*visitor.fail_open(s, room, session, tag))
+    return reply(*visitor.render(s, room, session["vid"], answer))
+
+
+def _ticket(s: Services, env: str, token: str) -> dict[str, Any]:
+    claims = identity.decode_or_raise(s, token, tokens.TICKET)
+    if claims.get("env") != env:
+        raise errors.TokenInvalid("The ticket belongs to another environment.")
+    return claims
+
+
+@bp.post("/queue/poll")
+def poll() -> ResponseReturnValue:
+    body = parse({"apiKey": (str, True), "ticket": (str, True)})
+    s = services()
+    env = visitor.environment_of(s, body["apiKey"])
+    claims = _ticket(s, env, body["ticket"])
+    room = None
+    try:
+        room = visitor.room_by_id(s, claims["qr"])
+        if room is None:
+            raise errors.TicketGone("This room no longer exists.")
+        answer = visitor.engine_call(
+            s, lambda: s.engine.poll(claims["qr"], claims["vid"], claims["t"], claims["g"])
+        )
+    except StorageUnavailable:
+        # The spot is still in Redis; an open-fail room lets its visitor in meanwhile.
+        session = {"jti": "", "vid": claims["vid"]}
+        return reply(*visitor.fail_open(s, room, session, ""))
+    return reply(*visitor.render(s, room, claims["vid"], answer))
+
+
+@bp.post("/queue/leave")
+def leave() -> ResponseReturnValue:
+    body = parse({"apiKey": (str, True), "ticket": (str, True)})
+    s = services()
+    env = visitor.environment_of(s, body["apiKey"])
+    claims = _ticket(s, env, body["ticket"])
+    try:
+        visitor.engine_call(
+            s, lambda: s.engine.leave(claims["qr"], claims["vid"], claims["t"], claims["g"])
+        )
+    except StorageUnavailable:
+        raise errors.Unavailable(retry_after=visitor.UNAVAILABLE_RETRY_SEC) from None
+    return "", 204
+
+
+@bp.post("/admission/refresh")
+def refresh() -> ResponseReturnValue:
+    body = parse({"apiKey": (str, True), "token": (str, True)})
+    s = services()
+    env = visitor.environment_of(s, body["apiKey"])
+    claims = identity.decode_or_raise(s, body["token"], tokens.ADMISSION)
+    if claims.get("env") != env:
+        raise errors.TokenInvalid("The admission belongs to another environment.")
+    room = None
+    try:
+        room = visitor.room_by_id(s, claims["qr"])
+        if room is None:
+            raise errors.TicketGone("This room no longer exists.")
+        answer = visitor.engine_call(
+            s, lambda: s.engine.refresh(claims["qr"], claims["vid"], None, claims["jti"])
+        )
+    except StorageUnavailable:
+        session = {"jti": claims.get("qj", ""), "vid": claims["vid"]}
+        return reply(*visitor.fail_open(s, room, session, claims.get("qi", "")))
+    return reply(*visitor.render(s, room, claims["vid"], answer))

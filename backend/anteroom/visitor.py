@@ -1,0 +1,162 @@
+"""The visitor side of the queue: rooms by key, queue answers, tokens, failure modes."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from . import engine as eng
+from . import errors, tokens
+from .engine import QueueAnswer
+from .services import Services
+from .storage import StorageBusy, StorageError, StorageUnavailable
+
+UNAVAILABLE_RETRY_SEC = 5
+BUSY_RETRY_SEC = 5
+
+
+def environment_of(services: Services, api_key: str) -> str:
+    """Environment of a public key (cached), or Unauthorized."""
+    if not api_key.startswith("pk_"):
+        raise errors.Unauthorized("apiKey must be a public key (pk_…).")
+    env = services.public_keys.get(
+        api_key, lambda: services.breaker.call(lambda: services.keystore.environment_of(api_key))
+    )
+    if not env:
+        raise errors.Unauthorized("Unknown apiKey.")
+    return str(env)
+
+
+def room_by_slug(services: Services, env: str, slug: str) -> dict[str, Any]:
+    """Configuration of room ``slug`` in ``env`` (cached), or RoomNotFound."""
+
+    def load() -> dict[str, Any] | None:
+        room_id = services.breaker.call(lambda: services.engine.room_id(env, slug))
+        if room_id is None:
+            return None
+        try:
+            return services.breaker.call(lambda: services.engine.get_room(room_id))
+        except eng.RoomNotFound:
+            return None
+
+    room = services.rooms.get(("slug", env, slug), load)
+    if room is None:
+        raise errors.RoomNotFound(f"No room {slug!r} here.")
+    return room
+
+
+def room_by_id(services: Services, room_id: str) -> dict[str, Any] | None:
+    """Configuration of a room by id (cached), or None."""
+
+    def load() -> dict[str, Any] | None:
+        try:
+            return services.breaker.call(lambda: services.engine.get_room(room_id))
+        except eng.RoomNotFound:
+            return None
+
+    return services.rooms.get(("id", room_id), load)
+
+
+def engine_call(services: Services, fn: Any) -> Any:
+    """Run an engine call through the breaker, mapping engine refusals to API errors."""
+    try:
+        return services.breaker.call(fn)
+    except eng.TicketGone:
+        raise errors.TicketGone() from None
+    except eng.RoomNotFound:
+        raise errors.TicketGone("This room no longer exists.") from None
+    except eng.RateLimited as exc:
+        raise errors.RateLimited(retry_after=exc.retry_after or 60) from None
+    except eng.QueueFull as exc:
+        raise errors.QueueFull(retry_after=exc.retry_after or 60) from None
+    except eng.SessionRevoked:
+        raise errors.SessionRevoked() from None
+    except StorageBusy:
+        raise errors.Busy(retry_after=BUSY_RETRY_SEC) from None
+
+
+def admission_token(
+    services: Services, room: dict[str, Any], vid: str, claims: dict[str, Any]
+) -> str:
+    """Sign an admission for ``vid`` in ``room`` with the given extra claims."""
+    base = {"q": room["slug"], "qr": room["id"], "vid": vid, "env": room["environment"]}
+    return tokens.sign(services.keyring, tokens.ADMISSION, base | claims)
+
+
+def queue_token(room: dict[str, Any], services: Services, vid: str, answer: QueueAnswer) -> str:
+    """The signed ticket a visitor polls with (the ticket number alone authorizes nothing)."""
+    claims = {"qr": room["id"], "vid": vid, "t": answer.ticket, "g": answer.generation}
+    claims["env"] = room["environment"]
+    return tokens.sign(services.keyring, tokens.TICKET, claims)
+
+
+def render(
+    services: Services, room: dict[str, Any], vid: str, answer: QueueAnswer
+) -> tuple[dict[str, Any], int | None]:
+    """A queue answer as JSON, and the Retry-After it asks for (None when not waiting)."""
+    body: dict[str, Any] = {
+        "status": answer.status,
+        "room": room["slug"],
+        "roomName": room["name"],
+        "redirectUrl": room["redirectUrl"],
+        "ticket": answer.ticket,
+        "position": answer.position,
+        "etaSeconds": answer.eta_seconds,
+        "opensAt": answer.opens_at_ms,
+        "pollAfterMs": answer.poll_after_ms or None,
+        "queueToken": None,
+        "token": None,
+        "roomStatus": answer.room_status,
+    }
+    if answer.status == "idle":
+        return body, None
+    body["queueToken"] = queue_token(room, services, vid, answer)
+    if answer.admission is not None:
+        a = answer.admission
+        claims: dict[str, Any] = {"qj": a.session_jti, "jti": a.jti}
+        claims |= {"iat": a.issued_ms // 1000, "exp": a.expires_ms // 1000}
+        if a.network_tag:
+            claims["qi"] = a.network_tag
+        body["token"] = admission_token(services, room, vid, claims)
+        return body, None
+    return body, max(1, math.ceil(answer.poll_after_ms / 1000))
+
+
+def fail_open(
+    services: Services, room: dict[str, Any] | None, session: dict[str, Any], network_tag: str
+) -> tuple[dict[str, Any], int | None]:
+    """Redis is unreachable: an open ``failMode: open`` room admits (marked ``fo``); else 503.
+
+    Nobody is admitted in doubt anywhere else: an unknown, closed, paused or idle room answers
+    Unavailable, and no spot is touched, so everyone keeps their place for when Redis returns.
+    """
+    if room is None or room.get("failMode") != "open" or room.get("status") != "open":
+        raise errors.Unavailable(retry_after=UNAVAILABLE_RETRY_SEC)
+    now = int(time.time())
+    claims: dict[str, Any] = {"qj": session["jti"], "jti": tokens.new_id(), "fo": True}
+    claims |= {"iat": now, "exp": now + int(room["admissionTtlSec"])}
+    if network_tag:
+        claims["qi"] = network_tag
+    token = admission_token(services, room, session["vid"], claims)
+    body = {
+        "status": "admitted",
+        "room": room["slug"],
+        "roomName": room["name"],
+        "redirectUrl": room["redirectUrl"],
+        "ticket": None,
+        "position": None,
+        "etaSeconds": None,
+        "opensAt": room.get("opensAt"),
+        "pollAfterMs": None,
+        "queueToken": None,
+        "token": token,
+        "roomStatus": room.get("status", "open"),
+        "failOpen": True,
+    }
+    return body, None
+
+
+def outage(exc: StorageError) -> bool:
+    """True when ``exc`` means Redis could not be reached (not a refusal by Redis)."""
+    return isinstance(exc, StorageUnavailable)
