@@ -43,6 +43,11 @@ class StaleCache:
                 self._values.clear()
         return value
 
+    def put(self, key: Any, value: Any) -> None:
+        """Store ``value`` under ``key`` as fresh."""
+        with self._lock:
+            self._values[key] = (self.clock(), value)
+
     def forget(self, key: Any) -> None:
         """Drop ``key`` (after a change made by this instance)."""
         self._values.pop(key, None)

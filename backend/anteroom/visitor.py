@@ -36,9 +36,12 @@ def room_by_slug(services: Services, env: str, slug: str) -> dict[str, Any]:
         if room_id is None:
             return None
         try:
-            return services.breaker.call(lambda: services.engine.get_room(room_id))
+            room = services.breaker.call(lambda: services.engine.get_room(room_id))
         except eng.RoomNotFound:
             return None
+        # Polls find rooms by id: keep both ways in, for the outage that may come.
+        services.rooms.put(("id", room_id), room)
+        return room
 
     room = services.rooms.get(("slug", env, slug), load)
     if room is None:

@@ -1,0 +1,100 @@
+"""A real gunicorn with 4 workers: limits across workers, and a mobile-style client."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import redis
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+from anteroom import pow, verify
+from anteroom.embedded import EmbeddedRedis
+from anteroom.engine import Engine
+from anteroom.keystore import KeyStore
+from conftest import TEST_KEYS
+from helpers import make_room
+from live_server import LiveServer
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+
+@pytest.fixture
+def server(
+    redis_server: EmbeddedRedis, redis_client: redis.Redis, tmp_path: Path
+) -> Iterator[LiveServer]:
+    live = LiveServer(
+        redis_server.url,
+        tmp_path,
+        ANTEROOM_LIMIT_CHALLENGE="25/hour",
+        ANTEROOM_POW_DIFFICULTY="8",
+    ).start()
+    yield live
+    live.stop()
+
+
+def test_per_address_limit_holds_across_workers(
+    server: LiveServer, redis_client: redis.Redis
+) -> None:
+    api_key = KeyStore(redis_client, Engine(redis_client).keys).create("shop")[0].public_key
+
+    def challenge(_: int) -> tuple[int, str | None]:
+        r = requests.post(server.url + "/api/v1/challenge", json={"apiKey": api_key}, timeout=10)
+        return r.status_code, r.headers.get("Retry-After")
+
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(challenge, range(80)))
+    codes = [code for code, _ in results]
+    assert codes.count(200) == 25 and codes.count(429) == 55
+    assert all(int(retry or 0) > 0 for code, retry in results if code == 429)
+    pids = {
+        requests.get(server.url + "/healthz", timeout=5).headers.get("X-Worker") for _ in range(4)
+    }
+    assert pids  # the answers above came from a pool of 4 workers
+
+
+def test_mobile_client_follows_only_the_answers(
+    server: LiveServer, redis_client: redis.Redis
+) -> None:
+    engine = Engine(redis_client)
+    api_key = KeyStore(redis_client, engine.keys).create("app")[0].public_key
+    room = make_room(engine, env="app", slug="launch", ratePerMinute=60)
+    engine.open(room)
+    for i in range(2):  # two visitors ahead: the client has to wait its turn
+        engine.enter(room, f"ahead{i}", "s", 10)
+    http = requests.Session()
+    # urllib3 honours Retry-After on 429 and 503 by itself: the client writes no wait logic.
+    retry = Retry(total=20, status_forcelist=[429, 503], allowed_methods=None,
+                  respect_retry_after_header=True, backoff_factor=0.2)  # fmt: skip
+    http.mount("http://", HTTPAdapter(max_retries=retry))
+    base = server.url + "/api/v1/"
+    challenge = http.post(base + "challenge", json={"apiKey": api_key}, timeout=10).json()
+    solution = pow.solve(challenge["challenge"], challenge["difficulty"])
+    session = http.post(
+        base + "identify",
+        json={"apiKey": api_key, "challenge": challenge["challenge"], "solution": solution},
+        headers={"Accept-Language": "en", "User-Agent": "ShopApp/3.1 (Android 15)"},
+        timeout=10,
+    ).json()["sessionToken"]
+    answer = http.post(
+        base + "queue/enter",
+        json={"apiKey": api_key, "room": "launch", "sessionToken": session},
+        timeout=10,
+    ).json()
+    polls = 0
+    while answer["status"] == "waiting":
+        time.sleep(answer["pollAfterMs"] / 1000)  # the client's own cadence, as the server asks
+        answer = http.post(
+            base + "queue/poll", json={"apiKey": api_key, "ticket": answer["queueToken"]},
+            timeout=10,
+        ).json()  # fmt: skip
+        polls += 1
+        assert polls < 30
+    assert answer["status"] == "admitted" and polls >= 1
+    result = verify.verify_admission(answer["token"], TEST_KEYS, room="launch")
+    assert result.valid and result.claims and result.claims["env"] == "app"
