@@ -5,13 +5,15 @@ BIN := $(VENV)/bin
 PY_STAMP := $(VENV)/.installed
 JS_STAMP := node_modules/.installed
 AGENT := static/anteroom.js
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: serve test lint pytest jstest bench clean
 
 serve: $(PY_STAMP) $(AGENT)
 	$(BIN)/anteroom serve
 
-test: $(PY_STAMP) $(AGENT) lint pytest jstest
+test: $(PY_STAMP) $(AGENT) $(CHROMIUM) lint pytest jstest
 
 lint: $(PY_STAMP)
 	$(BIN)/ruff check .
@@ -37,6 +39,11 @@ $(JS_STAMP): $(wildcard package.json package-lock.json)
 
 $(AGENT): $(JS_STAMP) $(wildcard frontend/*.js frontend/*.mjs)
 	@if [ -f package.json ]; then npm run build; fi
+
+# The browser end-to-end tests drive Debian's Chromium (never a downloaded one).
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
 
 clean:
 	rm -rf $(VENV) node_modules build dist

@@ -18,7 +18,8 @@ const IDLE_RECHECK_MS = 30_000;
 /**
  * Runs the hosted waiting page. Its configuration is the `data-*` of `<main id="anteroom">`:
  * `data-room` (slug), `data-key` (pk_…), `data-base-url` (default "": same origin),
- * `data-room-name`, `data-redirect-url` (used when an answer carries none). It sets
+ * `data-room-name`, `data-redirect-url` (used when an answer carries none), `data-return-url`
+ * (where to go back to, already checked by the server against the room's origin). It sets
  * `data-state` on that element and fills, when present, #room-name, #position, #eta,
  * #countdown, #progress, #status-text, #announce (aria-live) and #retry-at, with textContent only.
  *
@@ -40,6 +41,8 @@ export function startHostedPage(environment = {}) {
     baseUrl: root.dataset.baseUrl ?? "",
     roomName: root.dataset.roomName ?? "",
     redirectUrl: root.dataset.redirectUrl ?? "",
+    // Set by the server only after checking it lies on the room's own origin.
+    returnUrl: root.dataset.returnUrl ?? "",
   };
   const byId = (/** @type {string} */ id) => document.getElementById(id);
   const controller = new AbortController();
@@ -156,7 +159,7 @@ export function startHostedPage(environment = {}) {
       if (final.status === "idle") {
         recheckTimer = clock.setTimeout(join, IDLE_RECHECK_MS * (1 + Math.random()));
       } else if (final.status === "admitted") {
-        const target = final.redirectUrl || config.redirectUrl;
+        const target = config.returnUrl || final.redirectUrl || config.redirectUrl;
         if (target && typeof final.token === "string") location.assign(withAdmission(target, final.token));
         else fail({ code: "BadResponse" });
       }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 
 import pytest
@@ -15,13 +14,7 @@ from anteroom.config import Settings
 from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
 from anteroom.services import Services
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from helpers import TEST_KEYS, free_port
 
 
 @pytest.fixture(scope="session")
@@ -42,9 +35,6 @@ def redis_client(redis_server: EmbeddedRedis) -> Iterator[redis.Redis]:
 @pytest.fixture
 def engine(redis_client: redis.Redis) -> Engine:
     return Engine(redis_client)
-
-
-TEST_KEYS = "k1:" + "a" * 43 + "="
 
 
 @pytest.fixture

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 from anteroom.engine import Engine
+
+TEST_KEYS = "k1:" + "a" * 43 + "="
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def make_room(engine: Engine, env: str = "test", slug: str = "drop", **config: Any) -> str:

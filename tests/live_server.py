@@ -10,7 +10,7 @@ from pathlib import Path
 
 import requests
 
-from conftest import TEST_KEYS, free_port
+from helpers import TEST_KEYS, free_port
 
 ANTEROOM = Path(sys.executable).with_name("anteroom")
 

@@ -56,11 +56,14 @@ def create_app(
     )
     app.extensions["anteroom"] = services
 
-    from .views import health, visitor
+    from .views import demo, health, pages, visitor
 
     errors.init_app(app)
     app.register_blueprint(health.bp)
     app.register_blueprint(visitor.bp)
+    app.register_blueprint(pages.bp)
+    if settings.demo_enabled:
+        app.register_blueprint(demo.bp)
     limits.init_app(
         app, settings, engine.keys.limiter_prefix(), skip=lambda: services.breaker.is_open
     )

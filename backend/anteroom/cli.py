@@ -49,7 +49,7 @@ def _serve(settings: Settings) -> int:
     started = False
     if not settings.redis_url:
         server, started = embedded_redis(settings)
-        settings = settings.with_overrides(redis_url=server.url)
+        settings = settings.with_overrides(redis_url=server.url, demo=settings.demo_enabled)
         log.info("embedded Redis at %s (data in %s)", server.url, server.data_dir)
     if not settings.keys:
         settings = settings.with_overrides(keys=persisted_keys(Path(settings.data_dir)))

@@ -24,6 +24,9 @@ def ensure_demo(engine: Engine, base_url: str) -> str:
             },
         )
         room_id = room["id"]
+    elif engine.get_room(room_id)["redirectUrl"] != f"{base_url}/demo/checkout":
+        # Served on another address than last time: send admitted visitors to this one.
+        engine.update_room(room_id, {"redirectUrl": f"{base_url}/demo/checkout"})
     if engine.get_room(room_id)["status"] == "idle":
         engine.open(room_id)
     return room_id

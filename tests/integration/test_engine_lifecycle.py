@@ -8,8 +8,7 @@ import redis
 from anteroom import engine as eng
 from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
-from conftest import free_port
-from helpers import open_room
+from helpers import free_port, open_room
 
 pytestmark = pytest.mark.redis
 

@@ -17,8 +17,7 @@ from anteroom import pow, verify
 from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
 from anteroom.keystore import KeyStore
-from conftest import TEST_KEYS
-from helpers import make_room
+from helpers import TEST_KEYS, make_room
 from live_server import LiveServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

@@ -13,8 +13,7 @@ from anteroom.app import create_app
 from anteroom.config import Settings
 from anteroom.embedded import EmbeddedRedis
 from anteroom.services import Services
-from conftest import TEST_KEYS, free_port
-from helpers import make_room
+from helpers import TEST_KEYS, free_port, make_room
 from visitor_client import Visitor
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

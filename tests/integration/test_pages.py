@@ -1,0 +1,98 @@
+"""The hosted page's HTML, its security headers, and the demo storefront."""
+
+from __future__ import annotations
+
+import pytest
+from flask.testing import FlaskClient
+
+from anteroom.app import create_app
+from anteroom.config import Settings
+from anteroom.demo import ensure_demo
+from anteroom.services import Services
+from helpers import make_room
+from visitor_client import Visitor
+
+pytestmark = pytest.mark.redis
+
+
+@pytest.fixture
+def api_key(services: Services) -> str:
+    return services.keystore.create("shop")[0].public_key
+
+
+def test_hosted_page_escapes_and_locks_down(
+    client: FlaskClient, services: Services, api_key: str
+) -> None:
+    name = '<script>alert("x")</script> & "Drop"'
+    make_room(services.engine, env="shop", slug="drop", name=name)
+    response = client.get(f"/queue/drop?key={api_key}")
+    assert response.status_code == 200
+    html = response.get_data(as_text=True)
+    assert "<script>alert" not in html and "&lt;script&gt;alert" in html
+    csp = response.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "worker-src blob:" in csp
+    assert "<script>" not in html.replace('<script src="/static/hosted.js" defer></script>', "")
+    assert 'aria-live="polite"' in html and 'name="viewport"' in html
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [("/queue/drop?key=pk_unknown", 401), ("/queue/drop", 401), ("/queue/nowhere?key={k}", 404)],
+)
+def test_hosted_page_errors(
+    client: FlaskClient, services: Services, api_key: str, path: str, status: int
+) -> None:
+    make_room(services.engine, env="shop", slug="drop")
+    response = client.get(path.format(k=api_key))
+    assert response.status_code == status
+    assert response.mimetype == "text/html" and "<h1>" in response.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("candidate", "kept"),
+    [
+        ("https://shop.example/cart?item=3", True),
+        ("https://shop.example:443/x", False),  # another port is another origin
+        ("https://evil.example/cart", False),
+        ("//evil.example/cart", False),
+        ("/cart", False),
+        ("javascript:alert(1)", False),
+        ("http://shop.example/cart", False),
+        ("https://shop.example.evil.example/", False),
+        ("https://user@evil.example@shop.example/", False),
+    ],
+)
+def test_return_url_only_on_the_rooms_origin(
+    client: FlaskClient, services: Services, api_key: str, candidate: str, kept: bool
+) -> None:
+    make_room(services.engine, env="shop", slug="drop", redirectUrl="https://shop.example/done")
+    response = client.get("/queue/drop", query_string={"key": api_key, "return": candidate})
+    html = response.get_data(as_text=True)
+    if kept:
+        assert 'data-return-url="https://shop.example/cart?item=3"' in html
+    else:
+        assert 'data-return-url=""' in html
+
+
+@pytest.fixture
+def demo_client(settings: Settings, redis_client: object) -> FlaskClient:
+    app = create_app(settings.with_overrides(demo=True))
+    ensure_demo(app.extensions["anteroom"].engine, "http://127.0.0.1:8000")
+    return app.test_client()
+
+
+def test_demo_shop_and_checkout(demo_client: FlaskClient) -> None:
+    shop = demo_client.get("/demo/shop").get_data(as_text=True)
+    assert '<script src="/static/anteroom.js"></script>' in shop
+    assert demo_client.get("/demo/checkout").status_code == 403
+    assert demo_client.get("/demo/checkout?abq=ab1.k1.x.y").status_code == 403
+    services: Services = demo_client.application.extensions["anteroom"]
+    room = services.engine.room_id("demo", "demo") or ""
+    services.engine.shift_clock(room, 2_000)
+    token = Visitor(demo_client, "pk_demo").enter("demo").json["token"]
+    checkout = demo_client.get("/demo/checkout", query_string={"abq": token})
+    assert checkout.status_code == 200 and "You're in" in checkout.get_data(as_text=True)
+
+
+def test_demo_pages_only_in_demo_mode(client: FlaskClient) -> None:
+    assert client.get("/demo/shop").status_code == 404
