@@ -1,4 +1,4 @@
-"""The ``anteroom`` command line: ``serve`` (and, later, key management)."""
+"""The ``anteroom`` command line: ``serve`` and ``keys``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from . import cli_keys
 from .config import Settings
 from .embedded import EmbeddedRedis
 from .tokens import Keyring
@@ -88,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="anteroom", description="Anteroom waiting room")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the service under gunicorn")
+    cli_keys.add_parser(sub)
     args = parser.parse_args(argv)
     try:
         settings = Settings.from_env()
@@ -96,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command == "serve":
         return _serve(settings)
+    if args.command == "keys":
+        return cli_keys.run(args, settings)
     return 2
 
 

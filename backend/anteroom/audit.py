@@ -1,0 +1,83 @@
+"""The audit log: one capped Redis Stream per environment, one entry per management mutation.
+
+An entry names what happened (``queue.created``, ``queue.updated``, ``queue.deleted``), the room,
+the key that did it, when, and what changed (before and after of each field, and the action).
+Stream ids are the cursor: time-ordered, unique, and cheap to page through newest first.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from typing import Any
+
+import redis
+
+from .redis_keys import KeySpace
+from .storage import storage_errors
+
+MAX_EVENTS = 100_000  # per environment; older events are trimmed (approximately) on write
+CURSOR_PATTERN = re.compile(r"^\d{1,20}-\d{1,20}$")
+
+
+class AuditLog:
+    """Writes and pages through the audit streams."""
+
+    def __init__(self, client: redis.Redis, keys: KeySpace) -> None:
+        self.redis = client
+        self.keys = keys
+
+    def record(
+        self,
+        environment: str,
+        event: str,
+        *,
+        queue: dict[str, Any],
+        key_id: str,
+        changes: dict[str, dict[str, Any]] | None = None,
+        action: dict[str, Any] | None = None,
+    ) -> str:
+        """Append one event; returns its id."""
+        body: dict[str, Any] = {
+            "type": event,
+            "queue": {"id": queue["id"], "slug": queue["slug"]},
+            "keyId": key_id,
+            "at": int(time.time() * 1000),
+        }
+        if changes is not None:
+            body["changes"] = changes
+        if action is not None:
+            body["action"] = action
+        with storage_errors():
+            return str(
+                self.redis.xadd(
+                    self.keys.env_audit(environment),
+                    {"e": json.dumps(body, separators=(",", ":"))},
+                    maxlen=MAX_EVENTS,
+                    approximate=True,
+                )
+            )
+
+    def page(
+        self, environment: str, cursor: str | None = None, limit: int = 50
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Events newest first, after ``cursor`` (exclusive); returns (events, next cursor)."""
+        top = f"({cursor}" if cursor else "+"
+        with storage_errors():
+            raw = self.redis.xrevrange(self.keys.env_audit(environment), top, "-", count=limit + 1)
+        events = []
+        for entry_id, fields in raw[:limit]:
+            event = json.loads(fields["e"])
+            events.append({"id": entry_id} | event)
+        more = len(raw) > limit
+        return events, (events[-1]["id"] if more and events else None)
+
+
+def diff(before: dict[str, Any], after: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """Before/after of each of ``names`` whose value changed."""
+    return {
+        n: {"before": before.get(n), "after": after.get(n)}
+        for n in names
+        if before.get(n) != after.get(n)
+    }

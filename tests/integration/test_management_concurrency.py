@@ -1,0 +1,114 @@
+"""Concurrent PATCHes interleaved with concurrent entries, through a real 4-worker gunicorn."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import requests
+
+from anteroom import pow
+from anteroom.embedded import EmbeddedRedis
+from anteroom.engine import Engine
+from anteroom.keystore import KeyStore
+from live_server import LiveServer
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+VISITORS = 48
+ROUNDS = 12
+# Each field is written by one thread only, so its final value is known: a lost update shows.
+WRITERS: dict[str, Any] = {
+    "name": lambda i: f"Drop, take {i}",
+    "ratePerMinute": lambda i: 6_000 + i,
+    "admissionTtlSec": lambda i: 300 + i,
+    "maxWaiting": lambda i: 10_000 + i,
+    "abandonAfterSec": lambda i: 600 + i,
+    "failMode": lambda i: ("open", "closed")[i % 2],
+}
+
+
+@pytest.fixture
+def server(
+    redis_server: EmbeddedRedis, redis_client: redis.Redis, tmp_path: Path
+) -> Iterator[LiveServer]:
+    live = LiveServer(
+        redis_server.url,
+        tmp_path,
+        ANTEROOM_POW_DIFFICULTY="6",
+        ANTEROOM_LIMIT_IDENTIFY="1000/minute",
+        ANTEROOM_LIMIT_ENTER="1000/minute",
+        ANTEROOM_LIMIT_CHALLENGE="1000/minute",
+    ).start()
+    yield live
+    live.stop()
+
+
+def test_concurrent_patches_and_entries_lose_nothing(
+    server: LiveServer, redis_client: redis.Redis
+) -> None:
+    store = KeyStore(redis_client, Engine(redis_client).keys)
+    record, secret = store.create("prod")
+    auth = {"Authorization": f"Bearer {secret}"}
+    api = server.url + "/api/management/v1/queues"
+    room = requests.post(
+        api,
+        json={"slug": "drop", "name": "Drop", "redirectUrl": "https://shop.example/",
+              "capacity": 5, "ratePerMinute": 6_000, "holdScore": 100},
+        headers=auth, timeout=10,
+    ).json()  # fmt: skip
+    assert requests.patch(f"{api}/{room['id']}", json={"action": "open"}, headers=auth).ok
+    base = server.url + "/api/v1/"
+
+    def session(_: int) -> str:
+        http = requests.Session()
+        c = http.post(base + "challenge", json={"apiKey": record.public_key}, timeout=10).json()
+        body = {"apiKey": record.public_key, "challenge": c["challenge"],
+                "solution": pow.solve(c["challenge"], c["difficulty"])}  # fmt: skip
+        return str(http.post(base + "identify", json=body, timeout=10).json()["sessionToken"])
+
+    with ThreadPoolExecutor(8) as pool:
+        sessions = list(pool.map(session, range(VISITORS)))
+
+    def enter(token: str) -> dict[str, Any]:
+        body = {"apiKey": record.public_key, "room": "drop", "sessionToken": token}
+        answer = requests.post(base + "queue/enter", json=body, timeout=10)
+        assert answer.status_code == 200, answer.text
+        poll = {"apiKey": record.public_key, "ticket": answer.json()["queueToken"]}
+        again = requests.post(base + "queue/poll", json=poll, timeout=10)
+        assert again.status_code == 200, again.text
+        return answer.json()  # type: ignore[no-any-return]
+
+    def writer(field: str) -> list[int]:
+        codes = []
+        for i in range(ROUNDS):
+            response = requests.patch(
+                f"{api}/{room['id']}", json={field: WRITERS[field](i)}, headers=auth, timeout=10
+            )
+            codes.append(response.status_code)
+        return codes
+
+    with ThreadPoolExecutor(16) as pool:
+        writes = [pool.submit(writer, field) for field in WRITERS]
+        answers = list(pool.map(enter, sessions))
+        codes = [code for w in writes for code in w.result()]
+
+    assert codes == [200] * (ROUNDS * len(WRITERS))
+    final = requests.get(f"{api}/{room['id']}", headers=auth, timeout=10).json()
+    for field, value in WRITERS.items():
+        assert final[field] == value(ROUNDS - 1), field
+    assert final["capacity"] == 5 and final["holdScore"] == 100 and final["status"] == "open"
+    tickets = [a["ticket"] for a in answers]
+    assert len(set(tickets)) == VISITORS  # one spot each, no ticket handed out twice
+    stats = Engine(redis_client).stats(room["id"])
+    assert stats.waiting + stats.held + stats.dealt_total == VISITORS
+    assert stats.dealt_total >= 5 and stats.peak_active <= 5  # capacity held throughout
+    audit = requests.get(
+        server.url + "/api/management/v1/audit", params={"limit": 500}, headers=auth, timeout=10
+    ).json()["events"]
+    updates = [e for e in audit if e["type"] == "queue.updated" and "action" not in e]
+    assert len(updates) == ROUNDS * len(WRITERS)
