@@ -16,22 +16,30 @@ local POOL_TICKETS = 16777216      -- 2^24 tickets fit beside a 28-bit lottery n
 local function fmt(n) return string.format('%.0f', n) end
 local function bucket(score) return BASE .. 'b:' .. score end
 
-local NUMERIC = {'oa', 'rate', 'cap', 'ttl', 'hold', 'maxw', 'aban', 'clk', 'fix', 'bank',
-  'last', 'tk', 'dealt', 'gen', 'peak'}
-local FIELDS = {'st', 'seed', 'rid', unpack(NUMERIC)}
-
+-- The room's fields, read in one HMGET and built in one table constructor (which sizes the
+-- table once; filling an empty one field by field rehashes it six times on every call).
 local function load_room()
-  local v = redis.call('HMGET', ROOM, unpack(FIELDS))
+  local v = redis.call('HMGET', ROOM, 'st', 'seed', 'rid', 'oa', 'rate', 'cap', 'ttl', 'hold',
+    'maxw', 'aban', 'clk', 'fix', 'bank', 'last', 'tk', 'dealt', 'gen', 'peak')
   if not v[1] then return nil end
-  local r = {}
-  for i, f in ipairs(FIELDS) do r[f] = v[i] end
-  for _, f in ipairs(NUMERIC) do r[f] = tonumber(r[f]) or 0 end
+  local n = tonumber
+  local r = {st = v[1], seed = v[2], rid = v[3], oa = n(v[4]) or 0, rate = n(v[5]) or 0,
+    cap = n(v[6]) or 0, ttl = n(v[7]) or 0, hold = n(v[8]) or 0, maxw = n(v[9]) or 0,
+    aban = n(v[10]) or 0, clk = n(v[11]) or 0, fix = n(v[12]) or 0, bank = n(v[13]) or 0,
+    last = n(v[14]) or 0, tk = n(v[15]) or 0, dealt = n(v[16]) or 0, gen = n(v[17]) or 0,
+    peak = n(v[18]) or 0, loaded = false}
+  r.loaded = {r.bank, r.last, r.tk, r.dealt, r.peak}
   return r
 end
 
+-- Writes back only the counters that changed: most polls change none or two of them.
+local COUNTERS = {'bank', 'last', 'tk', 'dealt', 'peak'}
 local function save_room(r)
-  redis.call('HSET', ROOM, 'bank', fmt(r.bank), 'last', fmt(r.last), 'tk', fmt(r.tk),
-    'dealt', fmt(r.dealt), 'peak', fmt(r.peak))
+  local args, was = {}, r.loaded
+  for i, f in ipairs(COUNTERS) do
+    if r[f] ~= was[i] then args[#args + 1] = f; args[#args + 1] = fmt(r[f]) end
+  end
+  if #args > 0 then redis.call('HSET', ROOM, unpack(args)) end
 end
 
 local function clock(r)
@@ -43,18 +51,19 @@ local function clock(r)
 end
 
 -- Spot record: ticket|score|state(w,a)|seen|window|count|session jti|qi|iat|exp|deal no.
+-- (the last three empty while waiting). One match, not a split loop: this runs on every poll.
+local SPOT_PATTERN = '^' .. string.rep('([^|]*)|', 10) .. '([^|]*)$'
 local function get_spot(vid)
   local raw = redis.call('HGET', SPOTS, vid)
   if not raw then return nil end
-  local p = {}
-  for part in (raw .. '|'):gmatch('([^|]*)|') do p[#p + 1] = part end
-  return {t = tonumber(p[1]), sc = tonumber(p[2]), st = p[3], seen = tonumber(p[4]),
-    win = tonumber(p[5]), cnt = tonumber(p[6]), sj = p[7], qi = p[8],
-    iat = tonumber(p[9]) or 0, exp = tonumber(p[10]) or 0, dn = tonumber(p[11]) or 0}
+  local t, sc, st, seen, win, cnt, sj, qi, iat, exp, dn = raw:match(SPOT_PATTERN)
+  return {t = tonumber(t), sc = tonumber(sc), st = st, seen = tonumber(seen),
+    win = tonumber(win), cnt = tonumber(cnt), sj = sj, qi = qi,
+    iat = tonumber(iat) or 0, exp = tonumber(exp) or 0, dn = tonumber(dn) or 0}
 end
 
 local function put_spot(vid, s)
-  local tail = ''
+  local tail = '||'
   if s.st == 'a' then tail = fmt(s.iat) .. '|' .. fmt(s.exp) .. '|' .. fmt(s.dn) end
   redis.call('HSET', SPOTS, vid, table.concat({fmt(s.t), s.sc, s.st, fmt(s.seen), fmt(s.win),
     s.cnt, s.sj, s.qi, tail}, '|'))
@@ -139,8 +148,9 @@ end
 local function drain(r, now)
   if r.st ~= 'open' or now < r.oa then return 0 end
   accrue(r, now)
-  free_expired(now)
   local budget = math.min(MAX_ADMIT, math.floor(r.bank / UNIT))
+  if budget < 1 then return 0 end -- the common case: nothing earned yet, nothing to read
+  free_expired(now)
   if r.cap > 0 then budget = math.min(budget, r.cap - redis.call('ZCARD', ACTIVE)) end
   if budget < 1 then return 0 end
   local heads = {}

@@ -16,9 +16,11 @@ if wait then put_spot(vid, s); return err('RateLimited', wait) end
 s.seen = now
 put_spot(vid, s)
 if s.st == 'w' then
-  drain(r, now)
+  local dealt = drain(r, now)
   save_room(r)
-  s = get_spot(vid)
-  if not s then return err('TicketGone') end
+  if dealt > 0 then -- only a drain that dealt can have changed this spot
+    s = get_spot(vid)
+    if not s then return err('TicketGone') end
+  end
 end
 return answer(r, vid, s, now)
