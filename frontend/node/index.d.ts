@@ -1,0 +1,129 @@
+/**
+ * Anteroom for Node servers (`anteroom/node`): verify admissions offline and protect a site's
+ * paths. The same results, reasons and responses as the Python `anteroom.verify` and
+ * `anteroom.edge`. Node 20+, no dependencies.
+ *
+ * @example Verify an admission in any handler
+ * ```js
+ * import { verifyAdmission } from "anteroom/node";
+ *
+ * const result = verifyAdmission(token, process.env.ANTEROOM_KEYS, {
+ *   room: "spring-drop",
+ *   clientIp: req.socket.remoteAddress,
+ * });
+ * if (!result.valid) console.log(result.reason); // "expired", "wrong-room", …
+ * else console.log(result.claims.vid);
+ * ```
+ *
+ * @example Protect paths (Express, connect, or plain node:http)
+ * ```js
+ * import http from "node:http";
+ * import { anteroomMiddleware } from "anteroom/node";
+ *
+ * const anteroom = anteroomMiddleware({
+ *   keys: process.env.ANTEROOM_KEYS,
+ *   baseUrl: "https://queue.example.com",
+ *   publicKey: "pk_live_123",
+ *   routes: { "/checkout": "spring-drop", "/api/cart": "spring-drop" },
+ * });
+ * app.use(anteroom); // Express
+ * http.createServer((req, res) => anteroom(req, res, () => shop(req, res))).listen(8080);
+ * ```
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+
+/** Why a token was refused. */
+export type RefusalReason =
+  | "malformed"
+  | "forged"
+  | "expired"
+  | "unknown-key"
+  | "wrong-room"
+  | "ip-mismatch"
+  | "session-mismatch";
+
+/** `valid` with the token's claims, or refused with a `reason`. */
+export type VerifyResult =
+  | { valid: true; reason: null; claims: Record<string, unknown> }
+  | { valid: false; reason: RefusalReason; claims: null };
+
+/** Key ring: kid -> secret bytes, in signing order; every key verifies. */
+export declare class Keyring {
+  /** From an object or Map of kid -> Buffer/Uint8Array (at least 16 bytes each). */
+  constructor(keys: Map<string, Uint8Array> | Record<string, Uint8Array>);
+  /** Parse `kid:base64secret,kid2:base64secret` (the `ANTEROOM_KEYS` format). */
+  static parse(text: string): Keyring;
+  /** Accept any form of `Keys`. */
+  static coerce(keys: Keys): Keyring;
+  has(kid: string): boolean;
+  readonly kids: string[];
+}
+
+/**
+ * The keyring: the `ANTEROOM_KEYS` string, an object or Map of kid -> secret bytes (as Python,
+ * secrets are bytes, never strings), or a Keyring. Unusable keys throw a TypeError.
+ */
+export type Keys = string | Map<string, Uint8Array> | Record<string, Uint8Array> | Keyring;
+
+export interface VerifyAdmissionOptions {
+  /** Room slug or room id the admission must be for. */
+  room?: string | null;
+  /** The client's address; required when the room binds the network (claim `qi`). */
+  clientIp?: string | null;
+  /** The session `jti` that must have earned the admission. */
+  sessionJti?: string | null;
+  /** Now, in epoch seconds (default: the clock). */
+  now?: number;
+}
+
+/**
+ * Verify an admission token (`ab1.…`) offline. Never throws for a bad token, only for unusable
+ * `keys`.
+ */
+export function verifyAdmission(token: unknown, keys: Keys, options?: VerifyAdmissionOptions): VerifyResult;
+
+/** Verify a session token (`st1.…`) offline; reasons as for `verifyAdmission`. */
+export function verifySession(token: unknown, keys: Keys, options?: { now?: number }): VerifyResult;
+
+export interface EdgeOptions {
+  keys: Keys;
+  /** Where Anteroom is, e.g. `https://queue.example.com`. */
+  baseUrl: string;
+  /** The environment's public key (`pk_…`). */
+  publicKey: string;
+  /** Path prefix -> room slug (`{"/checkout": "spring-drop"}`); the longest prefix wins. */
+  routes: Record<string, string> | Map<string, string>;
+  /** Seconds after which an admission in use is renewed (default 15). */
+  refreshAfter?: number;
+  /** Seconds to wait for Anteroom on a refresh or a queue-through poll (default 2). */
+  timeout?: number;
+  /** The client's address (default `req.socket.remoteAddress`); behind a proxy, read it here. */
+  clientIp?: (req: IncomingMessage) => string | null | undefined;
+  /** The session `jti` an admission must match (default: none is checked). */
+  sessionJti?: (req: IncomingMessage) => string | null | undefined;
+  /** Now, in epoch seconds (default `Date.now() / 1000`). */
+  clock?: () => number;
+  /** The `fetch` used to reach Anteroom (default the global one). */
+  fetch?: typeof fetch;
+}
+
+/**
+ * A connect/Express-style middleware. Resolves once it has answered the request itself or called
+ * `next()` (with an error only for a failure of its own).
+ */
+export interface AnteroomMiddleware {
+  (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): Promise<void>;
+  /** The room slug protecting `path` (decoded, without query), or null. */
+  roomFor(path: string): string | null;
+}
+
+/**
+ * Enforce admissions on `options.routes`: a valid `_abq` cookie or `Anteroom-Admission` header
+ * passes offline (renewed after `refreshAfter` s); `?abq=` becomes the cookie with a 307;
+ * otherwise a browser navigation gets 303 to the hosted page and anything else 429 + JSON
+ * `{error: "QueueRequired", room, api, queuePage, retryAfter}`. `Anteroom-Ticket: qt1…` is polled
+ * through. Each refusal names its reason in `Anteroom-Enforcement` (`queue:no-admission`,
+ * `queue:admission-<why>`, `queue:wrong-room`, `queue:ip-mismatch`, `queue:session-mismatch`).
+ * Bad options throw a TypeError naming the option.
+ */
+export function anteroomMiddleware(options: EdgeOptions): AnteroomMiddleware;
