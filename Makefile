@@ -27,6 +27,7 @@ jstest: $(JS_STAMP)
 
 bench: $(PY_STAMP)
 	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/http.py
 
 $(PY_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

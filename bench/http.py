@@ -1,0 +1,623 @@
+"""HTTP benchmark through a real gunicorn: polls per second of a waiting spot vs a plain JSON
+endpoint of the same app, and the server-side cost of ``identify`` and of verifying an admission.
+
+One ``anteroom serve`` (gunicorn, the same workers for both figures) runs against its own embedded
+Redis (or ``--redis-url``). The load generator is this process: keep-alive connections on raw
+sockets, one thread each, sending pre-encoded requests, so it costs far less than the server.
+``POST /api/v1/queue/poll`` (a spot that stays ``waiting``: the room deals one a minute behind a
+line of spots entered ahead) and ``GET /healthz`` are measured in interleaved rounds (ABBA order);
+each figure is the median of the rounds' requests per second, ``ratio`` = poll / plain. Every
+round opens its connections afresh and evenly over the workers (checked in /proc: Linux only).
+Polls go round-robin over many tickets, so the per-ticket limit (90 a minute) is never reached,
+and the per-address limits are raised for the setup; the share of 200 answers is checked.
+
+``identify_us`` is the server-side time of one ``POST /api/v1/identify`` inside the same Flask
+app (the WSGI call gunicorn makes, pre-built request, same Redis; the client's proof of work is
+done before timing — the server checks it with one hash at any difficulty). ``verify_us`` is
+``anteroom.verify.verify_admission`` on a real admission token from the server. Both are the
+median of per-batch means.
+Run: ``python bench/http.py [--redis-url URL]``. Writes ``bench/results/http.json``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# This file is named like the standard library's ``http`` package, and a script's folder comes
+# first on sys.path: drop it before anything imports ``http.client``.
+HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT / "backend"))
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import http.client  # noqa: E402
+import itertools  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import socket  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from collections import Counter  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+from typing import Any  # noqa: E402
+
+import redis  # noqa: E402
+from werkzeug.test import EnvironBuilder  # noqa: E402
+
+from anteroom import pow, verify  # noqa: E402
+from anteroom.app import create_app  # noqa: E402
+from anteroom.config import Settings  # noqa: E402
+from anteroom.embedded import EmbeddedRedis  # noqa: E402
+from anteroom.engine import Engine  # noqa: E402
+from anteroom.keystore import KeyStore  # noqa: E402
+from anteroom.tokens import Keyring  # noqa: E402
+
+PREFIX = "benchhttp:"
+ENV = "bench"
+HUMAN = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0", "Accept-Language": "en"}
+DIFFICULTY = 8  # setup speed only: the server's check is one SHA-256 whatever the difficulty
+NO_LIMIT = "1000000/minute"
+AHEAD = 20  # spots entered ahead of the benchmark's, so the drain (1 a minute) never reaches ours
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# -- the load generator --------------------------------------------------------------------
+
+
+def encode_get(path: str, port: int) -> bytes:
+    head = [f"GET {path} HTTP/1.1", f"Host: 127.0.0.1:{port}"]
+    head += [f"{k}: {v}" for k, v in HUMAN.items()]
+    return ("\r\n".join(head) + "\r\n\r\n").encode()
+
+
+def encode_post(path: str, body: dict[str, Any], port: int) -> bytes:
+    data = json.dumps(body, separators=(",", ":")).encode()
+    head = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{port}"]
+    head += [f"{k}: {v}" for k, v in HUMAN.items()]
+    head += ["Content-Type: application/json", f"Content-Length: {len(data)}"]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + data
+
+
+class Conn:
+    """One keep-alive HTTP/1.1 connection: send pre-encoded bytes, read one answer."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def request(self, raw: bytes) -> tuple[int, bytes]:
+        self.sock.sendall(raw)
+        buf = self.buf
+        while (end := buf.find(b"\r\n\r\n")) < 0:
+            buf += self._recv()
+        head = buf[:end].lower()
+        start = head.find(b"\r\ncontent-length:")
+        if start < 0:
+            raise RuntimeError("answer without Content-Length: " + head.decode(errors="replace"))
+        stop = head.find(b"\r\n", start + 2)
+        length = int(head[start + 17 : stop if stop > 0 else len(head)])
+        total = end + 4 + length
+        while len(buf) < total:
+            buf += self._recv()
+        self.buf = buf[total:]
+        return int(head[9:12]), buf[end + 4 : total]
+
+    def _recv(self) -> bytes:
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("server closed the connection")
+        return chunk
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def load_round(
+    conns: Sequence[Conn], requests: Sequence[bytes], seconds: float, ok: bytes
+) -> tuple[float, Counter[str]]:
+    """Requests per second over ``seconds``, every connection busy in a thread of its own.
+
+    Requests are taken round-robin from ``requests``; an answer counts as ``ok`` when it is a
+    200 whose body contains ``ok``.
+    """
+    connections = len(conns)
+    ticker = itertools.count()  # next() on a count is atomic under the GIL
+    barrier = threading.Barrier(connections + 1)
+    tallies: list[Counter[str]] = [Counter() for _ in conns]
+    ends = [0.0] * connections
+    state = {"deadline": 0.0}
+    n = len(requests)
+
+    def work(i: int) -> None:
+        conn, tally = conns[i], tallies[i]
+        barrier.wait()
+        deadline = state["deadline"]
+        while time.perf_counter() < deadline:
+            status, body = conn.request(requests[next(ticker) % n])
+            tally["ok" if status == 200 and ok in body else str(status)] += 1
+        ends[i] = time.perf_counter()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(connections)]
+    for t in threads:
+        t.start()
+    start = time.perf_counter()
+    state["deadline"] = start + seconds
+    barrier.wait()
+    for t in threads:
+        t.join()
+    tally = sum(tallies, Counter())
+    return tally.total() / (max(ends) - start), tally
+
+
+# -- the server and its visitors -------------------------------------------------------------
+
+
+def _socket_inodes(port: int) -> dict[int, str]:
+    """Server-side sockets of our port on loopback: client port -> socket inode (Linux /proc)."""
+    out = {}
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        cols = line.split()
+        local, remote, inode = cols[1], cols[2], cols[9]
+        if int(local.split(":")[1], 16) == port:
+            out[int(remote.split(":")[1], 16)] = inode
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry.name))
+    return kids
+
+
+class Server:
+    """``anteroom serve`` (gunicorn) on a free port."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.port = free_port()
+        self.env = os.environ | env | {"ANTEROOM_BIND": f"127.0.0.1:{self.port}"}
+        self.log = log
+        script = Path(sys.executable).with_name("anteroom")
+        self.cmd = [str(script)] if script.exists() else [sys.executable, "-m", "anteroom.cli"]
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 30) -> Server:
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(
+                [*self.cmd, "serve"], env=self.env, stdout=out, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError("server exited:\n" + self.log.read_text())
+            try:
+                if self.get("/readyz")[0] == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise TimeoutError("server did not become ready:\n" + self.log.read_text())
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+        try:
+            conn.request("GET", path)
+            answer = conn.getresponse()
+            return answer.status, answer.read()
+        finally:
+            conn.close()
+
+    def workers(self) -> list[int]:
+        assert self.process is not None
+        return sorted(_children(self.process.pid))
+
+    def owner(self, conn: Conn, timeout: float = 2.0) -> int | None:
+        """The worker that accepted ``conn`` (None if it cannot be told)."""
+        client_port = conn.sock.getsockname()[1]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            inode = _socket_inodes(self.port).get(client_port)
+            if inode:
+                wanted = f"socket:[{inode}]"
+                for pid in self.workers():
+                    fds = Path(f"/proc/{pid}/fd")
+                    with contextlib.suppress(OSError):
+                        if any(os.readlink(fd) == wanted for fd in fds.iterdir()):
+                            return pid
+            time.sleep(0.002)  # the worker has not accepted it yet
+        return None
+
+    def connections(self, n: int) -> tuple[list[Conn], list[int]]:
+        """``n`` keep-alive connections spread evenly over the workers (and the split).
+
+        A gunicorn worker that wakes first accepts every pending connection, so connections
+        opened back to back often all land on one worker — on two cores that halves the rate,
+        whichever endpoint is measured. Connections are reopened until the split is even.
+        """
+        workers = self.workers()
+        share = -(-n // len(workers))
+        split = dict.fromkeys(workers, 0)
+        conns: list[Conn] = []
+        for _ in range(50 * n):
+            if len(conns) == n:
+                break
+            conn = Conn(self.port)
+            pid = self.owner(conn)
+            if pid is None or split.get(pid, share) >= share:
+                conn.close()
+                continue
+            split[pid] += 1
+            conns.append(conn)
+        while len(conns) < n:  # could not balance: take what comes, the split is reported
+            conns.append(Conn(self.port))
+            pid = self.owner(conns[-1])
+            if pid in split:
+                split[pid] += 1
+        return conns, sorted(split.values())
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+class Visitor:
+    """challenge → identify → enter over one keep-alive connection (stdlib http.client)."""
+
+    def __init__(self, port: int, api_key: str) -> None:
+        self.http = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        self.api_key = api_key
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        headers = HUMAN | {"Content-Type": "application/json"}
+        self.http.request("POST", "/api/v1/" + path, json.dumps(body), headers)
+        answer = self.http.getresponse()
+        data = answer.read()
+        if answer.status != 200:
+            raise RuntimeError(f"{path}: {answer.status} {data[:300]!r}")
+        return json.loads(data)  # type: ignore[no-any-return]
+
+    def enter(self, room: str) -> dict[str, Any]:
+        challenge = self.post("challenge", {"apiKey": self.api_key})
+        token = challenge["challenge"]
+        solution = pow.solve(token, challenge["difficulty"])
+        signals = {"webdriver": False, "languages": 2}
+        body = {"apiKey": self.api_key, "challenge": token, "solution": solution}
+        session = self.post("identify", body | {"signals": signals})["sessionToken"]
+        return self.post(
+            "queue/enter", {"apiKey": self.api_key, "room": room, "sessionToken": session}
+        )
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def enter_all(port: int, api_key: str, room: str, count: int, threads: int) -> list[dict[str, Any]]:
+    def one_share(share: int) -> list[dict[str, Any]]:
+        visitor = Visitor(port, api_key)
+        try:
+            return [visitor.enter(room) for _ in range(share)]
+        finally:
+            visitor.close()
+
+    shares = [count // threads + (i < count % threads) for i in range(threads)]
+    with ThreadPoolExecutor(threads) as pool:
+        return [a for answers in pool.map(one_share, shares) for a in answers]
+
+
+# -- server-side costs, in process -------------------------------------------------------------
+
+
+class WsgiCaller:
+    """Calls the app exactly as gunicorn's worker does, with a pre-built environ."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.status = ""
+
+    def _start(self, status: str, headers: Any, exc_info: Any = None) -> None:
+        self.status = status
+
+    @staticmethod
+    def environ(method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        builder = EnvironBuilder(
+            path=path,
+            method=method,
+            json=body,
+            headers=HUMAN,
+            environ_base={"REMOTE_ADDR": "127.0.0.1"},
+        )
+        try:
+            return builder.get_environ()
+        finally:
+            builder.close()
+
+    def timed(self, environ: dict[str, Any]) -> tuple[float, int, bytes]:
+        """(seconds, status, body) of one call; only the app's work is timed."""
+        t0 = time.perf_counter()
+        result = self.app(environ, self._start)
+        try:
+            body = b"".join(result)
+        finally:
+            if hasattr(result, "close"):
+                result.close()
+        elapsed = time.perf_counter() - t0
+        return elapsed, int(self.status[:3]), body
+
+
+def identify_costs(
+    caller: WsgiCaller, api_key: str, batches: int, per: int
+) -> tuple[list[float], list[float]]:
+    """Per-batch mean µs of challenge and of identify through the app (solving not timed)."""
+    challenge_us, identify_us = [], []
+    for _ in range(batches):
+        spent, challenges = 0.0, []
+        for _ in range(per):
+            env = caller.environ("POST", "/api/v1/challenge", {"apiKey": api_key})
+            dt, status, body = caller.timed(env)
+            assert status == 200, body
+            spent += dt
+            challenges.append(json.loads(body))
+        challenge_us.append(spent / per * 1e6)
+        environs = []
+        for c in challenges:
+            body = {
+                "apiKey": api_key,
+                "challenge": c["challenge"],
+                "solution": pow.solve(c["challenge"], c["difficulty"]),
+                "signals": {"webdriver": False, "languages": 2},
+            }
+            environs.append(caller.environ("POST", "/api/v1/identify", body))
+        spent = 0.0
+        for env in environs:
+            dt, status, body = caller.timed(env)
+            assert status == 200, body
+            spent += dt
+        identify_us.append(spent / per * 1e6)
+    return challenge_us, identify_us
+
+
+def app_costs(
+    caller: WsgiCaller,
+    make: Callable[[int], dict[str, Any]],
+    ok: bytes,
+    batches: int,
+    per: int,
+) -> list[float]:
+    """Per-batch mean µs of the app's work for the requests ``make(0)``, ``make(1)``, …"""
+    out, i = [], 0
+    for _ in range(batches):
+        spent = 0.0
+        environs = [make(i + j) for j in range(per)]  # built before timing
+        i += per
+        for env in environs:
+            dt, status, answer = caller.timed(env)
+            assert status == 200 and ok in answer, (status, answer[:200])
+            spent += dt
+        out.append(spent / per * 1e6)
+    return out
+
+
+def verify_costs(token: str, keys: str, room: str, batches: int, per: int) -> list[float]:
+    assert verify.verify_admission(token, keys, room=room), "the admission does not verify"
+    out = []
+    for _ in range(batches):
+        t0 = time.perf_counter()
+        for _ in range(per):
+            verify.verify_admission(token, keys, room=room)
+        out.append((time.perf_counter() - t0) / per * 1e6)
+    return out
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+def median(values: Sequence[float], digits: int = 1) -> float:
+    return round(statistics.median(values), digits)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--redis-url")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (default 2)")
+    parser.add_argument("--connections", type=int, default=8, help="client connections")
+    parser.add_argument("--rounds", type=int, default=7, help="measured rounds of each")
+    parser.add_argument("--seconds", type=float, default=3.0, help="length of one round")
+    parser.add_argument("--tickets", type=int, default=1000, help="waiting spots polled")
+    args = parser.parse_args()
+    started = time.monotonic()
+    tmp = Path(tempfile.mkdtemp(prefix="anteroom-bench-http-"))
+    embedded = None
+    if not args.redis_url:
+        embedded = EmbeddedRedis(tmp / "redis", port=0).start()
+    redis_url = args.redis_url or embedded.url  # type: ignore[union-attr]
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
+    engine = Engine(client, prefix=PREFIX)
+    keys = Keyring.generate().serialize()
+    env = {
+        "ANTEROOM_REDIS_URL": redis_url,
+        "ANTEROOM_KEYS": keys,
+        "ANTEROOM_DATA_DIR": str(tmp / "data"),
+        "ANTEROOM_WORKERS": str(args.workers),
+        "ANTEROOM_DEMO": "0",
+        "ANTEROOM_KEY_PREFIX": PREFIX,
+        "ANTEROOM_POW_DIFFICULTY": str(DIFFICULTY),
+        "ANTEROOM_LIMIT_CHALLENGE": NO_LIMIT,
+        "ANTEROOM_LIMIT_IDENTIFY": NO_LIMIT,
+        "ANTEROOM_LIMIT_ENTER": NO_LIMIT,
+    }
+    server = Server(env, tmp / "server.log")
+    rooms: list[str] = []
+    try:
+        api_key = KeyStore(client, engine.keys).create(ENV)[0].public_key
+        line = engine.create_room(
+            ENV,
+            {"slug": "http-line", "name": "b", "redirectUrl": "https://x.example/",
+             "ratePerMinute": 1, "abandonAfterSec": 3600},
+        )["id"]  # fmt: skip
+        door = engine.create_room(
+            ENV,
+            {"slug": "http-door", "name": "b", "redirectUrl": "https://x.example/",
+             "ratePerMinute": 100_000},
+        )["id"]  # fmt: skip
+        rooms += [line, door]
+        engine.open(line)
+        engine.open(door)
+        for i in range(AHEAD):
+            engine.enter(line, f"ahead{i}", "s", 10)
+        server.start()
+        port = server.port
+
+        t0 = time.monotonic()
+        answers = enter_all(port, api_key, "http-line", args.tickets, threads=8)
+        setup = time.monotonic() - t0
+        statuses = Counter(a["status"] for a in answers)
+        assert statuses == {"waiting": args.tickets}, statuses
+        admitted = enter_all(port, api_key, "http-door", 1, threads=1)[0]
+        assert admitted["status"] == "admitted" and admitted["token"], admitted
+        print(
+            f"gunicorn: {args.workers} workers (gthread), {args.connections} keep-alive "
+            f"connections; {args.tickets} waiting spots entered over HTTP in {setup:.1f}s"
+        )
+
+        poll_body = [{"apiKey": api_key, "ticket": a["queueToken"]} for a in answers]
+        polls = [encode_post("/api/v1/queue/poll", b, port) for b in poll_body]
+        plain = [encode_get("/healthz", port)]
+        kinds: dict[str, tuple[Sequence[bytes], bytes]] = {
+            "poll": (polls, b'"status":"waiting"'),
+            "plain": (plain, b'"status":"ok"'),
+        }
+        rps: dict[str, list[float]] = {"poll": [], "plain": []}
+        tally: dict[str, Counter[str]] = {"poll": Counter(), "plain": Counter()}
+        splits: Counter[str] = Counter()
+
+        def measure(kind: str, seconds: float) -> tuple[float, Counter[str]]:
+            conns, split = server.connections(args.connections)
+            splits["/".join(map(str, split))] += 1
+            try:
+                return load_round(conns, kinds[kind][0], seconds, kinds[kind][1])
+            finally:
+                for conn in conns:
+                    conn.close()
+
+        for kind in ("plain", "poll"):  # warm-up: workers' caches, connections, scripts
+            measure(kind, 1.0)
+        for r in range(args.rounds):
+            order = ("plain", "poll") if r % 2 == 0 else ("poll", "plain")
+            for kind in order:
+                value, counts = measure(kind, args.seconds)
+                rps[kind].append(value)
+                tally[kind] += counts
+            last = {k: f"{v[-1]:7.0f}" for k, v in rps.items()}
+            print(f"  round {r + 1}: plain {last['plain']} req/s, poll {last['poll']} req/s")
+        server.stop()
+
+        # Server-side costs, in process (the HTTP server is stopped: nothing competes).
+        settings = Settings.from_env(env)
+        caller = WsgiCaller(create_app(settings))
+
+        def poll_env(i: int) -> dict[str, Any]:
+            return WsgiCaller.environ("POST", "/api/v1/queue/poll", poll_body[i % len(poll_body)])
+
+        def plain_env(_: int) -> dict[str, Any]:
+            return WsgiCaller.environ("GET", "/healthz")
+
+        app_costs(caller, poll_env, b'"waiting"', 1, 200)  # warm-up
+        poll_app: list[float] = []
+        plain_app: list[float] = []
+        for _ in range(5):  # interleaved batches, like the HTTP rounds
+            poll_app += app_costs(caller, poll_env, b'"waiting"', 1, 400)
+            plain_app += app_costs(caller, plain_env, b'"ok"', 1, 400)
+        challenge_us, identify_us = identify_costs(caller, api_key, batches=5, per=200)
+        verify_us = verify_costs(admitted["token"], keys, "http-door", batches=7, per=5000)
+
+        poll_rps, plain_rps = statistics.median(rps["poll"]), statistics.median(rps["plain"])
+        ok_share = {k: round(t["ok"] / t.total(), 4) for k, t in tally.items()}
+        results: dict[str, Any] = {
+            "poll_rps": round(poll_rps),
+            "plain_rps": round(plain_rps),
+            "ratio": round(poll_rps / plain_rps, 3),
+            "identify_us": median(identify_us),
+            "verify_us": median(verify_us, 2),
+            "challenge_us": median(challenge_us),
+            "poll_app_us": median(poll_app),
+            "plain_app_us": median(plain_app),
+            "ok_share": ok_share,
+            "answers": {k: dict(t) for k, t in tally.items()},
+            "setup": {
+                "workers": args.workers,
+                "worker_class": "gthread",
+                "connections": args.connections,
+                "connections_per_worker": dict(splits),
+                "rounds": args.rounds,
+                "round_seconds": args.seconds,
+                "tickets": args.tickets,
+                "cpus": os.cpu_count(),
+            },
+        }
+        table(results, rps)
+        for kind, share in ok_share.items():
+            assert share >= 0.99, f"only {share:.1%} of {kind} answers were 200 OK: {tally[kind]}"
+        out = ROOT / "bench" / "results" / "http.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=2) + "\n")
+        print(f"wrote {out.relative_to(ROOT)} in {time.monotonic() - started:.0f}s")
+    finally:
+        server.stop()
+        for room in rooms:
+            with contextlib.suppress(Exception):  # best effort: the benchmark's own rooms
+                engine.delete_room(room)
+        if embedded:
+            embedded.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def table(results: dict[str, Any], rps: dict[str, list[float]]) -> None:
+    rows: list[tuple[str, str, Callable[[], str]]] = [
+        ("poll_rps", "POST /api/v1/queue/poll (waiting spot), req/s", lambda: spread("poll")),
+        ("plain_rps", "GET /healthz (plain JSON), req/s", lambda: spread("plain")),
+        ("ratio", "poll / plain (target >= 0.7)", lambda: ""),
+        ("identify_us", "identify, server-side µs", lambda: ""),
+        ("challenge_us", "challenge, server-side µs", lambda: ""),
+        ("poll_app_us", "poll, app-only µs (no HTTP)", lambda: ""),
+        ("plain_app_us", "healthz, app-only µs (no HTTP)", lambda: ""),
+        ("verify_us", "verify_admission µs", lambda: ""),
+    ]
+
+    def spread(kind: str) -> str:
+        return f"(rounds {min(rps[kind]):.0f}-{max(rps[kind]):.0f})"
+
+    print()
+    for key, label, extra in rows:
+        print(f"{label:<48} {results[key]:>10} {extra()}")
+    shares = ", ".join(f"{k} {v:.2%}" for k, v in results["ok_share"].items())
+    print(f"{'share of 200 answers':<48} {shares}")
+    print()
+
+
+if __name__ == "__main__":
+    main()
