@@ -56,12 +56,13 @@ def create_app(
     )
     app.extensions["anteroom"] = services
 
-    from .views import demo, health, management, pages, visitor
+    from .views import demo, docs, health, management, pages, visitor
 
     errors.init_app(app)
     app.register_blueprint(health.bp)
     app.register_blueprint(visitor.bp)
     app.register_blueprint(management.bp)
+    app.register_blueprint(docs.bp)
     app.register_blueprint(pages.bp)
     if settings.demo_enabled:
         app.register_blueprint(demo.bp)

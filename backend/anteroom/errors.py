@@ -8,7 +8,10 @@ from typing import Any
 from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
+from .storage import StorageBusy, StorageError, StorageUnavailable
+
 log = logging.getLogger("anteroom")
+STORAGE_RETRY_SEC = 5
 
 
 class ApiError(HTTPException):
@@ -150,6 +153,15 @@ def _http_error(exc: HTTPException) -> Response:
     return to_response(api)
 
 
+def _storage(exc: StorageError) -> Response:
+    """Redis trouble a view did not map itself: the SPEC's 503 or 429, never a 500."""
+    if isinstance(exc, StorageUnavailable):
+        return to_response(Unavailable(retry_after=STORAGE_RETRY_SEC))
+    if isinstance(exc, StorageBusy):
+        return to_response(Busy(retry_after=STORAGE_RETRY_SEC))
+    return _unexpected(exc)
+
+
 def _unexpected(exc: Exception) -> Response:
     log.exception("unexpected error", exc_info=exc)
     return to_response(InternalError())
@@ -158,4 +170,5 @@ def _unexpected(exc: Exception) -> Response:
 def init_app(app: Flask) -> None:
     """Every error, including werkzeug's own and unexpected ones, answers JSON."""
     app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(StorageError, _storage)
     app.register_error_handler(Exception, _unexpected)

@@ -9,6 +9,8 @@ from flask import request
 
 from .errors import BadRequest
 
+MAX_STRING_LENGTH = 4096  # per string field of a visitor body (tokens are far shorter)
+
 # field name -> expected Python type (str, int, bool, dict, list) and whether it is required
 Schema = Mapping[str, tuple[type | tuple[type, ...], bool]]
 
@@ -23,7 +25,38 @@ def json_body() -> dict[str, Any]:
         raise BadRequest("The body is not valid JSON.", fields={"body": "is not JSON"}) from None
     if not isinstance(data, dict):
         raise BadRequest("The body must be a JSON object.", fields={"body": "is not an object"})
+    bad = _unencodable(data)
+    if bad is not None:
+        # JSON may spell a lone surrogate (\ud800); no UTF-8 store or hash can take it.
+        raise BadRequest("The body is not valid Unicode text.", fields={bad: "is not valid text"})
     return data
+
+
+def _unencodable(data: dict[str, Any]) -> str | None:
+    """The top-level field holding text that is not valid Unicode (``body`` for a key), or None."""
+    for name, value in data.items():
+        if not _encodes(name):
+            return "body"
+        pending = [value]
+        while pending:  # iterative: nesting is as deep as the JSON parser allowed
+            item = pending.pop()
+            if isinstance(item, str) and not _encodes(item):
+                return name
+            if isinstance(item, dict):
+                if not all(_encodes(k) for k in item):
+                    return name
+                pending.extend(item.values())
+            elif isinstance(item, list):
+                pending.extend(item)
+    return None
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _type_name(kind: type | tuple[type, ...]) -> str:
@@ -50,7 +83,7 @@ def parse(schema: Schema) -> dict[str, Any]:
         bad_bool = isinstance(value, bool) and bool not in kinds
         if bad_bool or not isinstance(value, kinds):
             problems[name] = f"must be {_type_name(kind)}"
-        elif isinstance(value, str) and len(value) > 4096:
+        elif isinstance(value, str) and len(value) > MAX_STRING_LENGTH:
             problems[name] = "is too long"
     if problems:
         raise BadRequest("Some fields are not valid.", fields=problems)

@@ -14,6 +14,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9-]{3,64}$")
+NAME_MAX_LENGTH = 200
+REDIRECT_URL_MAX_LENGTH = 2000
+FAIL_MODES = ("open", "closed")
 _LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 
 
@@ -25,28 +28,37 @@ class ValidationError(ValueError):
         self.fields = dict(fields)
 
 
-def _int_range(lo: int, hi: int, nullable: bool = False) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        if value is None and nullable:
+@dataclass(frozen=True)
+class IntRange:
+    """Check of an integer field from ``lo`` to ``hi`` (``None`` too when ``nullable``).
+
+    A value, not a closure, so the OpenAPI document reads its bounds from here.
+    """
+
+    lo: int
+    hi: int
+    nullable: bool = False
+
+    def __call__(self, value: Any) -> str | None:
+        if value is None and self.nullable:
             return None
         if isinstance(value, bool) or not isinstance(value, int):
-            return f"must be an integer from {lo:,} to {hi:,}" + (" or null" if nullable else "")
-        if not lo <= value <= hi:
-            return f"must be from {lo:,} to {hi:,}"
+            tail = " or null" if self.nullable else ""
+            return f"must be an integer from {self.lo:,} to {self.hi:,}{tail}"
+        if not self.lo <= value <= self.hi:
+            return f"must be from {self.lo:,} to {self.hi:,}"
         return None
-
-    return check
 
 
 def _slug(value: Any) -> str | None:
-    if not isinstance(value, str) or not SLUG_PATTERN.match(value):
+    if not isinstance(value, str) or not SLUG_PATTERN.fullmatch(value):
         return "must match ^[a-z0-9-]{3,64}$"
     return None
 
 
 def _name(value: Any) -> str | None:
-    if not isinstance(value, str) or not 1 <= len(value) <= 200 or not value.strip():
-        return "must be a string of 1 to 200 characters"
+    if not isinstance(value, str) or not 1 <= len(value) <= NAME_MAX_LENGTH or not value.strip():
+        return f"must be a string of 1 to {NAME_MAX_LENGTH} characters"
     return None
 
 
@@ -55,13 +67,15 @@ def _bool(value: Any) -> str | None:
 
 
 def _fail_mode(value: Any) -> str | None:
-    return None if value in ("open", "closed") else 'must be "open" or "closed"'
+    return None if value in FAIL_MODES else 'must be "open" or "closed"'
 
 
 def redirect_url_problem(value: Any) -> str | None:
     """Why ``value`` is not an acceptable redirect URL, or None."""
-    if not isinstance(value, str) or len(value) > 2000:
+    if not isinstance(value, str) or len(value) > REDIRECT_URL_MAX_LENGTH:
         return "must be an absolute URL"
+    if value != value.strip() or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return "must be an absolute URL"  # urlsplit would quietly drop these, the store would not
     try:
         parts = urlsplit(value)
         host = parts.hostname
@@ -90,14 +104,14 @@ class Field:
 FIELDS: tuple[Field, ...] = (
     Field("slug", "slug", None, _slug, required=True),
     Field("name", "name", None, _name, required=True),
-    Field("ratePerMinute", "rate", 60, _int_range(1, 100_000)),
-    Field("capacity", "cap", None, _int_range(1, 10_000_000, nullable=True)),
-    Field("admissionTtlSec", "ttl", 300, _int_range(30, 3_600)),
-    Field("holdScore", "hold", 70, _int_range(1, 100)),
+    Field("ratePerMinute", "rate", 60, IntRange(1, 100_000)),
+    Field("capacity", "cap", None, IntRange(1, 10_000_000, nullable=True)),
+    Field("admissionTtlSec", "ttl", 300, IntRange(30, 3_600)),
+    Field("holdScore", "hold", 70, IntRange(1, 100)),
     Field("bindIp", "bip", False, _bool),
     Field("redirectUrl", "url", None, redirect_url_problem, required=True),
-    Field("maxWaiting", "maxw", 100_000, _int_range(1, 10_000_000)),
-    Field("abandonAfterSec", "aban", 300, _int_range(60, 86_400)),
+    Field("maxWaiting", "maxw", 100_000, IntRange(1, 10_000_000)),
+    Field("abandonAfterSec", "aban", 300, IntRange(60, 86_400)),
     Field("failMode", "fm", "closed", _fail_mode),
 )
 BY_API = {f.api: f for f in FIELDS}

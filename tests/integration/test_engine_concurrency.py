@@ -43,6 +43,7 @@ def run_worker(url: str, room: str, worker: int, start: Any, entered: Any, out: 
     entered.wait()  # a second tab re-enters while the first still holds its spot
     for vid in neighbour[:5]:
         seen.append((vid, engine.enter(room, vid, "s2-" + vid, 10).ticket or 0))
+    entered.wait()  # and nobody leaves (which would free that spot) before every tab is in
     waiting = set(mine)
     deadline = time.monotonic() + 60
     while waiting and time.monotonic() < deadline:

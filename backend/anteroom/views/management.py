@@ -280,6 +280,14 @@ def delete_queue(room_id: str) -> ResponseReturnValue:
     return Response(status=204)
 
 
+def _is_cursor(text: str) -> bool:
+    """True for a stream id Redis takes as an exclusive end: ASCII, 64-bit parts, not 0-0."""
+    if not text.isascii() or not CURSOR_PATTERN.fullmatch(text):
+        return False
+    ms, seq = (int(part) for part in text.split("-"))
+    return max(ms, seq) < 2**64 and (ms, seq) != (0, 0)
+
+
 @bp.get("/audit")
 def audit() -> ResponseReturnValue:
     """The environment's audit events, newest first, ``limit`` at a time after ``cursor``."""
@@ -287,10 +295,11 @@ def audit() -> ResponseReturnValue:
     env = environment(key)
     cursor = request.args.get("cursor") or None
     problems: dict[str, str] = {}
-    if cursor is not None and not CURSOR_PATTERN.match(cursor):
+    if cursor is not None and not _is_cursor(cursor):
         problems["cursor"] = "must be a nextCursor from an earlier answer"
     raw_limit = request.args.get("limit", "50")
-    limit = int(raw_limit) if raw_limit.isdigit() and len(raw_limit) < 5 else 0
+    digits = raw_limit.isascii() and raw_limit.isdigit() and len(raw_limit) < 5
+    limit = int(raw_limit) if digits else 0
     if not 1 <= limit <= 500:
         problems["limit"] = "must be an integer from 1 to 500"
     if problems:
