@@ -39,6 +39,11 @@ def create_app(
     if not settings.keys:
         # Every worker must sign with the same secret; `anteroom serve` supplies a persisted one.
         raise ValueError("ANTEROOM_KEYS is required here (anteroom serve sets it)")
+    if settings.demo_enabled:
+        from .views.demo import protect
+
+        # Before ProxyFix wraps the app, so the edge sees the client's address, not the proxy's.
+        protect(app, settings)
     if settings.trusted_proxies > 0:
         # Only then is X-Forwarded-For believed, and only as many hops as were configured.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]

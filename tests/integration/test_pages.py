@@ -84,13 +84,20 @@ def demo_client(settings: Settings, redis_client: object) -> FlaskClient:
 def test_demo_shop_and_checkout(demo_client: FlaskClient) -> None:
     shop = demo_client.get("/demo/shop").get_data(as_text=True)
     assert '<script src="/static/anteroom.js"></script>' in shop
-    assert demo_client.get("/demo/checkout").status_code == 403
-    assert demo_client.get("/demo/checkout?abq=ab1.k1.x.y").status_code == 403
+    # The checkout is behind anteroom.edge: opened directly, it sends the browser to the queue.
+    navigate = {"Accept": "text/html", "Sec-Fetch-Mode": "navigate"}
+    direct = demo_client.get("/demo/checkout", headers=navigate)
+    assert direct.status_code == 303
+    assert direct.headers["Location"].startswith("http://127.0.0.1:8000/queue/demo?key=pk_demo&")
+    forged = demo_client.get("/demo/checkout?abq=ab1.k1.x.y", headers=navigate)
+    assert forged.status_code == 303 and "Set-Cookie" not in forged.headers
     services: Services = demo_client.application.extensions["anteroom"]
     room = services.engine.room_id("demo", "demo") or ""
     services.engine.shift_clock(room, 2_000)
     token = Visitor(demo_client, "pk_demo").enter("demo").json["token"]
-    checkout = demo_client.get("/demo/checkout", query_string={"abq": token})
+    handed = demo_client.get("/demo/checkout", query_string={"abq": token}, headers=navigate)
+    assert handed.status_code == 307 and handed.headers["Location"].endswith("/demo/checkout")
+    checkout = demo_client.get("/demo/checkout", headers=navigate)  # with the _abq cookie now
     assert checkout.status_code == 200 and "You're in" in checkout.get_data(as_text=True)
 
 

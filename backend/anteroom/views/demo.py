@@ -1,17 +1,36 @@
-"""The demo storefront (demo mode only): a shop embedding the agent, a checkout verifying."""
+"""The demo storefront (demo mode only): a shop embedding the agent, a checkout behind the edge."""
 
 from __future__ import annotations
 
 import time
 
-from flask import Blueprint, Response, current_app, render_template, request
+from flask import Blueprint, Flask, Response, render_template, request
 from flask.typing import ResponseReturnValue
 
-from ..demo import DEMO_SLUG
-from ..verify import verify_admission
+from ..config import Settings
+from ..demo import DEMO_PUBLIC_KEY, DEMO_SLUG
+from ..edge import AnteroomEdge, admission
 from .pages import secure
 
 bp = Blueprint("demo", __name__, url_prefix="/demo")
+
+
+def served_at(bind: str) -> str:
+    """The base URL a local ``bind`` (``host:port``) is reached at (as ``anteroom serve`` logs)."""
+    host, _, port = bind.rpartition(":")
+    host = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    return f"http://{host}:{port}"
+
+
+def protect(app: Flask, settings: Settings) -> AnteroomEdge:
+    """Put the checkout behind ``anteroom.edge``, exactly as a site would protect its own."""
+    return AnteroomEdge(
+        app,
+        keys=settings.keys,
+        base_url=served_at(settings.bind),
+        public_key=DEMO_PUBLIC_KEY,
+        routes={"/demo/checkout": DEMO_SLUG},
+    )
 
 
 @bp.get("/shop")
@@ -22,9 +41,9 @@ def shop() -> ResponseReturnValue:
 
 @bp.get("/checkout")
 def checkout() -> ResponseReturnValue:
-    """Accept the visitor only with a valid admission (``?abq=``), checked offline."""
-    keyring = current_app.extensions["anteroom"].keyring
-    result = verify_admission(request.args.get("abq", ""), keyring, room=DEMO_SLUG)
-    seconds_left = int(result.claims["exp"] - time.time()) if result.valid and result.claims else 0
-    html = render_template("demo_checkout.html", result=result, seconds_left=seconds_left)
-    return secure(Response(html, status=200 if result.valid else 403, mimetype="text/html"))
+    """Only admitted visitors get here: the edge middleware checked their admission offline."""
+    claims = admission(request.environ)
+    seconds_left = int(claims["exp"] - time.time()) if claims else 0
+    html = render_template("demo_checkout.html", claims=claims, seconds_left=seconds_left)
+    # Without claims the middleware is not in front (a wiring mistake): still refuse.
+    return secure(Response(html, status=200 if claims else 403, mimetype="text/html"))
