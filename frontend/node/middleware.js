@@ -24,6 +24,9 @@ const LOCAL_HOSTS = ["localhost", "127.0.0.1", "[::1]"];
 // Anteroom's answers are small; a bigger one is not Anteroom's.
 const MAX_ANSWER_BYTES = 65536;
 const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?]*/;
+export const HANDOVER_PARAM = "abq";
+// Renewal attempts remembered per admission (jti), so a burst of requests renews once.
+const MAX_TRACKED_RENEWALS = 10_000;
 
 /** @typedef {import("node:http").IncomingMessage} Request */
 /** @typedef {import("node:http").ServerResponse} Response */
@@ -138,6 +141,26 @@ function describeRequest(req) {
 /** @typedef {ReturnType<typeof describeRequest>} Described */
 
 /**
+ * [the last `abq` value or null, the query without it], other parameters verbatim and in order.
+ * @param {string} query
+ * @returns {[string | null, string]}
+ */
+function splitHandover(query) {
+  /** @type {string | null} */
+  let token = null;
+  const kept = [];
+  for (const part of query.split("&")) {
+    const equals = part.indexOf("=");
+    const [name, value] = equals < 0 ? [part, ""] : [part.slice(0, equals), part.slice(equals + 1)];
+    // parseQsl decodes as Python's unquote_plus does; `=` keeps an empty name or value a pair.
+    const [[decodedName, decodedValue] = ["", ""]] = parseQsl(`${name}=${value}`);
+    if (part && decodedName === HANDOVER_PARAM) token = decodedValue;
+    else if (part) kept.push(part);
+  }
+  return [token, kept.join("&")];
+}
+
+/**
  * @param {Described} described
  * @param {string} [query] the raw query when omitted
  */
@@ -212,13 +235,14 @@ function appendOnWriteHead(res, extra) {
 }
 
 /**
- * POST JSON to Anteroom; null when it is unreachable or answers an error.
+ * POST JSON to Anteroom: [HTTP status, JSON object]; [0, {}] when it is unreachable.
  * @param {EdgeConfig} config
  * @param {string} path
  * @param {Record<string, unknown>} body
- * @returns {Promise<Record<string, any> | null>}
+ * @returns {Promise<[number, Record<string, any>]>}
  */
 async function post(config, path, body) {
+  let status = 0;
   try {
     const response = await config.fetch(config.baseUrl + path, {
       method: "POST",
@@ -227,15 +251,19 @@ async function post(config, path, body) {
       redirect: "error",
       signal: AbortSignal.timeout(Math.max(0, config.timeout * 1000)),
     });
-    if (!response.ok) {
-      await response.body?.cancel();
-      return null;
-    }
+    status = response.status;
     const bytes = await readCapped(response);
-    const answer = bytes === null ? null : JSON.parse(new TextDecoder().decode(bytes));
-    return answer && typeof answer === "object" && !Array.isArray(answer) ? answer : null;
+    if (bytes === null) return [status, {}];
+    const text = new TextDecoder().decode(bytes);
+    let answer = null;
+    try {
+      answer = text ? JSON.parse(text) : null;
+    } catch {
+      answer = null;
+    }
+    return [status, answer && typeof answer === "object" && !Array.isArray(answer) ? answer : {}];
   } catch {
-    return null;
+    return [status, {}];
   }
 }
 
@@ -263,6 +291,8 @@ async function readCapped(response) {
  */
 export function anteroomMiddleware(options) {
   const config = edgeConfig(options);
+  /** When each admission (by jti) was last renewed or tried; oldest first. @type {Map<string, number>} */
+  const renewedAt = new Map();
 
   /** @param {string} path */
   function roomFor(path) {
@@ -337,19 +367,38 @@ export function anteroomMiddleware(options) {
    * @param {Described} described
    * @param {string} room
    * @param {string} reason
+   * @param {string} [query] the query of the return URL, when not the request's own
    */
-  function refuse(req, res, described, room, reason) {
+  function refuse(req, res, described, room, reason, query) {
     const page =
       `${config.baseUrl}/queue/${quote(room)}?` +
       urlencode([
         ["key", config.publicKey],
-        ["return", urlOf(described)],
+        ["return", urlOf(described, query)],
       ]);
     if (isNavigation(req) && !header(req, TICKET_HEADER)) {
       send(res, 303, [["Location", page], [REASON_HEADER, reason], ["Cache-Control", "no-store"]]);
       return;
     }
     tooMany(res, room, reason, QUEUE_RETRY_SEC, { queuePage: page });
+  }
+
+  /**
+   * Whether to try renewing this admission now. Requests still carrying the old cookie (in flight,
+   * other tabs) renew once per `refreshAfter`, and a refused renewal is not asked again on every
+   * request.
+   * @param {string} token
+   * @param {Claims} claims
+   */
+  function renewalDue(token, claims) {
+    const now = config.clock();
+    const jti = String(claims.jti || token);
+    const last = renewedAt.get(jti);
+    if (last !== undefined && now - last < config.refreshAfter) return false;
+    renewedAt.delete(jti); // re-inserted last: the Map stays oldest first
+    renewedAt.set(jti, now);
+    while (renewedAt.size > MAX_TRACKED_RENEWALS) renewedAt.delete(/** @type {string} */ (renewedAt.keys().next().value));
+    return true;
   }
 
   /**
@@ -367,9 +416,9 @@ export function anteroomMiddleware(options) {
     const issuedAt = typeof claims.iat === "number" ? claims.iat : 0;
     if (issuedHeader) {
       extra.push([ADMISSION_HEADER, token]);
-    } else if (config.clock() - issuedAt >= config.refreshAfter) {
-      const answer = await post(config, "/api/v1/admission/refresh", { apiKey: config.publicKey, token });
-      const fresh = typeof answer?.token === "string" ? answer.token : null;
+    } else if (config.clock() - issuedAt >= config.refreshAfter && renewalDue(token, claims)) {
+      const [status, answer] = await post(config, "/api/v1/admission/refresh", { apiKey: config.publicKey, token });
+      const fresh = status === 200 && typeof answer.token === "string" ? answer.token : null;
       const [reason, freshClaims] = fresh ? check(fresh, req, String(claims.q ?? "")) : ["", {}];
       // Only a fresh admission that verifies replaces the one in hand; otherwise it still counts.
       if (fresh && reason === null) {
@@ -390,20 +439,28 @@ export function anteroomMiddleware(options) {
    * @param {string} ticket
    */
   async function queueThrough(req, res, described, room, ticket) {
-    const answer = await post(config, "/api/v1/queue/poll", { apiKey: config.publicKey, ticket });
-    if (answer === null || !["waiting", "held", "admitted"].includes(answer.status)) {
-      tooMany(res, room, "queue:no-admission", QUEUE_RETRY_SEC, { status: "unknown" });
-      return false;
-    }
-    if (answer.status === "admitted" && answer.token) {
+    const [status, answer] = await post(config, "/api/v1/queue/poll", { apiKey: config.publicKey, ticket });
+    const state = status === 200 ? answer.status : undefined;
+    if (state === "admitted" && typeof answer.token === "string") {
       const [reason, claims] = check(answer.token, req, room);
-      if (reason === null) return pass(req, res, described, String(answer.token), claims, true);
+      if (reason === null) return pass(req, res, described, answer.token, claims, true);
       tooMany(res, room, reason, QUEUE_RETRY_SEC, {});
       return false;
     }
-    const pollAfterMs = typeof answer.pollAfterMs === "number" && answer.pollAfterMs ? answer.pollAfterMs : 5000;
-    const retry = Math.max(1, Math.ceil(pollAfterMs / 1000));
-    const figures = { status: answer.status, position: answer.position ?? null, etaSeconds: answer.etaSeconds ?? null };
+    if (state === "waiting" || state === "held") {
+      const pollAfterMs = typeof answer.pollAfterMs === "number" && answer.pollAfterMs ? answer.pollAfterMs : 5000;
+      const retry = Math.max(1, Math.ceil(pollAfterMs / 1000));
+      const figures = { status: state, position: answer.position ?? null, etaSeconds: answer.etaSeconds ?? null };
+      tooMany(res, room, "queue:no-admission", retry, figures);
+      return false;
+    }
+    // Not waiting: the room is idle, the ticket was refused (gone, invalid: enter again), or
+    // Anteroom could not be reached. Say which, and keep to Anteroom's own Retry-After.
+    const retryAfter = answer.retryAfter;
+    const retry = Number.isInteger(retryAfter) && retryAfter > 0 ? retryAfter : QUEUE_RETRY_SEC;
+    /** @type {Record<string, unknown>} */
+    const figures = { status: state || "unknown" };
+    if (typeof answer.error === "string") figures.ticketError = answer.error;
     tooMany(res, room, "queue:no-admission", retry, figures);
     return false;
   }
@@ -416,20 +473,19 @@ export function anteroomMiddleware(options) {
    */
   async function enforce(req, res, room) {
     const described = describeRequest(req);
-    const query = parseQsl(described.query);
-    const handed = query.filter(([name]) => name === "abq").map(([, value]) => value);
-    if (handed.length > 0) {
-      const token = handed[handed.length - 1];
-      const [reason, claims] = check(token, req, room);
+    const [handed, clean] = described.query.includes(HANDOVER_PARAM) ? splitHandover(described.query) : [null, ""];
+    if (handed !== null) {
+      const [reason, claims] = check(handed, req, room);
       if (reason !== null) {
-        refuse(req, res, described, room, reason);
+        refuse(req, res, described, room, reason, clean);
         return false;
       }
-      const clean = urlencode(query.filter(([name]) => name !== "abq"));
       send(res, 307, [
         ["Location", urlOf(described, clean)],
+        ["Set-Cookie", admissionCookie(described, handed, claims)],
         ["Cache-Control", "no-store"],
-        ["Set-Cookie", admissionCookie(described, token, claims)],
+        // The token was in the address bar: keep it out of the next page's Referer.
+        ["Referrer-Policy", "no-referrer"],
       ]);
       return false;
     }

@@ -231,7 +231,7 @@ describe("offline enforcement (Anteroom unreachable)", () => {
     const token = admission();
     const response = await request(shop.url, `/checkout?a=1&abq=${token}&b=x%2Fy&c`, { headers: NAV });
     assert.equal(response.status, 307);
-    assert.equal(response.headers.location, `${shop.url}/checkout?a=1&b=x%2Fy&c=`);
+    assert.equal(response.headers.location, `${shop.url}/checkout?a=1&b=x%2Fy&c`);
     assert.equal(response.headers["cache-control"], "no-store");
     assert.deepEqual(response.headers["set-cookie"], [`_abq=${token}; Path=/; Max-Age=299; HttpOnly; SameSite=Lax`]);
     assert.equal(response.body, "");
@@ -256,6 +256,8 @@ describe("offline enforcement (Anteroom unreachable)", () => {
     assert.equal(navigation.status, 303);
     assert.equal(navigation.headers["anteroom-enforcement"], "queue:admission-malformed");
     assert.equal(navigation.headers["set-cookie"], undefined);
+    const returnUrl = new URL(navigation.headers.location).searchParams.get("return");
+    assert.equal(returnUrl, `${shop.url}/checkout?a=1`); // without the bad abq
     const expired = await request(shop.url, `/api/cart?abq=${admission({ exp: NOW - 1 })}`);
     assert.equal(expired.status, 429);
     assert.equal(expired.headers["anteroom-enforcement"], "queue:admission-expired");
@@ -302,7 +304,7 @@ describe("talking to Anteroom", () => {
   });
 
   test("an older one is refreshed, and the fresh one replaces the cookie", async () => {
-    const old = admission({ iat: NOW - 14 });
+    const old = admission({ iat: NOW - 14, jti: "j-cookie" });
     const fresh = admission({ iat: NOW, exp: NOW + 600 });
     anteroom.answer("/api/v1/admission/refresh", 200, { status: "admitted", token: fresh });
     const response = await request(shop.url, "/checkout", { headers: { Cookie: `_abq=${old}` } });
@@ -317,7 +319,7 @@ describe("talking to Anteroom", () => {
   test("an admission sent as a header is renewed in a header", async () => {
     const fresh = admission({ exp: NOW + 600 });
     anteroom.answer("/api/v1/admission/refresh", 200, { token: fresh });
-    const response = await request(shop.url, "/api/cart", { headers: { "Anteroom-Admission": admission({ iat: 0 }) } });
+    const response = await request(shop.url, "/api/cart", { headers: { "Anteroom-Admission": admission({ iat: 0, jti: "j-header" }) } });
     assert.equal(response.headers["anteroom-admission"], fresh);
     assert.deepEqual(response.headers["set-cookie"], ["cart=1; Path=/"]);
   });
@@ -327,11 +329,30 @@ describe("talking to Anteroom", () => {
     anteroom.answer("/api/v1/admission/refresh", 200, { token: "ab1.k1.not.valid" });
     anteroom.answer("/api/v1/admission/refresh", 200, ["not", "an", "object"]);
     for (let i = 0; i < 3; i++) {
-      const response = await request(shop.url, "/checkout", { headers: { Cookie: `_abq=${admission({ iat: 0 })}` } });
+      const token = admission({ iat: 0, jti: `j-useless-${i}` });
+      const response = await request(shop.url, "/checkout", { headers: { Cookie: `_abq=${token}` } });
       assert.equal(response.status, 200);
       assert.deepEqual(response.headers["set-cookie"], ["cart=1; Path=/"]);
     }
     assert.equal(anteroom.requests.length, 3);
+  });
+
+  test("an admission is renewed at most once per refreshAfter", async () => {
+    const old = admission({ iat: 0, jti: "j-once" });
+    anteroom.answer("/api/v1/admission/refresh", 200, { token: admission({ jti: "j-once", exp: NOW + 600 }) });
+    for (const headers of [{ Cookie: `_abq=${old}` }, { "Anteroom-Admission": old }]) {
+      assert.equal((await request(shop.url, "/checkout", { headers })).status, 200);
+    }
+    assert.equal(anteroom.requests.length, 1);
+  });
+
+  test("queue-through: a refused ticket names Anteroom's error and keeps its Retry-After", async () => {
+    anteroom.answer("/api/v1/queue/poll", 404, { error: "TokenInvalid", retryAfter: 7 });
+    const response = await request(shop.url, "/api/cart", { headers: { "Anteroom-Ticket": "qt1.k1.t.s" } });
+    assert.equal(response.status, 429);
+    assert.equal(response.headers["retry-after"], "7");
+    const body = JSON.parse(response.body);
+    assert.deepEqual([body.status, body.ticketError, body.retryAfter], ["unknown", "TokenInvalid", 7]);
   });
 
   test("queue-through: 429 with the position while waiting", async () => {
@@ -365,6 +386,7 @@ describe("talking to Anteroom", () => {
     const gone = await request(shop.url, "/api/cart", { headers: { "Anteroom-Ticket": "qt1.k1.t.s" } });
     assert.equal(gone.status, 429);
     assert.equal(JSON.parse(gone.body).status, "unknown");
+    assert.equal(JSON.parse(gone.body).ticketError, "TicketGone");
   });
 });
 
