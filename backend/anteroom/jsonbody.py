@@ -17,7 +17,9 @@ Schema = Mapping[str, tuple[type | tuple[type, ...], bool]]
 
 def json_body() -> dict[str, Any]:
     """The request body as a JSON object, or :class:`BadRequest`."""
-    if not request.data:
+    # Read raw: a client that forgets Content-Type (curl -d sends a form type) still sends JSON,
+    # and letting Flask parse it as a form would hide the body.
+    if not request.get_data(cache=True, parse_form_data=False):
         raise BadRequest("A JSON object body is required.", fields={"body": "is empty"})
     try:
         data = request.get_json(force=True, silent=False, cache=True)

@@ -332,3 +332,15 @@ def test_a_config_change_reaches_the_visitor_api_of_this_instance_at_once(
     assert visitor.enter("spring-drop").json["roomName"] == "Spring drop"
     op.patch(room["id"], {"name": "Renamed"})
     assert visitor.poll().json["roomName"] == "Renamed"
+
+
+def test_a_json_body_without_a_json_content_type_is_read(op: Operator) -> None:
+    """``curl -d`` (the README's examples) sends a form content type; the body is still JSON."""
+    response = op.client.post(
+        BASE + "/queues",
+        data='{"slug": "curl-room", "name": "Curl", "redirectUrl": "https://shop.example/"}',
+        headers=op.headers,
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert response.status_code == 201, response.json
+    assert response.json["slug"] == "curl-room"
