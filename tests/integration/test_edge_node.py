@@ -122,8 +122,8 @@ def anteroom(
 
 def start_node_app(anteroom: LiveServer, api_key: str, **env: str) -> tuple[subprocess.Popen, str]:
     """Start tests/node_app/server.mjs; returns the process and its base URL once it listens."""
-    if NODE is None:
-        pytest.skip("node is not installed")
+    # Node 20 is one of the README's prerequisites: without it this must fail, not pass quietly.
+    assert NODE is not None, "node is not installed"
     process = subprocess.Popen(
         [NODE, str(ROOT / "tests" / "node_app" / "server.mjs")],
         env=os.environ
