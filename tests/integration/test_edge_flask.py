@@ -28,7 +28,7 @@ from flask.typing import ResponseReturnValue
 from urllib3.util.retry import Retry
 from werkzeug.serving import make_server
 
-from anteroom import pow, tokens
+from anteroom import tokens
 from anteroom.demo import ensure_demo
 from anteroom.edge import AnteroomEdge, admission
 from anteroom.embedded import EmbeddedRedis
@@ -38,6 +38,7 @@ from anteroom.verify import verify_admission, verify_session
 from helpers import TEST_KEYS, make_room
 from live_server import LiveServer
 from visitor_client import HUMAN
+from visitor_client import LiveVisitor as Entrant
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -77,46 +78,6 @@ class Clock:
         for room_id in self.rooms:
             self.engine.shift_clock(room_id, int(seconds * 1000))
         self.now += seconds
-
-
-class Entrant:
-    """A visitor or an app using the visitor API of a live Anteroom over HTTP."""
-
-    def __init__(self, base_url: str, api_key: str) -> None:
-        self.base = base_url + "/api/v1/"
-        self.api_key = api_key
-        self.http = requests.Session()
-        self.http.headers.update(HUMAN)
-        self.session: str | None = None
-        self.ticket: str | None = None
-
-    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = self.http.post(
-            self.base + path, json={"apiKey": self.api_key} | body, timeout=10
-        )
-        assert response.status_code == 200, response.text
-        answer: dict[str, Any] = response.json()
-        return answer
-
-    def enter(self, room: str) -> dict[str, Any]:
-        if self.session is None:
-            challenge = self.post("challenge", {})
-            solution = pow.solve(challenge["challenge"], challenge["difficulty"])
-            body = {"challenge": challenge["challenge"], "solution": solution,
-                    "signals": {"webdriver": False, "languages": 2}}  # fmt: skip
-            self.session = self.post("identify", body)["sessionToken"]
-        answer = self.post("queue/enter", {"room": room, "sessionToken": self.session})
-        self.ticket = answer.get("queueToken") or self.ticket
-        return answer
-
-    def poll(self) -> dict[str, Any]:
-        return self.post("queue/poll", {"ticket": self.ticket})
-
-    def admitted(self, room: str) -> str:
-        answer = self.enter(room)
-        assert answer["status"] == "admitted", answer
-        token: str = answer["token"]
-        return token
 
 
 def presented_session(environ: dict[str, Any]) -> str | None:

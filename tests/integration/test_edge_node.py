@@ -25,7 +25,7 @@ import pytest
 import redis
 import requests
 
-from anteroom import pow, tokens
+from anteroom import tokens
 from anteroom.edge import AnteroomMiddleware
 from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
@@ -33,7 +33,7 @@ from anteroom.keystore import KeyStore
 from anteroom.verify import verify_admission
 from helpers import TEST_KEYS, make_room
 from live_server import LiveServer
-from visitor_client import HUMAN
+from visitor_client import LiveVisitor
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -43,39 +43,6 @@ ROUTES = {"/checkout": "drop", "/api/cart": "drop", "/bound": "bound", "/line": 
 NAV = {"Accept": "text/html,application/xhtml+xml", "Sec-Fetch-Mode": "navigate"}
 API = {"Accept": "application/json"}
 ELSEWHERE = "203.0.113.7"  # a visitor's address that is not the one the Node app sees
-
-
-class LiveVisitor:
-    """One visitor speaking the visitor API of a live Anteroom over HTTP, as the agent does."""
-
-    def __init__(self, base_url: str, api_key: str, address: str | None = None) -> None:
-        self.base = base_url + "/api/v1/"
-        self.api_key = api_key
-        self.http = requests.Session()
-        self.http.headers.update(HUMAN)
-        if address:
-            # The live server trusts one proxy hop, so this is the address it sees.
-            self.http.headers["X-Forwarded-For"] = address
-        self.session: str | None = None
-        self.ticket: str | None = None
-
-    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        body = {"apiKey": self.api_key} | body
-        response = self.http.post(self.base + path, json=body, timeout=10)
-        assert response.status_code == 200, response.text
-        answer: dict[str, Any] = response.json()
-        return answer
-
-    def enter(self, room: str) -> dict[str, Any]:
-        if self.session is None:
-            challenge = self.post("challenge", {})
-            solution = pow.solve(challenge["challenge"], challenge["difficulty"])
-            signals = {"webdriver": False, "languages": 2}
-            body = {"challenge": challenge["challenge"], "solution": solution, "signals": signals}
-            self.session = self.post("identify", body)["sessionToken"]
-        answer = self.post("queue/enter", {"room": room, "sessionToken": self.session})
-        self.ticket = answer.get("queueToken") or self.ticket
-        return answer
 
 
 def pinned_room(engine: Engine, slug: str, offset_sec: float, **config: Any) -> str:
