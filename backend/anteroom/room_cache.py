@@ -35,8 +35,14 @@ class StaleCache:
         self._values: dict[Any, tuple[float, Any]] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: Any, load: Callable[[], T]) -> T:
-        """The cached value of ``key``, loading it when missing or older than ``ttl``."""
+    def get(
+        self, key: Any, load: Callable[[], T], offline: Callable[[], T | None] | None = None
+    ) -> T:
+        """The cached value of ``key``, loading it when missing or older than ``ttl``.
+
+        When storage is unreachable: what ``offline`` knows (the directory, refreshed in the
+        background, is fresher than an entry nobody asked for lately), else the stale entry.
+        """
         now = self.clock()
         hit = self._values.get(key)
         if hit and now - hit[0] < self.ttl:
@@ -44,6 +50,9 @@ class StaleCache:
         try:
             value = load()
         except StorageUnavailable:
+            known = offline() if offline else None
+            if known is not None:
+                return known
             if hit:
                 return hit[1]  # type: ignore[no-any-return]
             raise
@@ -144,6 +153,7 @@ class RoomDirectory:
         self.clock = clock
         self.known = Known()
         self.rounds = 0  # completed rounds of this process
+        self.failed = 0  # rounds that could not read (Redis down, breaker open, …)
         self._written = (0.0, "")  # (when, content without `at`) of this process's last write
         self._pid = 0
         self._start_lock = threading.Lock()
@@ -198,14 +208,24 @@ class RoomDirectory:
         """Stop the refresher (tests, shutdown)."""
         self._stop.set()
 
-    def wait_for_rounds(self, count: int, timeout: float) -> bool:
-        """Block until this process completed ``count`` rounds; False on timeout."""
+    def wait_for_rounds(self, count: int, timeout: float, *, failed: bool = False) -> bool:
+        """Wait until ``count`` rounds here succeeded (or ``failed``); False on timeout."""
+
+        def done() -> bool:
+            return (self.failed if failed else self.rounds) >= count
+
         with self._round_done:
-            return self._round_done.wait_for(lambda: self.rounds >= count, timeout)
+            return self._round_done.wait_for(done, timeout)
 
     def refresh_once(self) -> None:
         """One round: read everything through the breaker, then keep and save it."""
-        known = self.breaker.call(self._read)
+        try:
+            known = self.breaker.call(self._read)
+        except Exception:
+            with self._round_done:
+                self.failed += 1
+                self._round_done.notify_all()
+            raise
         self.known = known
         self._save(known)
         with self._round_done:

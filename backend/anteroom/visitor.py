@@ -23,15 +23,11 @@ def environment_of(services: Services, api_key: str) -> str:
     """Environment of a public key (cached; known offline during an outage), or Unauthorized."""
     if not api_key.startswith("pk_"):
         raise errors.Unauthorized("apiKey must be a public key (pk_…).")
-    try:
-        env = services.public_keys.get(
-            api_key,
-            lambda: services.breaker.call(lambda: services.keystore.environment_of(api_key)),
-        )
-    except StorageUnavailable:
-        env = services.directory.environment_of(api_key)
-        if env is None:
-            raise
+    env = services.public_keys.get(
+        api_key,
+        lambda: services.breaker.call(lambda: services.keystore.environment_of(api_key)),
+        lambda: services.directory.environment_of(api_key),
+    )
     if not env:
         raise errors.Unauthorized("Unknown apiKey.")
     return str(env)
@@ -52,13 +48,11 @@ def room_by_slug(services: Services, env: str, slug: str) -> dict[str, Any]:
         services.rooms.put(("id", room_id), room)
         return room
 
-    try:
-        room = services.rooms.get(("slug", env, slug), load)
-    except StorageUnavailable:
-        # Never asked for here before the outage: the directory knows every room.
-        room = services.directory.room_by_slug(env, slug)
-        if room is None:
-            raise
+    def offline() -> dict[str, Any] | None:
+        # During an outage the directory knows every room, asked for here before or not.
+        return services.directory.room_by_slug(env, slug)
+
+    room = services.rooms.get(("slug", env, slug), load, offline)
     if room is None:
         raise errors.RoomNotFound(f"No room {slug!r} here.")
     return room
@@ -73,13 +67,7 @@ def room_by_id(services: Services, room_id: str) -> dict[str, Any] | None:
         except eng.RoomNotFound:
             return None
 
-    try:
-        return services.rooms.get(("id", room_id), load)
-    except StorageUnavailable:
-        room = services.directory.room_by_id(room_id)
-        if room is None:
-            raise
-        return room
+    return services.rooms.get(("id", room_id), load, lambda: services.directory.room_by_id(room_id))
 
 
 def engine_call(services: Services, fn: Any) -> Any:

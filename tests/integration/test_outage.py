@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests
 from flask.testing import FlaskClient
 
 from anteroom import room_cache, storage, tokens, verify
@@ -14,9 +17,12 @@ from anteroom import visitor as visitor_module
 from anteroom.app import create_app
 from anteroom.config import Settings
 from anteroom.embedded import EmbeddedRedis
+from anteroom.engine import Engine
+from anteroom.keystore import KeyStore
 from anteroom.services import Services
 from helpers import TEST_KEYS, free_port, make_room
-from visitor_client import Visitor
+from live_server import LiveServer
+from visitor_client import LiveVisitor, Visitor
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -258,3 +264,66 @@ def test_an_outage_refresh_of_a_revoked_session_is_refused(
     assert v.enter("drop").json["error"] == "SessionRevoked"
     again = renewed.enter("drop")
     assert again.status_code == 200 and again.json["failOpen"] is True
+
+
+def worker_pids(master: int) -> set[int]:
+    children = Path(f"/proc/{master}/task/{master}/children").read_text().split()
+    return {int(pid) for pid in children}
+
+
+def test_a_gunicorn_worker_respawned_during_the_outage_admits(
+    own_redis: EmbeddedRedis, tmp_path: Path
+) -> None:
+    client = storage.connect(own_redis.url)
+    engine = Engine(client)
+    api_key = KeyStore(client, engine.keys).create("shop")[0].public_key
+    engine.open(make_room(engine, env="shop", slug="warmup"))
+    engine.open(make_room(engine, env="shop", slug="spring", failMode="open", ratePerMinute=1))
+    live = LiveServer(own_redis.url, tmp_path / "live", ANTEROOM_WORKERS="1").start()
+    try:
+        v = LiveVisitor(live.url, api_key)
+        v.enter("warmup")  # a session for later; this worker's refresher is running now
+        snapshot = tmp_path / "live" / room_cache.SNAPSHOT_NAME
+        deadline = time.monotonic() + 15
+        while '"spring"' not in (snapshot.read_text() if snapshot.exists() else ""):
+            assert time.monotonic() < deadline, "no snapshot written"
+            time.sleep(0.05)  # waiting for another process's file, not for a race
+
+        own_redis.stop()
+        assert live.process is not None
+        (old,) = worker_pids(live.process.pid)
+        os.kill(old, signal.SIGKILL)  # gunicorn starts a new worker: nothing in its memory
+        deadline = time.monotonic() + 15
+        while not (worker_pids(live.process.pid) - {old}) or not healthy(live.url):
+            assert time.monotonic() < deadline, "no new worker"
+            time.sleep(0.05)
+        answer = v.enter("spring")
+        assert answer["status"] == "admitted" and answer["failOpen"] is True
+        assert verify.verify_admission(answer["token"], TEST_KEYS, room="spring")
+    finally:
+        live.stop()
+
+
+def healthy(url: str) -> bool:
+    try:
+        return requests.get(url + "/healthz", timeout=1).status_code == 200
+    except requests.ConnectionError:
+        return False
+
+
+def test_a_ticket_of_a_closed_generation_is_gone_during_an_outage(
+    stack: Stack, own_redis: EmbeddedRedis
+) -> None:
+    room_id = stack.room("drop")
+    stack.visitor().enter("drop")
+    v = stack.visitor()
+    assert v.enter("drop").json["status"] == "waiting"
+    assert v.poll().status_code == 200  # this instance now holds the room in its cache
+    stack.services.engine.close(room_id)  # every ticket of this generation is gone...
+    stack.services.engine.open(room_id)  # ...even once the room opens again
+    stack.services.directory.refresh_once()
+    stack.clock.now += 3  # the cached copy is stale now; the directory's is not
+
+    own_redis.stop()
+    answer = v.poll()
+    assert answer.status_code == 410 and answer.json["error"] == "TicketGone"
