@@ -74,8 +74,18 @@ local function drop_spot(vid, s)
   if s.st == 'a' then redis.call('ZREM', ACTIVE, vid) else redis.call('ZREM', bucket(s.sc), vid) end
 end
 
-local function is_revoked(vid, s)
-  return redis.call('HEXISTS', RVK, 'j:' .. s.sj) == 1 or redis.call('HEXISTS', RVK, 'v:' .. vid) == 1
+-- Revocations: field 'j:<session jti>' or 'v:<vid>' -> until (ms on the room's clock). An entry
+-- past its time no longer counts and is deleted where it is met (revoke.lua purges a few more).
+local function revoked_entry(field, now)
+  local untl = redis.call('HGET', RVK, field)
+  if not untl then return false end
+  if tonumber(untl) > now then return true end
+  redis.call('HDEL', RVK, field)
+  return false
+end
+
+local function is_revoked(vid, sj, now)
+  return (sj ~= '' and revoked_entry('j:' .. sj, now)) or revoked_entry('v:' .. vid, now)
 end
 
 -- Earn admissions for open time since `last`. The bank never holds more than one second's
@@ -181,7 +191,7 @@ local function drain(r, now)
     redis.call('ZREM', best.k, vid)
     if not s then
       -- an orphaned order entry: nothing to admit
-    elseif s.seen + r.aban * 1000 <= now or (check_revoked and is_revoked(vid, s)) then
+    elseif s.seen + r.aban * 1000 <= now or (check_revoked and is_revoked(vid, s.sj, now)) then
       redis.call('HDEL', SPOTS, vid) -- abandoned or revoked: dropped at no cost to the budget
     else
       admit(r, vid, s, now)
@@ -211,14 +221,15 @@ local function admission_jti(r, s) return redis.sha1hex(r.rid .. ':' .. r.gen ..
 
 -- A queue answer as a flat array:
 -- status, ticket, position, eta seconds, opensAt, pollAfterMs, room status, generation,
--- iat, exp, admission jti, session jti, network tag, deal number (-1 / '' stand for null).
+-- iat, exp, admission jti, session jti, network tag, deal number, score (-1 / '' stand for null).
+-- Session jti, network tag and score go into the queue token, so an outage knows them offline.
 local function answer(r, vid, s, now)
   if s.st == 'a' then
     return {'admitted', s.t, -1, -1, fmt(r.oa), 0, r.st, r.gen, fmt(s.iat), fmt(s.exp),
-      admission_jti(r, s), s.sj, s.qi, s.dn}
+      admission_jti(r, s), s.sj, s.qi, s.dn, s.sc}
   end
   if s.sc >= r.hold then
-    return {'held', s.t, -1, -1, fmt(r.oa), 15000, r.st, r.gen, 0, 0, '', s.sj, s.qi, 0}
+    return {'held', s.t, -1, -1, fmt(r.oa), 15000, r.st, r.gen, 0, 0, '', s.sj, s.qi, 0, s.sc}
   end
   local key = redis.call('ZSCORE', bucket(s.sc), vid)
   local pos = 1
@@ -235,7 +246,7 @@ local function answer(r, vid, s, now)
     end
   end
   return {'waiting', s.t, pos, eta, fmt(r.oa), poll_after(pos), r.st, r.gen, 0, 0, '', s.sj, s.qi,
-    0}
+    0, s.sc}
 end
 
 local function err(code, retry) return {'ERR', code, retry or 0} end

@@ -3,12 +3,9 @@
 local vid, sjti, score, qi = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local r = load_room()
 if not r then return err('RoomNotFound') end
-if r.st == 'idle' then return {'idle', -1, -1, -1, 0, 0, 'idle', r.gen, 0, 0, '', '', '', 0} end
+if r.st == 'idle' then return {'idle', -1, -1, -1, 0, 0, 'idle', r.gen, 0, 0, '', '', '', 0, 0} end
 local now = clock(r)
-if redis.call('HLEN', RVK) > 0 and (redis.call('HEXISTS', RVK, 'j:' .. sjti) == 1
-    or redis.call('HEXISTS', RVK, 'v:' .. vid) == 1) then
-  return err('SessionRevoked')
-end
+if redis.call('HLEN', RVK) > 0 and is_revoked(vid, sjti, now) then return err('SessionRevoked') end
 local s = get_spot(vid)
 if s and s.st == 'a' and now > s.exp + 60000 then drop_spot(vid, s); s = nil end
 if s then

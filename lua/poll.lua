@@ -1,16 +1,19 @@
 -- Poll a spot: proves the visitor is still there, runs the drain, answers the spot's state.
--- ARGV: vid, ticket, generation (both from the signed queue token).
-local vid, ticket, gen = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+-- ARGV: vid, ticket, generation, session jti (all from the signed queue token; the jti may be
+-- '' in tickets signed before tickets carried it).
+local vid, ticket, gen, sjti = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] or ''
 local r = load_room()
 if not r or r.gen ~= gen then return err('TicketGone') end
 local now = clock(r)
 local s = get_spot(vid)
-if not s or s.t ~= ticket then return err('TicketGone') end
-if s.st == 'a' and now > s.exp + 60000 then drop_spot(vid, s); return err('TicketGone') end
-if redis.call('HLEN', RVK) > 0 and is_revoked(vid, s) then
-  drop_spot(vid, s)
+local mine = s ~= nil and s.t == ticket
+-- Before the spot's own checks: a revoked visitor hears so even when its spot is already gone.
+if redis.call('HLEN', RVK) > 0 and is_revoked(vid, mine and s.sj or sjti, now) then
+  if mine then drop_spot(vid, s) end
   return err('SessionRevoked')
 end
+if not mine then return err('TicketGone') end
+if s.st == 'a' and now > s.exp + 60000 then drop_spot(vid, s); return err('TicketGone') end
 local wait = over_limit(s, now)
 if wait then put_spot(vid, s); return err('RateLimited', wait) end
 s.seen = now

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -38,13 +39,18 @@ def engine(redis_client: redis.Redis) -> Engine:
 
 
 @pytest.fixture
-def settings(redis_server: EmbeddedRedis) -> Settings:
-    return Settings(redis_url=redis_server.url, keys=TEST_KEYS, pow_difficulty=4)
+def settings(redis_server: EmbeddedRedis, tmp_path: Path) -> Settings:
+    # Each app's rooms snapshot goes to the test's own folder, not ./var of the checkout.
+    return Settings(
+        redis_url=redis_server.url, keys=TEST_KEYS, pow_difficulty=4, data_dir=str(tmp_path)
+    )
 
 
 @pytest.fixture
-def app(settings: Settings, redis_client: redis.Redis) -> Flask:
-    return create_app(settings, {"TESTING": True})
+def app(settings: Settings, redis_client: redis.Redis) -> Iterator[Flask]:
+    app = create_app(settings, {"TESTING": True})
+    yield app
+    app.extensions["anteroom"].directory.stop()  # its refresher, if a request started one
 
 
 @pytest.fixture

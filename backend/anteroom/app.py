@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from flask import Flask
@@ -12,7 +13,7 @@ from .config import Settings
 from .engine import Engine
 from .keystore import KeyStore
 from .resources import resource_dir
-from .room_cache import StaleCache
+from .room_cache import SNAPSHOT_NAME, RoomDirectory, StaleCache
 from .services import Services
 from .storage import Breaker, connect
 from .tokens import Keyring
@@ -49,17 +50,22 @@ def create_app(
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]
     client = connect(settings.redis_url)
     engine = Engine(client, settings.key_prefix)
+    breaker = Breaker()
+    snapshot = Path(settings.data_dir) / SNAPSHOT_NAME
     services = Services(
         settings=settings,
         redis=client,
         engine=engine,
         keyring=Keyring.parse(settings.keys),
         keystore=KeyStore(client, engine.keys),
-        breaker=Breaker(),
+        breaker=breaker,
         rooms=StaleCache(ttl=2.0),
         public_keys=StaleCache(ttl=10.0),
+        directory=RoomDirectory(client, engine.keys, breaker, snapshot),
     )
     app.extensions["anteroom"] = services
+    # Lazily, per process: gunicorn forks workers after the app may have been built.
+    app.before_request(services.directory.ensure_running)
 
     from .views import demo, docs, health, management, pages, visitor
 

@@ -1,7 +1,8 @@
 """The audit log: one capped Redis Stream per environment, one entry per management mutation.
 
 An entry names what happened (``queue.created``, ``queue.updated``, ``queue.deleted``), the room,
-the key that did it, when, and what changed (before and after of each field, and the action).
+the key that did it, when, and what changed (before and after of each field, and the action);
+``session.revoked`` names the session (``jti``) or visitor (``vid``) and the operator's reason.
 Stream ids are the cursor: time-ordered, unique, and cheap to page through newest first.
 """
 
@@ -33,22 +34,25 @@ class AuditLog:
         environment: str,
         event: str,
         *,
-        queue: dict[str, Any],
+        queue: dict[str, Any] | None = None,
         key_id: str,
         changes: dict[str, dict[str, Any]] | None = None,
         action: dict[str, Any] | None = None,
+        session: dict[str, str] | None = None,
+        reason: str | None = None,
     ) -> str:
-        """Append one event; returns its id."""
-        body: dict[str, Any] = {
-            "type": event,
-            "queue": {"id": queue["id"], "slug": queue["slug"]},
-            "keyId": key_id,
-            "at": int(time.time() * 1000),
-        }
+        """Append one event (about a room, or about a ``session`` for revocations); its id."""
+        body: dict[str, Any] = {"type": event}
+        if queue is not None:
+            body["queue"] = {"id": queue["id"], "slug": queue["slug"]}
+        body |= {"keyId": key_id, "at": int(time.time() * 1000)}
         if changes is not None:
             body["changes"] = changes
         if action is not None:
             body["action"] = action
+        if session is not None:
+            body["session"] = session
+            body["reason"] = reason
         with storage_errors():
             return str(
                 self.redis.xadd(

@@ -87,6 +87,8 @@ class QueueAnswer:
     generation: int
     admission: Admission | None
     session_jti: str
+    network_tag: str = ""
+    score: int = 0
 
 
 @dataclass(frozen=True)
@@ -145,7 +147,22 @@ def _answer(raw: list[Any]) -> QueueAnswer:
         generation=int(raw[7]),
         admission=admission,
         session_jti=raw[11],
+        network_tag=raw[12],
+        score=int(raw[14]),
     )
+
+
+def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
+    """A room's hash → its configuration and status (API names)."""
+    room = rooms.from_stored(raw)
+    room.update(
+        id=raw["rid"],
+        environment=raw["env"],
+        status=raw["st"],
+        opensAt=int(raw.get("oa", 0)) or None,
+        generation=int(raw.get("gen", 1)),
+    )
+    return room
 
 
 class Engine:
@@ -179,7 +196,24 @@ class Engine:
             with storage_errors():
                 self.redis.hdel(self.keys.env_rooms(env), config["slug"])
             raise
+        self._inherit_revocations(env, room_id)
         return self.get_room(room_id)
+
+    def _inherit_revocations(self, env: str, room_id: str) -> None:
+        """Copy the environment's live revocations into a new room.
+
+        Revocations are kept per room (a script only touches its own room's hash tag) and written
+        into every room of the environment, so any sibling holds them all. A revocation made
+        while this room is being created may miss it: a race of milliseconds, documented.
+        """
+        with storage_errors():
+            siblings = [i for i in self.list_rooms(env).values() if i != room_id]
+            if not siblings:
+                return
+            live = self.redis.hgetall(self.keys.room_keys(siblings[0])["rvk"])
+            if live:
+                self.redis.hset(self.keys.room_keys(room_id)["rvk"], mapping=live)
+                self.redis.hincrby(self.keys.room(room_id), "rvn", 1)
 
     def get_room(self, room_id: str) -> dict[str, Any]:
         """Configuration and status of a room (API names), or :class:`RoomNotFound`."""
@@ -187,15 +221,7 @@ class Engine:
             raw = self.redis.hgetall(self.keys.room(room_id))
         if not raw:
             raise RoomNotFound()
-        room = rooms.from_stored(raw)
-        room.update(
-            id=raw["rid"],
-            environment=raw["env"],
-            status=raw["st"],
-            opensAt=int(raw.get("oa", 0)) or None,
-            generation=int(raw.get("gen", 1)),
-        )
-        return room
+        return room_from_stored(raw)
 
     def room_id(self, env: str, slug: str) -> str | None:
         """Id of the room ``slug`` in ``env``, or None."""
@@ -246,32 +272,51 @@ class Engine:
         """Take (or find again) the visitor's spot."""
         return _answer(self._run("enter", room_id, vid, session_jti, int(score), network_tag))
 
-    def poll(self, room_id: str, vid: str, ticket: int, generation: int) -> QueueAnswer:
-        """Poll a spot named by its (signed) ticket."""
-        return _answer(self._run("poll", room_id, vid, ticket, generation))
+    def poll(
+        self, room_id: str, vid: str, ticket: int, generation: int, session_jti: str = ""
+    ) -> QueueAnswer:
+        """Poll a spot named by its (signed) ticket.
+
+        ``session_jti`` (the ticket's ``qj``) lets a revoked session hear so after its spot is gone.
+        """
+        return _answer(self._run("poll", room_id, vid, ticket, generation, session_jti))
 
     def leave(self, room_id: str, vid: str, ticket: int, generation: int) -> bool:
         """Free a waiting spot or an active slot; True when something was freed."""
         return bool(self._run("leave", room_id, vid, ticket, generation))
 
     def refresh(
-        self, room_id: str, vid: str, generation: int | None, admission_jti: str
+        self,
+        room_id: str,
+        vid: str,
+        generation: int | None,
+        admission_jti: str,
+        session_jti: str = "",
     ) -> QueueAnswer:
         """Extend a live admission's active slot by the room's admission TTL.
 
         ``generation`` may be None: the admission's jti already names one generation.
         """
         gen = "" if generation is None else generation
-        return _answer(self._run("refresh", room_id, vid, gen, admission_jti))
+        return _answer(self._run("refresh", room_id, vid, gen, admission_jti, session_jti))
 
     def revoke(
-        self, room_id: str, *, jti: str | None = None, vid: str | None = None, until_ms: int
+        self, room_id: str, *, jti: str | None = None, vid: str | None = None, life_ms: int
     ) -> bool:
-        """Revoke a session (``jti``) or visitor (``vid``) in one room until ``until_ms``."""
+        """Revoke a session (``jti``) or visitor (``vid``) in one room for ``life_ms``.
+
+        True when a spot was dropped at once (a vid's; a jti's goes at its next poll).
+        """
         if (jti is None) == (vid is None):
             raise ValueError("revoke takes exactly one of jti or vid")
         kind, value = ("j", jti) if jti is not None else ("v", vid)
-        return bool(self._run("revoke", room_id, kind, value, until_ms))
+        return bool(self._run("revoke", room_id, kind, value, int(life_ms)))
+
+    def revocations(self, room_id: str) -> dict[str, int]:
+        """A room's revocations: ``j:<jti>`` / ``v:<vid>`` → until (ms on the room's clock)."""
+        with storage_errors():
+            raw = self.redis.hgetall(self.keys.room_keys(room_id)["rvk"])
+        return {field: int(until) for field, until in raw.items()}
 
     # -- operators -----------------------------------------------------------------------
 

@@ -71,15 +71,24 @@ def network_identifies(services: Services, network: str) -> int:
 
 
 def is_revoked(services: Services, environment: str, jti: str, vid: str) -> bool:
-    """True when the session or its visitor has been revoked."""
-    k = services.keys
-    return bool(
-        services.breaker.call(
-            lambda: services.redis.exists(
-                k.env_revoked(environment, "j", jti), k.env_revoked(environment, "v", vid)
-            )
-        )
-    )
+    """True when the session ``jti`` or the visitor ``vid`` is revoked in ``environment``.
+
+    Revocations live in each room's own store (every room of the environment holds every one,
+    see :mod:`anteroom.revocation`); all rooms are asked in one pipelined round trip, so a room
+    that missed one (created while it was made) cannot hide it.
+    """
+    now_ms = int(time.time() * 1000)
+    fields = [f"j:{jti}", f"v:{vid}"]
+
+    def read() -> list[list[str | None]]:
+        room_ids = list(services.engine.list_rooms(environment).values())
+        pipe = services.redis.pipeline(transaction=False)
+        for room_id in room_ids:
+            pipe.hmget(services.keys.room_keys(room_id)["rvk"], fields)
+        return pipe.execute() if room_ids else []
+
+    rows = services.breaker.call(read)
+    return any(until is not None and int(until) > now_ms for row in rows for until in row)
 
 
 def new_session(

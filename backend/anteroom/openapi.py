@@ -17,13 +17,13 @@ from . import __version__, errors, keystore, rooms, signals, tokens
 from .audit import CURSOR_PATTERN
 from .jsonbody import MAX_STRING_LENGTH
 from .pow import MAX_SOLUTION_LENGTH
-from .views.management import ACTIONS, MAX_OPENS_AT, ROOM_ID
+from .views.management import ACTIONS, MAX_OPENS_AT, REASON_MAX_LENGTH, ROOM_ID, SESSION_ID
 
 Schema = dict[str, Any]
 
 ROOM_STATUSES = ["idle", "open", "paused"]
 QUEUE_STATUSES = ["idle", "waiting", "held", "admitted"]
-AUDIT_EVENTS = ["queue.created", "queue.updated", "queue.deleted"]
+AUDIT_EVENTS = ["queue.created", "queue.updated", "queue.deleted", "session.revoked"]
 
 FIELD_DOCS = {
     "slug": "Public name, unique per environment; fixed once the room is created.",
@@ -270,9 +270,17 @@ def _audit_schemas() -> dict[str, Schema]:
                     "opensAt": {"type": ["integer", "null"]},
                 }
             ),
+            "session": {
+                "description": "session.revoked: the session (jti) or visitor (vid) revoked.",
+                **_object({"jti": {"type": "string"}, "vid": {"type": "string"}}, []),
+                "minProperties": 1,
+                "maxProperties": 1,
+            },
+            "reason": {"type": ["string", "null"], "description": "session.revoked: as given."},
         },
-        ["id", "type", "queue", "keyId", "at"],
+        ["id", "type", "keyId", "at"],
     )
+    event["description"] = "queue.* events name the queue; session.revoked names the session."
     page = _object(
         {
             "environment": {"type": "string"},
@@ -280,7 +288,45 @@ def _audit_schemas() -> dict[str, Schema]:
             "nextCursor": {"type": ["string", "null"], "description": "Null on the last page."},
         }
     )
-    return {"AuditEvent": event, "AuditPage": page}
+    session_id = {"type": "string", "pattern": SESSION_ID.pattern}
+    revoke = _object(
+        {
+            "jti": session_id | {"description": "A session's jti (from its st1 token)."},
+            "vid": session_id | {"description": "A visitor's vid: every session of it."},
+            "reason": {
+                "type": ["string", "null"],
+                "maxLength": REASON_MAX_LENGTH,
+                "description": "Kept in the audit log.",
+            },
+        },
+        [],
+    )
+    revoke["oneOf"] = [{"required": ["jti"]}, {"required": ["vid"]}]
+    revoked = _object(
+        {
+            "environment": {"type": "string"},
+            "jti": {"type": "string"},
+            "vid": {"type": "string"},
+            "reason": {"type": ["string", "null"]},
+            "rooms": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Rooms of the environment now holding the revocation.",
+            },
+            "droppedNow": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Spots dropped at once (a vid's); a jti's go at their next poll.",
+            },
+            "expiresAt": {
+                "type": "integer",
+                "description": "Epoch ms when it stops counting: after the longest token life.",
+            },
+        },
+        ["environment", "reason", "rooms", "droppedNow", "expiresAt"],
+    )
+    revoked["oneOf"] = [{"required": ["jti"]}, {"required": ["vid"]}]
+    return {"AuditEvent": event, "AuditPage": page, "RevokeRequest": revoke, "Revocation": revoked}
 
 
 # -- errors ------------------------------------------------------------------------------
@@ -430,7 +476,11 @@ def _visitor_paths() -> dict[str, Schema]:
         "410:TicketGone",
         "503:Unavailable",
     )
-    revoked = _error("The session has been revoked.", ["SessionRevoked"])
+    revoked = _error(
+        "The session has been revoked, or (while Redis is unreachable) a bindIp room sees no "
+        "client address.",
+        ["SessionRevoked", "AddressRequired"],
+    )
     poll["responses"] |= {"403": revoked, "429": limited_or_busy}
     leave = _visitor_op(
         "leaveQueue",
@@ -576,7 +626,24 @@ def _management_paths() -> dict[str, Schema]:
             "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50},
         },
     ]
+    revoke = _management_op(
+        "revokeSession",
+        "Revoke a session (jti) or visitor (vid) in every room of the environment",
+        "queues:write",
+        {"200": _json(_ref("Revocation"), "Revoked; recorded as a session.revoked event.")},
+        "400:BadRequest",
+        "413:PayloadTooLarge",
+    )
+    revoke["description"] += (
+        " Its spots answer SessionRevoked at their next poll (a vid's are dropped at once), its"
+        " admissions can no longer be refreshed and it cannot enter again; an admission already"
+        " issued stays valid offline until its exp. Revocations expire by themselves after the"
+        " longest token life (6 h, or a room's queue-token or admission life if longer)."
+    )
+    revoke["parameters"] = [ENVIRONMENT_PARAM]
+    revoke["requestBody"] = _body("RevokeRequest")
     return {
+        "/api/management/v1/sessions/revoke": {"post": revoke},
         "/api/management/v1/queues": {"get": listing, "post": create},
         "/api/management/v1/queues/{id}": {
             "parameters": [ROOM_ID_PARAM],

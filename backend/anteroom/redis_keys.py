@@ -35,17 +35,16 @@ class KeySpace:
         return self.room_base(room_id) + "room"
 
     def room_keys(self, room_id: str) -> dict[str, str]:
-        """Fixed keys of a room (bucket keys ``b:<score>`` are added by the scripts)."""
+        """Fixed keys of a room (bucket keys ``b:<score>`` are added by the scripts).
+
+        ``rvk`` is the one store of revocations: ``j:<session jti>`` / ``v:<vid>`` → until (ms).
+        """
         base = self.room_base(room_id)
         return {name: base + name for name in ("room", "spots", "active", "adm", "rvk", "bks")}
 
     def env_rooms(self, env: str) -> str:
         """Hash slug → room id of one environment."""
         return f"{self.prefix}env:{{{_checked(env, 'environment')}}}:rooms"
-
-    def env_revoked(self, env: str, kind: str, value: str) -> str:
-        """Marker of a revoked session (``kind`` ``j``) or visitor (``v``), with a TTL."""
-        return f"{self.prefix}env:{{{_checked(env, 'environment')}}}:rv:{kind}:{value}"
 
     def env_keys(self, env: str) -> str:
         """Hash key id → key record of one environment."""

@@ -1,17 +1,27 @@
-"""Per-instance cache of room configuration and public keys.
+"""Per-instance knowledge of rooms and public keys: a short cache, and a directory for outages.
 
-Fresh enough for normal work (a few seconds), and kept when Redis is unreachable so the
-service still knows a room's ``failMode`` during an outage.
+:class:`StaleCache` keeps what requests loaded fresh enough for normal work (a few seconds).
+:class:`RoomDirectory` knows every room (and public key, and revocation) without any request
+having asked, so a ``failMode: open`` room keeps admitting while Redis is unreachable, in every
+worker, including one started during the outage.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
-from .storage import StorageUnavailable
+from .engine import room_from_stored
+from .redis_keys import KeySpace
+from .storage import Breaker, StorageUnavailable
 
 T = TypeVar("T")
 
@@ -25,8 +35,14 @@ class StaleCache:
         self._values: dict[Any, tuple[float, Any]] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: Any, load: Callable[[], T]) -> T:
-        """The cached value of ``key``, loading it when missing or older than ``ttl``."""
+    def get(
+        self, key: Any, load: Callable[[], T], offline: Callable[[], T | None] | None = None
+    ) -> T:
+        """The cached value of ``key``, loading it when missing or older than ``ttl``.
+
+        When storage is unreachable: what ``offline`` knows (the directory, refreshed in the
+        background, is fresher than an entry nobody asked for lately), else the stale entry.
+        """
         now = self.clock()
         hit = self._values.get(key)
         if hit and now - hit[0] < self.ttl:
@@ -34,6 +50,9 @@ class StaleCache:
         try:
             value = load()
         except StorageUnavailable:
+            known = offline() if offline else None
+            if known is not None:
+                return known
             if hit:
                 return hit[1]  # type: ignore[no-any-return]
             raise
@@ -51,3 +70,248 @@ class StaleCache:
     def forget(self, key: Any) -> None:
         """Drop ``key`` (after a change made by this instance)."""
         self._values.pop(key, None)
+
+
+# -- what an instance knows without Redis ---------------------------------------------------
+
+SNAPSHOT_NAME = "known-rooms.json"
+REFRESH_SEC = 5.0
+# A snapshot older than this (no process on this host reached Redis for a day) is not trusted:
+# a room may have been closed or reconfigured since, so such a process fails closed instead.
+SNAPSHOT_MAX_AGE_SEC = 86_400
+SNAPSHOT_REWRITE_SEC = 60.0  # rewritten when something changed, else this often (its age counts)
+
+log = logging.getLogger("anteroom")
+
+
+@dataclass(frozen=True)
+class Known:
+    """One consistent picture: rooms, public keys and revocations as of ``at`` (epoch s)."""
+
+    at: float = 0.0
+    rooms: dict[str, dict[str, Any]] = field(default_factory=dict)  # room id → configuration
+    public_keys: dict[str, str] = field(default_factory=dict)  # pk → environment
+    revoked: dict[str, dict[str, int]] = field(default_factory=dict)  # room id → field → until
+    revision: dict[str, str] = field(default_factory=dict)  # room id → its `rvn`
+    slugs: dict[tuple[str, str], str] = field(default_factory=dict)  # (env, slug) → room id
+
+    def to_json(self) -> dict[str, Any]:
+        """The snapshot's content."""
+        return {
+            "v": 1,
+            "at": self.at,
+            "rooms": self.rooms,
+            "publicKeys": self.public_keys,
+            "revoked": self.revoked,
+            "revision": self.revision,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Known:
+        """Back from :meth:`to_json` (ValueError/KeyError/TypeError on anything else)."""
+        if data.get("v") != 1:
+            raise ValueError("unknown snapshot version")
+        rooms = {str(k): dict(v) for k, v in data["rooms"].items()}
+        return cls(
+            at=float(data["at"]),
+            rooms=rooms,
+            public_keys={str(k): str(v) for k, v in data["publicKeys"].items()},
+            revoked={
+                str(k): {str(f): int(u) for f, u in v.items()} for k, v in data["revoked"].items()
+            },
+            revision={str(k): str(v) for k, v in data["revision"].items()},
+            slugs={(r["environment"], r["slug"]): i for i, r in rooms.items()},
+        )
+
+
+class RoomDirectory:
+    """Every room of every environment, kept fresh in the background, for outages.
+
+    A room's ``failMode`` must be known to a worker that never served the room, even one that
+    started while Redis was down. So one thread per process reads every environment's rooms,
+    the public keys and each room's revocations every few seconds (one pipelined round per
+    environment; a room's revocations only when its ``rvn`` counter moved), and writes what it
+    read to a snapshot in the data dir, which a new process loads at start. Limits: the snapshot
+    is as fresh as the last round any process of this host completed before the outage; a host
+    that never reached Redis (or not for a day) knows nothing and fails closed.
+    """
+
+    def __init__(
+        self,
+        redis_client: Any,
+        keys: KeySpace,
+        breaker: Breaker,
+        snapshot: Path | None,
+        interval: float = REFRESH_SEC,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.redis = redis_client
+        self.keys = keys
+        self.breaker = breaker
+        self.snapshot = snapshot
+        self.interval = interval
+        self.clock = clock
+        self.known = Known()
+        self.rounds = 0  # completed rounds of this process
+        self.failed = 0  # rounds that could not read (Redis down, breaker open, …)
+        self._written = (0.0, "")  # (when, content without `at`) of this process's last write
+        self._pid = 0
+        self._start_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._round_done = threading.Condition()
+        self._load_snapshot()
+
+    # -- lookups (never touch Redis) ---------------------------------------------------------
+
+    def room_by_slug(self, env: str, slug: str) -> dict[str, Any] | None:
+        """The configuration of room ``slug`` of ``env`` as last read, or None."""
+        known = self.known
+        room_id = known.slugs.get((env, slug))
+        return known.rooms.get(room_id) if room_id else None
+
+    def room_by_id(self, room_id: str) -> dict[str, Any] | None:
+        """The configuration of room ``room_id`` as last read, or None."""
+        return self.known.rooms.get(room_id)
+
+    def environment_of(self, public_key: str) -> str | None:
+        """The environment of a public key as last read, or None."""
+        return self.known.public_keys.get(public_key)
+
+    def is_revoked(self, room_id: str, jti: str, vid: str, now_ms: int | None = None) -> bool:
+        """True when the session ``jti`` or the visitor ``vid`` was revoked as last read."""
+        entries = self.known.revoked.get(room_id, {})
+        now = int(self.clock() * 1000) if now_ms is None else now_ms
+        return any(entries.get(f, 0) > now for f in (f"j:{jti}" if jti else "", f"v:{vid}"))
+
+    # -- the background round -----------------------------------------------------------------
+
+    def ensure_running(self) -> None:
+        """Start this process's refresher unless it runs (call per request: cheap; fork-safe)."""
+        pid = os.getpid()
+        if self._pid == pid:
+            return
+        # Gunicorn forks workers and a fork keeps no thread: whoever first sees a new pid starts
+        # this process's one refresher. It holds the directory weakly, so it ends with its app.
+        with self._start_lock:
+            if self._pid == pid:
+                return
+            thread = threading.Thread(
+                target=_run,
+                args=(weakref.ref(self), self._stop, self.interval),
+                name="anteroom-rooms",
+                daemon=True,
+            )
+            thread.start()
+            self._pid = pid
+
+    def stop(self) -> None:
+        """Stop the refresher (tests, shutdown)."""
+        self._stop.set()
+
+    def wait_for_rounds(self, count: int, timeout: float, *, failed: bool = False) -> bool:
+        """Wait until ``count`` rounds here succeeded (or ``failed``); False on timeout."""
+
+        def done() -> bool:
+            return (self.failed if failed else self.rounds) >= count
+
+        with self._round_done:
+            return self._round_done.wait_for(done, timeout)
+
+    def refresh_once(self) -> None:
+        """One round: read everything through the breaker, then keep and save it."""
+        try:
+            known = self.breaker.call(self._read)
+        except Exception:
+            with self._round_done:
+                self.failed += 1
+                self._round_done.notify_all()
+            raise
+        self.known = known
+        self._save(known)
+        with self._round_done:
+            self.rounds += 1
+            self._round_done.notify_all()
+
+    def _read(self) -> Known:
+        old = self.known
+        envs = sorted(self.redis.smembers(self.keys.environments()))
+        public_keys = dict(self.redis.hgetall(self.keys.public_keys()))
+        rooms: dict[str, dict[str, Any]] = {}
+        revision: dict[str, str] = {}
+        revoked: dict[str, dict[str, int]] = {}
+        for env in envs:
+            ids = list(self.redis.hgetall(self.keys.env_rooms(env)).values())
+            pipe = self.redis.pipeline(transaction=False)
+            for room_id in ids:
+                pipe.hgetall(self.keys.room(room_id))
+            changed = []
+            for room_id, raw in zip(ids, pipe.execute(), strict=True):
+                if not raw or raw.get("env") != env:
+                    continue  # deleted between the two reads
+                rooms[room_id] = room_from_stored(raw)
+                revision[room_id] = raw.get("rvn", "0")
+                if room_id in old.revoked and old.revision.get(room_id) == revision[room_id]:
+                    revoked[room_id] = old.revoked[room_id]
+                else:
+                    changed.append(room_id)
+            if changed:
+                pipe = self.redis.pipeline(transaction=False)
+                for room_id in changed:
+                    pipe.hgetall(self.keys.room_keys(room_id)["rvk"])
+                for room_id, raw in zip(changed, pipe.execute(), strict=True):
+                    revoked[room_id] = {f: int(u) for f, u in raw.items()}
+        slugs = {(r["environment"], r["slug"]): i for i, r in rooms.items()}
+        return Known(self.clock(), rooms, public_keys, revoked, revision, slugs)
+
+    def _save(self, known: Known) -> None:
+        if self.snapshot is None:
+            return
+        data = known.to_json()
+        content = json.dumps(data | {"at": 0}, sort_keys=True)
+        last_at, last_content = self._written
+        if content == last_content and known.at - last_at < SNAPSHOT_REWRITE_SEC:
+            return
+        tmp = self.snapshot.with_name(f".{self.snapshot.name}.{os.getpid()}.tmp")
+        try:
+            self.snapshot.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(data, out, separators=(",", ":"))
+            os.replace(tmp, self.snapshot)  # atomic: readers see the old file or the new one
+        except OSError as exc:
+            log.warning("could not write the rooms snapshot %s: %s", self.snapshot, exc)
+            return
+        self._written = (known.at, content)
+
+    def _load_snapshot(self) -> None:
+        if self.snapshot is None or not self.snapshot.exists():
+            return
+        try:
+            known = Known.from_json(json.loads(self.snapshot.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("ignoring the rooms snapshot %s: %s", self.snapshot, exc)
+            return
+        if self.clock() - known.at > SNAPSHOT_MAX_AGE_SEC:
+            log.warning("ignoring the rooms snapshot %s: older than a day", self.snapshot)
+            return
+        self.known = known
+
+
+def _run(ref: weakref.ref[RoomDirectory], stop: threading.Event, interval: float) -> None:
+    """The refresher's loop; ends when its directory is gone (an app dropped) or stopped."""
+    failing = False
+    while not stop.is_set():
+        directory = ref()
+        if directory is None:
+            return
+        try:
+            directory.refresh_once()
+            failing = False
+        except StorageUnavailable:
+            pass  # the breaker is open or Redis is down: what we know stays as it is
+        except Exception:  # the thread must outlive any bad answer
+            if not failing:
+                log.exception("rooms refresher: round failed (will retry)")
+            failing = True
+        del directory
+        stop.wait(interval)

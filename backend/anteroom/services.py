@@ -10,7 +10,7 @@ from .config import Settings
 from .engine import Engine
 from .keystore import KeyStore
 from .redis_keys import KeySpace
-from .room_cache import StaleCache
+from .room_cache import RoomDirectory, StaleCache
 from .storage import Breaker
 from .tokens import Keyring
 
@@ -27,6 +27,7 @@ class Services:
     breaker: Breaker
     rooms: StaleCache
     public_keys: StaleCache
+    directory: RoomDirectory
 
     @property
     def keys(self) -> KeySpace:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from . import engine as eng
@@ -14,14 +15,18 @@ from .storage import StorageBusy, StorageError, StorageUnavailable
 
 UNAVAILABLE_RETRY_SEC = 5
 BUSY_RETRY_SEC = 5
+QUEUE_TOKEN_GRACE_SEC = 60  # a slow poller at the edge of abandonAfterSec keeps a valid ticket
+QUEUE_TOKEN_MAX_SEC = 86_400
 
 
 def environment_of(services: Services, api_key: str) -> str:
-    """Environment of a public key (cached), or Unauthorized."""
+    """Environment of a public key (cached; known offline during an outage), or Unauthorized."""
     if not api_key.startswith("pk_"):
         raise errors.Unauthorized("apiKey must be a public key (pk_…).")
     env = services.public_keys.get(
-        api_key, lambda: services.breaker.call(lambda: services.keystore.environment_of(api_key))
+        api_key,
+        lambda: services.breaker.call(lambda: services.keystore.environment_of(api_key)),
+        lambda: services.directory.environment_of(api_key),
     )
     if not env:
         raise errors.Unauthorized("Unknown apiKey.")
@@ -29,7 +34,7 @@ def environment_of(services: Services, api_key: str) -> str:
 
 
 def room_by_slug(services: Services, env: str, slug: str) -> dict[str, Any]:
-    """Configuration of room ``slug`` in ``env`` (cached), or RoomNotFound."""
+    """Configuration of room ``slug`` in ``env`` (cached; known offline), or RoomNotFound."""
 
     def load() -> dict[str, Any] | None:
         room_id = services.breaker.call(lambda: services.engine.room_id(env, slug))
@@ -43,14 +48,18 @@ def room_by_slug(services: Services, env: str, slug: str) -> dict[str, Any]:
         services.rooms.put(("id", room_id), room)
         return room
 
-    room = services.rooms.get(("slug", env, slug), load)
+    def offline() -> dict[str, Any] | None:
+        # During an outage the directory knows every room, asked for here before or not.
+        return services.directory.room_by_slug(env, slug)
+
+    room = services.rooms.get(("slug", env, slug), load, offline)
     if room is None:
         raise errors.RoomNotFound(f"No room {slug!r} here.")
     return room
 
 
 def room_by_id(services: Services, room_id: str) -> dict[str, Any] | None:
-    """Configuration of a room by id (cached), or None."""
+    """Configuration of a room by id (cached; known offline), or None."""
 
     def load() -> dict[str, Any] | None:
         try:
@@ -58,7 +67,7 @@ def room_by_id(services: Services, room_id: str) -> dict[str, Any] | None:
         except eng.RoomNotFound:
             return None
 
-    return services.rooms.get(("id", room_id), load)
+    return services.rooms.get(("id", room_id), load, lambda: services.directory.room_by_id(room_id))
 
 
 def engine_call(services: Services, fn: Any) -> Any:
@@ -87,10 +96,28 @@ def admission_token(
     return tokens.sign(services.keyring, tokens.ADMISSION, base | claims)
 
 
+def queue_token_life(room: dict[str, Any]) -> int:
+    """Seconds a queue token lives: as long as its spot can go unpolled, plus a minute.
+
+    A spot not polled for ``abandonAfterSec`` is dropped anyway, and every poll hands out a
+    fresh token, so a waiting visitor never holds an expired one; a stolen or kept ticket cannot
+    be replayed for ever (above all into an outage admission). Never more than a day.
+    """
+    return min(QUEUE_TOKEN_MAX_SEC, int(room["abandonAfterSec"]) + QUEUE_TOKEN_GRACE_SEC)
+
+
 def queue_token(room: dict[str, Any], services: Services, vid: str, answer: QueueAnswer) -> str:
-    """The signed ticket a visitor polls with (the ticket number alone authorizes nothing)."""
+    """The signed ticket a visitor polls with (the ticket number alone authorizes nothing).
+
+    Besides naming the spot it carries what an outage admission needs, as Redis last saw the
+    spot: the session binding (``qj``), the network tag (``qi``, bindIp rooms) and the score.
+    """
+    now = int(time.time())
     claims = {"qr": room["id"], "vid": vid, "t": answer.ticket, "g": answer.generation}
-    claims["env"] = room["environment"]
+    claims |= {"env": room["environment"], "qj": answer.session_jti, "qs": answer.score}
+    claims |= {"iat": now, "exp": now + queue_token_life(room)}
+    if answer.network_tag:
+        claims["qi"] = answer.network_tag
     return tokens.sign(services.keyring, tokens.TICKET, claims)
 
 
@@ -126,22 +153,53 @@ def render(
     return body, max(1, math.ceil(answer.poll_after_ms / 1000))
 
 
-def fail_open(
-    services: Services, room: dict[str, Any] | None, session: dict[str, Any], network_tag: str
-) -> tuple[dict[str, Any], int | None]:
-    """Redis is unreachable: an open ``failMode: open`` room admits (marked ``fo``); else 503.
+@dataclass(frozen=True)
+class Binding:
+    """What an outage admission is bound to, known without Redis.
+
+    ``score`` is None where the caller holds an admission already earned (a refresh, which a
+    normal refresh does not re-check against ``holdScore`` either).
+    """
+
+    session_jti: str
+    vid: str
+    score: int | None
+    network_tag: str
+
+
+def usable_offline(room: dict[str, Any] | None) -> dict[str, Any]:
+    """``room`` when it admits during an outage (open, ``failMode: open``), else Unavailable.
 
     Nobody is admitted in doubt anywhere else: an unknown, closed, paused or idle room answers
     Unavailable, and no spot is touched, so everyone keeps their place for when Redis returns.
     """
     if room is None or room.get("failMode") != "open" or room.get("status") != "open":
         raise errors.Unavailable(retry_after=UNAVAILABLE_RETRY_SEC)
+    return room
+
+
+def fail_open(
+    services: Services, room: dict[str, Any], binding: Binding
+) -> tuple[dict[str, Any], int | None]:
+    """Redis is unreachable and ``room`` fails open: admit (marked ``fo``), as strictly as ever.
+
+    The admission carries the session binding and, in a bindIp room, the network tag; a session
+    at or above the room's ``holdScore`` waits (Unavailable) and a revocation this instance has
+    read (see :class:`~anteroom.room_cache.RoomDirectory`) is refused as it would be normally.
+    """
+    room = usable_offline(room)
+    if not binding.session_jti:
+        raise errors.Unavailable(retry_after=UNAVAILABLE_RETRY_SEC)
+    if binding.score is not None and binding.score >= int(room["holdScore"]):
+        raise errors.Unavailable(retry_after=UNAVAILABLE_RETRY_SEC)
+    if services.directory.is_revoked(room["id"], binding.session_jti, binding.vid):
+        raise errors.SessionRevoked()
     now = int(time.time())
-    claims: dict[str, Any] = {"qj": session["jti"], "jti": tokens.new_id(), "fo": True}
+    claims: dict[str, Any] = {"qj": binding.session_jti, "jti": tokens.new_id(), "fo": True}
     claims |= {"iat": now, "exp": now + int(room["admissionTtlSec"])}
-    if network_tag:
-        claims["qi"] = network_tag
-    token = admission_token(services, room, session["vid"], claims)
+    if binding.network_tag:
+        claims["qi"] = binding.network_tag
+    token = admission_token(services, room, binding.vid, claims)
     body = {
         "status": "admitted",
         "room": room["slug"],
@@ -158,6 +216,21 @@ def fail_open(
         "failOpen": True,
     }
     return body, None
+
+
+def ticket_binding(room: dict[str, Any], claims: dict[str, Any], network_tag: str) -> Binding:
+    """The binding a queue token proves offline, or Unavailable / TicketGone when it proves none.
+
+    Only tokens that expire and carry the session binding and score count (older ones would be
+    replayable for ever). A ticket of an older generation than the room's is gone for sure.
+    """
+    if not all(k in claims for k in ("exp", "qj", "qs")):
+        raise errors.Unavailable(retry_after=UNAVAILABLE_RETRY_SEC)
+    if int(claims["g"]) < int(room.get("generation", 0)):
+        raise errors.TicketGone()
+    # The network the spot entered from, like a normal admission; the poller's when unknown.
+    tag = str(claims.get("qi") or network_tag)
+    return Binding(str(claims["qj"]), str(claims["vid"]), int(claims["qs"]), tag)
 
 
 def outage(exc: StorageError) -> bool:

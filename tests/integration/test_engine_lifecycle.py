@@ -54,9 +54,11 @@ def test_revoke_by_vid_drops_the_spot(engine: Engine) -> None:
     room = open_room(engine, ratePerMinute=1)
     engine.enter(room, "v1", "s1", 10)
     engine.enter(room, "v2", "s2", 10)
-    assert engine.revoke(room, vid="v1", until_ms=2**42)
-    with pytest.raises(eng.TicketGone):
+    assert engine.revoke(room, vid="v1", life_ms=3_600_000)
+    # The spot is gone at once (its place frees), yet its poll says why.
+    with pytest.raises(eng.SessionRevoked):
         engine.poll(room, "v1", 1, 1)
+    assert engine.stats(room).waiting == 1
     with pytest.raises(eng.SessionRevoked):
         engine.enter(room, "v1", "s9", 10)
     assert engine.poll(room, "v2", 2, 1).position == 1
@@ -66,7 +68,7 @@ def test_revoke_by_jti(engine: Engine) -> None:
     room = open_room(engine, ratePerMinute=60)
     engine.enter(room, "v1", "bad-session", 10)
     engine.enter(room, "v2", "s2", 10)
-    engine.revoke(room, jti="bad-session", until_ms=2**42)
+    engine.revoke(room, jti="bad-session", life_ms=3_600_000)
     engine.shift_clock(room, 1_000)
     # The drain meets the revoked spot first: dropped, and the budget goes to v2.
     assert engine.poll(room, "v2", 2, 1).status == "admitted"
@@ -79,11 +81,36 @@ def test_revoke_by_jti(engine: Engine) -> None:
 def test_revoked_session_polling_is_refused_and_dropped(engine: Engine) -> None:
     room = open_room(engine, ratePerMinute=1)
     engine.enter(room, "v1", "s1", 10)
-    engine.revoke(room, jti="s1", until_ms=2**42)
+    engine.revoke(room, jti="s1", life_ms=3_600_000)
     with pytest.raises(eng.SessionRevoked):
         engine.poll(room, "v1", 1, 1)
+    assert engine.stats(room).waiting == 0  # dropped at that poll
     with pytest.raises(eng.TicketGone):
-        engine.poll(room, "v1", 1, 1)
+        engine.poll(room, "v1", 1, 1)  # a ticket that does not say its session: just gone
+    with pytest.raises(eng.SessionRevoked):
+        engine.poll(room, "v1", 1, 1, "s1")  # one that does hears why
+
+
+def test_revocations_expire_on_their_own(engine: Engine) -> None:
+    room = open_room(engine, ratePerMinute=1)
+    engine.revoke(room, vid="v1", life_ms=60_000)
+    engine.shift_clock(room, 59_000)
+    with pytest.raises(eng.SessionRevoked):
+        engine.enter(room, "v1", "s1", 10)
+    engine.shift_clock(room, 1_000)
+    assert engine.enter(room, "v1", "s1", 10).ticket == 1
+    assert engine.revocations(room) == {}  # the expired entry was deleted where it was met
+
+
+def test_refresh_of_a_revoked_session_is_refused_and_frees_the_slot(engine: Engine) -> None:
+    room = open_room(engine, ratePerMinute=60, capacity=1)
+    engine.shift_clock(room, 1_000)
+    admitted = engine.enter(room, "v1", "s1", 10)
+    assert admitted.admission is not None
+    engine.revoke(room, jti="s1", life_ms=3_600_000)
+    with pytest.raises(eng.SessionRevoked):
+        engine.refresh(room, "v1", None, admitted.admission.jti, "s1")
+    assert engine.stats(room).active == 0
 
 
 def test_everything_survives_a_redis_restart(tmp_path: object) -> None:

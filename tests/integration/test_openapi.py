@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,11 +54,12 @@ ROOM = "fuzz-room"
 
 
 @pytest.fixture(name="settings")
-def roomy_settings(redis_server: EmbeddedRedis) -> Settings:
+def roomy_settings(redis_server: EmbeddedRedis, tmp_path: Path) -> Settings:
     """Per-address limits out of the way, so the fuzz gets past them (429 is tested below)."""
     high = "100000/minute"
     return Settings(
         redis_url=redis_server.url,
+        data_dir=str(tmp_path),
         keys=TEST_KEYS,
         pow_difficulty=4,
         limit_challenge=high,
@@ -280,6 +282,12 @@ def test_management_answers_match_the_document(
     conforms(call("DELETE", url), "DELETE", room, 404)
     huge = {"name": "x" * 20_000}
     conforms(call("PATCH", f"{queues}/{world.room_id}", huge), "PATCH", room, 413)
+    revoke = "/api/management/v1/sessions/revoke"
+    done = conforms(call("POST", revoke, {"vid": "v0", "reason": "r"}), "POST", revoke, 200)
+    assert done.json["rooms"] == 1
+    conforms(call("POST", revoke, {"jti": "s1", "vid": "v1"}), "POST", revoke, 400)
+    newest = conforms(call("GET", audit, limit="1"), "GET", audit, 200).json["events"][0]
+    assert newest["type"] == "session.revoked" and newest["session"] == {"vid": "v0"}
 
 
 def test_visitor_answers_match_the_document(

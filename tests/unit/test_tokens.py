@@ -209,3 +209,20 @@ def test_network_tag(keyring: Keyring) -> None:
     assert network_tag(rotated, "203.0.113.7") != tag
     with pytest.raises(ValueError):
         network_tag(keyring, "not-an-ip")
+
+
+def test_queue_tokens_carry_the_outage_binding_and_expire(keyring: Keyring) -> None:
+    from types import SimpleNamespace
+
+    from anteroom import visitor
+    from anteroom.engine import QueueAnswer
+
+    room = {"id": "q0123456789abcdef", "environment": "shop", "abandonAfterSec": 300}
+    answer = QueueAnswer("waiting", 3, 1, 10, None, 1000, "open", 2, None, "s1", "tag", 20)
+    token = visitor.queue_token(room, SimpleNamespace(keyring=keyring), "v1", answer)  # type: ignore[arg-type]
+    got = decode(keyring, token, TICKET)
+    assert (got["qj"], got["qs"], got["qi"], got["t"], got["g"]) == ("s1", 20, "tag", 3, 2)
+    assert got["exp"] - got["iat"] == 300 + visitor.QUEUE_TOKEN_GRACE_SEC
+    with pytest.raises(tokens.ExpiredToken):
+        decode(keyring, token, TICKET, now=got["exp"])
+    assert visitor.queue_token_life(room | {"abandonAfterSec": 86_400}) == 86_400  # a day at most

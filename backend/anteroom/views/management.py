@@ -17,7 +17,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from .. import engine as eng
-from .. import errors, rooms
+from .. import errors, revocation, rooms
 from ..audit import CURSOR_PATTERN, AuditLog, diff
 from ..jsonbody import json_body
 from ..keystore import KeyRecord
@@ -27,6 +27,8 @@ from ..storage import StorageBusy, StorageUnavailable
 bp = Blueprint("management", __name__, url_prefix="/api/management/v1")
 
 ROOM_ID = re.compile(r"^q[0-9a-f]{16}$")
+SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # a token's jti / vid (ours are 16 chars)
+REASON_MAX_LENGTH = 500
 ACTIONS = ("open", "pause", "close")
 MAX_OPENS_AT = 253_402_300_799_999  # the last millisecond of year 9999
 RETRY_SEC = 5
@@ -278,6 +280,47 @@ def delete_queue(room_id: str) -> ResponseReturnValue:
         )
     forget(room)
     return Response(status=204)
+
+
+def _revoke_body() -> tuple[str, str, str | None]:
+    """(``jti`` or ``vid``, its value, reason) of a revocation; every problem in one 400."""
+    data = json_body()
+    problems = {name: "unknown field" for name in data if name not in ("jti", "vid", "reason")}
+    named = [k for k in revocation.KINDS if k in data]
+    if len(named) != 1:
+        why = "give jti or vid" if not named else "give jti or vid, not both"
+        problems |= {"jti": why, "vid": why}
+    for kind in named:
+        value = data[kind]
+        if not isinstance(value, str) or not SESSION_ID.fullmatch(value):
+            problems[kind] = "must be 1 to 64 letters, digits, '-' or '_' (a token's id)"
+    reason = data.get("reason")
+    if reason is not None and (not isinstance(reason, str) or len(reason) > REASON_MAX_LENGTH):
+        problems["reason"] = f"must be a string of at most {REASON_MAX_LENGTH} characters"
+    if problems:
+        raise errors.BadRequest("Some fields are not valid.", fields=problems)
+    return named[0], data[named[0]], reason
+
+
+@bp.post("/sessions/revoke")
+def revoke_session() -> ResponseReturnValue:
+    """Revoke a session (``jti``) or visitor (``vid``) in every room of the environment.
+
+    Its spots answer ``SessionRevoked`` at their next poll, its admissions cannot be refreshed,
+    it cannot enter again; the revocation expires by itself after the longest token life.
+    """
+    key = authorize("queues:write")
+    env = environment(key)
+    kind, value, reason = _revoke_body()
+    s = services()
+    with storage():
+        done = revocation.revoke(s, env, kind, value)
+        AuditLog(s.redis, s.keys).record(
+            env, "session.revoked", key_id=key.id, session={kind: value}, reason=reason
+        )
+    body = {"environment": env, kind: value, "reason": reason, "rooms": done.rooms}
+    body |= {"droppedNow": done.dropped_now, "expiresAt": done.expires_at_ms}
+    return jsonify(body)
 
 
 def _is_cursor(text: str) -> bool:

@@ -102,17 +102,15 @@ def enter() -> ResponseReturnValue:
         raise errors.QueueDenied()
     room = visitor.room_by_slug(s, env, body["room"])
     tag = _network_tag(s, room)
+    score = int(session["score"])
     try:
-        if identity.is_revoked(s, env, session["jti"], session["vid"]):
-            raise errors.SessionRevoked()
+        # Revocations are checked inside the script, in the room's own store.
         answer = visitor.engine_call(
-            s,
-            lambda: s.engine.enter(
-                room["id"], session["vid"], session["jti"], int(session["score"]), tag
-            ),
+            s, lambda: s.engine.enter(room["id"], session["vid"], session["jti"], score, tag)
         )
     except StorageUnavailable:
-        return reply(*visitor.fail_open(s, room, session, tag))
+        binding = visitor.Binding(session["jti"], session["vid"], score, tag)
+        return reply(*visitor.fail_open(s, room, binding))
     return reply(*visitor.render(s, room, session["vid"], answer))
 
 
@@ -134,13 +132,16 @@ def poll() -> ResponseReturnValue:
         room = visitor.room_by_id(s, claims["qr"])
         if room is None:
             raise errors.TicketGone("This room no longer exists.")
+        qr, vid, t, g = claims["qr"], claims["vid"], claims["t"], claims["g"]
         answer = visitor.engine_call(
-            s, lambda: s.engine.poll(claims["qr"], claims["vid"], claims["t"], claims["g"])
+            s, lambda: s.engine.poll(qr, vid, t, g, str(claims.get("qj", "")))
         )
     except StorageUnavailable:
-        # The spot is still in Redis; an open-fail room lets its visitor in meanwhile.
-        session = {"jti": "", "vid": claims["vid"]}
-        return reply(*visitor.fail_open(s, room, session, ""))
+        # The spot is still in Redis; a fail-open room lets its visitor in meanwhile, bound as
+        # a normal admission would be, from what the ticket carries (no Redis needed).
+        room = visitor.usable_offline(room)
+        tag = _network_tag(s, room)
+        return reply(*visitor.fail_open(s, room, visitor.ticket_binding(room, claims, tag)))
     return reply(*visitor.render(s, room, claims["vid"], answer))
 
 
@@ -172,10 +173,14 @@ def refresh() -> ResponseReturnValue:
         room = visitor.room_by_id(s, claims["qr"])
         if room is None:
             raise errors.TicketGone("This room no longer exists.")
-        answer = visitor.engine_call(
-            s, lambda: s.engine.refresh(claims["qr"], claims["vid"], None, claims["jti"])
-        )
+        qr, vid, jti, qj = claims["qr"], claims["vid"], claims["jti"], str(claims.get("qj", ""))
+        answer = visitor.engine_call(s, lambda: s.engine.refresh(qr, vid, None, jti, qj))
     except StorageUnavailable:
-        session = {"jti": claims.get("qj", ""), "vid": claims["vid"]}
-        return reply(*visitor.fail_open(s, room, session, claims.get("qi", "")))
+        # Same rules as a normal refresh: the binding and network of the admission held (the
+        # polling address's network if it has none in a bindIp room), no revoked session.
+        room = visitor.usable_offline(room)
+        polled = _network_tag(s, room)
+        tag = str(claims.get("qi") or polled)
+        binding = visitor.Binding(str(claims.get("qj", "")), str(claims["vid"]), None, tag)
+        return reply(*visitor.fail_open(s, room, binding))
     return reply(*visitor.render(s, room, claims["vid"], answer))
