@@ -64,7 +64,7 @@ def create_app(
     from .views import demo, docs, health, management, pages, visitor
 
     errors.init_app(app)
-    app.register_blueprint(health.bp)
+    health.init_app(app, client)
     app.register_blueprint(visitor.bp)
     app.register_blueprint(management.bp)
     app.register_blueprint(docs.bp)
