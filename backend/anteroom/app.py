@@ -71,7 +71,5 @@ def create_app(
     app.register_blueprint(pages.bp)
     if settings.demo_enabled:
         app.register_blueprint(demo.bp)
-    limits.init_app(
-        app, settings, engine.keys.limiter_prefix(), skip=lambda: services.breaker.is_open
-    )
+    limits.init_app(app, settings, engine.keys.limiter_prefix(), services.breaker)
     return app
