@@ -18,9 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from flask import Flask, current_app
 from flask_limiter import Limiter
@@ -35,7 +33,6 @@ from .storage import Breaker, StorageError
 
 log = logging.getLogger("anteroom")
 EXTENSION = "anteroom.limits"
-T = TypeVar("T")
 
 
 def storage_uri(redis_url: str) -> str:
@@ -61,28 +58,29 @@ class AddressLimit:
     def charge(self, address: str) -> None:
         """Count one request from ``address``; RateLimited (with Retry-After) when over."""
         ids = (self.prefix, address, self.scope)
-        if self.breaker is not None and self.breaker.is_open:
+        if self.breaker is None:
+            resets = self._over(ids)
+        elif self.breaker.is_open:
             return  # Redis is known to be down: the view answers for the outage, not a limit
-        try:
-            over = [item for item in self.items if not self._call(self._hit(item, ids))]
-            resets = [self._call(self._reset(item, ids)) for item in over]
-        except StorageError as exc:
-            # Redis failed (down, full): the view's own Redis call reports that as SPEC says.
-            log.warning("per-address limit %s not counted: %s", self.scope, type(exc).__name__)
-            return
+        else:
+            try:
+                # Errors translated, but opening the breaker is left to the view's own call,
+                # as when flask-limiter swallowed them.
+                resets = storage.call(lambda: self._over(ids))
+            except StorageError as exc:
+                # Redis failed (down, full): the view's own Redis call reports that as SPEC says.
+                log.warning("per-address limit %s not counted: %s", self.scope, type(exc).__name__)
+                return
         if resets:
             raise errors.RateLimited(retry_after=max(1, math.ceil(max(resets) - time.time())))
 
-    def _hit(self, item: RateLimitItem, ids: tuple[str, ...]) -> Callable[[], bool]:
-        return lambda: self.strategy.hit(item, *ids)
-
-    def _reset(self, item: RateLimitItem, ids: tuple[str, ...]) -> Callable[[], float]:
-        return lambda: self.strategy.get_window_stats(item, *ids).reset_time
-
-    def _call(self, fn: Callable[[], T]) -> T:
-        # Errors translated, but the breaker is left to the view's own call (its client's
-        # failure is the one that opens it), as when flask-limiter swallowed them.
-        return fn() if self.breaker is None else storage.call(fn)
+    def _over(self, ids: tuple[str, ...]) -> list[float]:
+        """Hit every window; the reset times of those now over their limit (empty: allowed)."""
+        return [
+            self.strategy.get_window_stats(item, *ids).reset_time
+            for item in self.items
+            if not self.strategy.hit(item, *ids)
+        ]
 
 
 def _parsed(name: str, text: str) -> tuple[RateLimitItem, ...]:
