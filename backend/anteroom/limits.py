@@ -2,7 +2,9 @@
 
 A view charges its limit itself (:func:`charge`), once the request has passed every check that
 needs no Redis write: body, key, token signatures and expiry, proof of work. A flood of garbage
-then costs Redis nothing, and cannot use up an honest neighbour's allowance either.
+then costs Redis nothing, and cannot use up an honest neighbour's allowance either. An address
+found over its limit is refused from memory until its window resets, so a flood of well-formed
+requests past the limit costs Redis nothing as well.
 
 flask-limiter's decorators count before the view has parsed anything, and its ``deduct_when``
 tests before the view and counts after it, which is not atomic (concurrent requests all pass the
@@ -18,7 +20,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flask import Flask, current_app
 from flask_limiter import Limiter
@@ -33,6 +35,7 @@ from .storage import Breaker, StorageError
 
 log = logging.getLogger("anteroom")
 EXTENSION = "anteroom.limits"
+MAX_REMEMBERED = 10_000
 
 
 def storage_uri(redis_url: str) -> str:
@@ -54,9 +57,15 @@ class AddressLimit:
     prefix: str
     scope: str
     breaker: Breaker | None  # set for a limit kept in Redis
+    # Address -> epoch seconds its window resets: an address known to be over is refused from
+    # memory until then, so a flood of well-formed requests past the limit costs Redis nothing.
+    refused_until: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
 
     def charge(self, address: str) -> None:
         """Count one request from ``address``; RateLimited (with Retry-After) when over."""
+        known = self.refused_until.get(address, 0.0)
+        if known > time.time():
+            raise errors.RateLimited(retry_after=max(1, math.ceil(known - time.time())))
         ids = (self.prefix, address, self.scope)
         if self.breaker is None:
             resets = self._over(ids)
@@ -72,6 +81,9 @@ class AddressLimit:
                 log.warning("per-address limit %s not counted: %s", self.scope, type(exc).__name__)
                 return
         if resets:
+            if len(self.refused_until) >= MAX_REMEMBERED:
+                self.refused_until.clear()  # bounded against a flood from many addresses
+            self.refused_until[address] = max(resets)
             raise errors.RateLimited(retry_after=max(1, math.ceil(max(resets) - time.time())))
 
     def _over(self, ids: tuple[str, ...]) -> list[float]:

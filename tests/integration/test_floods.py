@@ -217,7 +217,11 @@ def test_identify_limit_holds_across_instances(
 
 
 def test_enter_limit_holds_across_instances(
-    two_instances: list[FlaskClient], services: Services, api_key: str, room: str
+    two_instances: list[FlaskClient],
+    services: Services,
+    redis_client: redis.Redis,
+    api_key: str,
+    room: str,
 ) -> None:
     a, b = two_instances
     sessions = []
@@ -234,6 +238,12 @@ def test_enter_limit_holds_across_instances(
     assert [enter(c, s).status_code for c, s in zip((b, a, b), sessions, strict=False)] == [200] * 3
     assert_rate_limited(enter(a, sessions[3]))
     assert_rate_limited(enter(b, sessions[4]))
+    # Each instance now knows the address is over until the window resets: a flood of
+    # well-formed entries past the limit is refused without a Redis round trip.
+    meter = Meter(redis_client)
+    for i in range(FLOOD):
+        assert_rate_limited(enter((a, b)[i % 2], sessions[i % 5]))
+    assert meter.written() == {} and set(meter.delta()) <= {"info"}
     line = services.engine.stats(room)
     assert line.tickets == 3  # the refused entries took no ticket
 

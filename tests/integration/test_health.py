@@ -8,6 +8,7 @@ import logging
 import pytest
 import redis
 from flask import Flask
+from flask.testing import FlaskClient
 
 from anteroom import scripts
 from anteroom.app import create_app
@@ -39,8 +40,8 @@ def probed(app: Flask, clock: FakeClock) -> Flask:
     return app
 
 
-def test_healthz(client: object) -> None:
-    response = client.get("/healthz")  # type: ignore[attr-defined]
+def test_healthz(client: FlaskClient) -> None:
+    response = client.get("/healthz")
     assert response.status_code == 200 and response.json == {"status": "ok"}
 
 
