@@ -70,14 +70,12 @@ def create_app(
     from .views import demo, docs, health, management, pages, visitor
 
     errors.init_app(app)
-    app.register_blueprint(health.bp)
+    health.init_app(app, client)
     app.register_blueprint(visitor.bp)
     app.register_blueprint(management.bp)
     app.register_blueprint(docs.bp)
     app.register_blueprint(pages.bp)
     if settings.demo_enabled:
         app.register_blueprint(demo.bp)
-    limits.init_app(
-        app, settings, engine.keys.limiter_prefix(), skip=lambda: services.breaker.is_open
-    )
+    limits.init_app(app, settings, engine.keys.limiter_prefix(), services.breaker)
     return app

@@ -39,8 +39,13 @@ def decode_or_raise(services: Services, token: str, kind: str) -> dict[str, Any]
         raise errors.TokenInvalid(f"The token is not valid ({exc.reason}).") from None
 
 
-def spend_challenge(services: Services, environment: str, challenge: str, solution: str) -> None:
-    """Check a solution and spend its challenge once, or raise."""
+def solved_challenge(
+    services: Services, environment: str, challenge: str, solution: str
+) -> dict[str, Any]:
+    """Claims of a challenge of ``environment`` that ``solution`` solves, or raise.
+
+    Offline (signature, expiry, one hash): a request failing here never reaches Redis.
+    """
     claims = decode_or_raise(services, challenge, tokens.CHALLENGE)
     if claims.get("env") != environment:
         raise errors.TokenInvalid("The challenge belongs to another environment.")
@@ -49,6 +54,11 @@ def spend_challenge(services: Services, environment: str, challenge: str, soluti
             "The solution does not solve the challenge.",
             fields={"solution": "does not solve the challenge"},
         )
+    return claims
+
+
+def spend_challenge(services: Services, claims: dict[str, Any]) -> None:
+    """Spend a solved challenge once (a Redis key until it expires), or TokenInvalid."""
     ttl = max(1, int(claims["exp"]) - int(time.time()) + 1)
     spent = services.breaker.call(
         lambda: services.redis.set(services.keys.challenge_spent(claims["jti"]), 1, nx=True, ex=ttl)
@@ -59,7 +69,8 @@ def spend_challenge(services: Services, environment: str, challenge: str, soluti
 
 def network_identifies(services: Services, network: str) -> int:
     """Count this identify against its network's minute; returns the count so far."""
-    key = services.keys.prefix + "idn:" + network + ":" + str(int(time.time() // 60))
+    minute = int(time.time() // 60)
+    key = services.keys.network_identifies(network, minute)
 
     def bump() -> int:
         pipe = services.redis.pipeline()

@@ -1,17 +1,41 @@
-"""Per-address limits (flask-limiter, counters in Redis so they hold across workers)."""
+"""Per-address limits on challenge, identify and enter (SPEC "Visitor API").
+
+A view charges its limit itself (:func:`charge`), once the request has passed every check that
+needs no Redis write: body, key, token signatures and expiry, proof of work. A flood of garbage
+then costs Redis nothing, and cannot use up an honest neighbour's allowance either. An address
+found over its limit is refused from memory until its window resets, so a flood of well-formed
+requests past the limit costs Redis nothing as well.
+
+flask-limiter's decorators count before the view has parsed anything, and its ``deduct_when``
+tests before the view and counts after it, which is not atomic (concurrent requests all pass the
+test). So the views call the atomic ``hit`` of the strategy flask-limiter built from the
+configuration, with the same keys its decorators used.
+
+Identify and enter are counted in Redis, so they hold across workers and instances. A challenge
+is stateless and costs one signature: its limit is counted in each worker process's memory.
+"""
 
 from __future__ import annotations
 
+import logging
 import math
 import time
-from collections.abc import Callable
+from dataclasses import dataclass, field
 
-from flask import Flask, Response
-from flask_limiter import Limiter, RequestLimit
+from flask import Flask, current_app
+from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
+from limits import RateLimitItem, parse_many
+from limits.storage import MemoryStorage
+from limits.strategies import FixedWindowRateLimiter, RateLimiter
 
-from . import errors
+from . import errors, storage
 from .config import Settings
+from .storage import Breaker, StorageError
+
+log = logging.getLogger("anteroom")
+EXTENSION = "anteroom.limits"
+MAX_REMEMBERED = 10_000
 
 
 def storage_uri(redis_url: str) -> str:
@@ -21,35 +45,95 @@ def storage_uri(redis_url: str) -> str:
     return redis_url
 
 
-def _breached(limit: RequestLimit) -> Response:
-    retry = max(1, math.ceil(limit.reset_at - time.time()))
-    return errors.to_response(errors.RateLimited(retry_after=retry))
+@dataclass(frozen=True)
+class AddressLimit:
+    """One limit per client address; ``scope`` names it in the key (the view's endpoint).
 
-
-def init_app(
-    app: Flask, settings: Settings, prefix: str, skip: Callable[[], bool] = lambda: False
-) -> Limiter:
-    """Attach a limiter and put SPEC's limits on challenge, identify and enter.
-
-    ``skip`` exempts requests (the app passes "the circuit breaker is open").
+    ``items`` are the parsed limit string (``10/second;500/hour`` gives two, each enforced).
     """
-    limiter = Limiter(
+
+    strategy: RateLimiter
+    items: tuple[RateLimitItem, ...]
+    prefix: str
+    scope: str
+    breaker: Breaker | None  # set for a limit kept in Redis
+    # Address -> epoch seconds its window resets: an address known to be over is refused from
+    # memory until then, so a flood of well-formed requests past the limit costs Redis nothing.
+    refused_until: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
+
+    def charge(self, address: str) -> None:
+        """Count one request from ``address``; RateLimited (with Retry-After) when over."""
+        known = self.refused_until.get(address, 0.0)
+        if known > time.time():
+            raise errors.RateLimited(retry_after=max(1, math.ceil(known - time.time())))
+        ids = (self.prefix, address, self.scope)
+        if self.breaker is None:
+            resets = self._over(ids)
+        elif self.breaker.is_open:
+            return  # Redis is known to be down: the view answers for the outage, not a limit
+        else:
+            try:
+                # Errors translated, but opening the breaker is left to the view's own call,
+                # as when flask-limiter swallowed them.
+                resets = storage.call(lambda: self._over(ids))
+            except StorageError as exc:
+                # Redis failed (down, full): the view's own Redis call reports that as SPEC says.
+                log.warning("per-address limit %s not counted: %s", self.scope, type(exc).__name__)
+                return
+        if resets:
+            if len(self.refused_until) >= MAX_REMEMBERED:
+                self.refused_until.clear()  # bounded against a flood from many addresses
+            self.refused_until[address] = max(resets)
+            raise errors.RateLimited(retry_after=max(1, math.ceil(max(resets) - time.time())))
+
+    def _over(self, ids: tuple[str, ...]) -> list[float]:
+        """Hit every window; the reset times of those now over their limit (empty: allowed)."""
+        return [
+            self.strategy.get_window_stats(item, *ids).reset_time
+            for item in self.items
+            if not self.strategy.hit(item, *ids)
+        ]
+
+
+def _parsed(name: str, text: str) -> tuple[RateLimitItem, ...]:
+    # A bad limit string fails at start-up, naming its setting, not as an unlimited endpoint.
+    try:
+        return tuple(parse_many(text))
+    except ValueError:
+        raise ValueError(f"ANTEROOM_LIMIT_{name.upper()}: not a limit like 60/minute") from None
+
+
+def init_app(app: Flask, settings: Settings, prefix: str, breaker: Breaker) -> Limiter:
+    """Build the limits of challenge, identify and enter for :func:`charge`.
+
+    The flask-limiter extension holds the Redis storage and strategy (the keys are the ones its
+    decorators used: prefix, address, endpoint); the challenge limit has its own in memory.
+    """
+    shared = Limiter(
         key_func=get_remote_address,
         app=app,
         storage_uri=storage_uri(settings.redis_url),
         storage_options={"socket_connect_timeout": 1, "socket_timeout": 1},
         key_prefix=prefix,
         strategy="fixed-window",
-        swallow_errors=True,  # an outage must not turn into 500s; the breaker handles it
-        on_breach=_breached,
         headers_enabled=False,
     )
-    for endpoint, limit in (
-        ("visitor.challenge", settings.limit_challenge),
-        ("visitor.identify", settings.limit_identify),
-        ("visitor.enter", settings.limit_enter),
-    ):
-        # While the breaker is open Redis is known to be down: don't wait on it per request.
-        view = app.view_functions[endpoint]
-        app.view_functions[endpoint] = limiter.limit(limit, exempt_when=skip)(view)
-    return limiter
+    local = FixedWindowRateLimiter(MemoryStorage())
+    where: dict[str, tuple[RateLimiter, str, Breaker | None]] = {
+        "challenge": (local, settings.limit_challenge, None),
+        "identify": (shared.limiter, settings.limit_identify, breaker),
+        "enter": (shared.limiter, settings.limit_enter, breaker),
+    }
+    app.extensions[EXTENSION] = {
+        name: AddressLimit(strategy, _parsed(name, text), prefix, f"visitor.{name}", guard)
+        for name, (strategy, text, guard) in where.items()
+    }
+    return shared
+
+
+def charge(name: str) -> None:
+    """Count this request against the per-address limit ``name`` (challenge, identify, enter).
+
+    Call it after the request's offline checks, before its first Redis write.
+    """
+    current_app.extensions[EXTENSION][name].charge(get_remote_address())

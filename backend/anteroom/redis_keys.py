@@ -70,6 +70,10 @@ class KeySpace:
         """Marker of a spent proof-of-work challenge."""
         return f"{self.prefix}pc:{_checked(jti, 'challenge id')}"
 
+    def network_identifies(self, network: str, minute: int) -> str:
+        """Counter of identifies from one network (its keyed tag) in one minute (epoch // 60)."""
+        return f"{self.prefix}idn:{_checked(network, 'network tag')}:{int(minute)}"
+
     def limiter_prefix(self) -> str:
         """Prefix for flask-limiter's counters."""
         return f"{self.prefix}lim"

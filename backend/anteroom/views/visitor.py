@@ -7,7 +7,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from .. import errors, identity, tokens, visitor
+from .. import errors, identity, limits, tokens, visitor
 from ..jsonbody import parse
 from ..services import Services
 from ..signals import Evidence
@@ -47,6 +47,7 @@ def challenge() -> ResponseReturnValue:
     body = parse({"apiKey": (str, True)})
     s = services()
     env = visitor.environment_of(s, body["apiKey"])
+    limits.charge("challenge")  # in this worker's memory: issuing a challenge writes nothing
     return jsonify(identity.new_challenge(s, env))
 
 
@@ -63,8 +64,11 @@ def identify() -> ResponseReturnValue:
     )
     s = services()
     env = visitor.environment_of(s, body["apiKey"])
+    claims = identity.solved_challenge(s, env, body["challenge"], body["solution"])
+    # Counted only now, before the first write: an over-limit request keeps its challenge unspent.
+    limits.charge("identify")
     try:
-        identity.spend_challenge(s, env, body["challenge"], body["solution"])
+        identity.spend_challenge(s, claims)
         network = tokens.network_tag(s.keyring, request.remote_addr or "0.0.0.0")
         evidence = Evidence(
             signals=body.get("signals") or {},
@@ -103,6 +107,7 @@ def enter() -> ResponseReturnValue:
     room = visitor.room_by_slug(s, env, body["room"])
     tag = _network_tag(s, room)
     score = int(session["score"])
+    limits.charge("enter")  # after the offline checks: garbage costs Redis no write
     try:
         # Revocations are checked inside the script, in the room's own store.
         answer = visitor.engine_call(
