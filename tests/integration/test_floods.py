@@ -160,7 +160,9 @@ def test_garbage_and_challenges_cost_no_redis_write(
         assert issued.status_code == 200
     assert meter.written() == {}
     reads = sum(meter.delta().values())
-    assert reads <= 10, meter.delta()  # key and room lookups are cached, not one per request
+    # Key and room lookups are cached, not one per request (the room directory refresher adds
+    # a round of its own reads every few seconds).
+    assert reads <= 40, meter.delta()
 
 
 def test_garbage_does_not_use_up_the_address_limit(
