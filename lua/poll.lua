@@ -1,4 +1,5 @@
--- Poll a spot: proves the visitor is still there, runs the drain, answers the spot's state.
+-- Poll a spot: proves the visitor is still there, carries the sweep along, runs the drain,
+-- answers the spot's state.
 -- ARGV: vid, ticket, generation (both from the signed queue token).
 local vid, ticket, gen = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local r = load_room()
@@ -15,6 +16,7 @@ local wait = over_limit(s, now)
 if wait then put_spot(vid, s); return err('RateLimited', wait) end
 s.seen = now
 put_spot(vid, s)
+sweep_step(r, now, SWEEP_STEP) -- after `seen` is set, so this spot is never the one swept
 if s.st == 'w' then
   local dealt = drain(r, now)
   save_room(r)
