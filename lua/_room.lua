@@ -202,10 +202,8 @@ end
 -- any process of their own; being inside the room's script, it needs no lock between workers.
 local SWEEP_EVERY, SWEEP_STEP = 60000, 100
 
-local function left_behind(r, s, now)
-  if s.st == 'a' then return now > s.exp + 60000 end
-  return s.seen + r.aban * 1000 <= now
-end
+-- State and last poll of a raw spot record, without building the whole record: most are alive.
+local SWEEP_PATTERN = '^[^|]*|[^|]*|([^|]*)|([^|]*)|'
 
 -- Expired revocations go a bounded chunk per pass, on their own cursor.
 local function forget_revocations(now, count)
@@ -227,12 +225,16 @@ local function sweep_step(r, now, count)
     forget_revocations(now, count)
   end
   local res = redis.call('HSCAN', SPOTS, cursor, 'COUNT', count)
-  local items, dropped = res[2], 0
-  for i = 1, #items, 2 do
-    local s = parse_spot(items[i + 1])
-    if left_behind(r, s, now) then
-      drop_spot(items[i], s)
-      dropped = dropped + 1
+  local items, dropped, silent_since = res[2], 0, now - r.aban * 1000
+  for i = 2, #items, 2 do
+    local st, seen = items[i]:match(SWEEP_PATTERN)
+    -- a waiting spot unpolled for abandonAfterSec, or an admission a minute past its expiry
+    if (st == 'w' and tonumber(seen) <= silent_since) or st == 'a' then
+      local s = parse_spot(items[i])
+      if st == 'w' or now > s.exp + 60000 then
+        drop_spot(items[i - 1], s)
+        dropped = dropped + 1
+      end
     end
   end
   r.swc = res[1]
