@@ -98,6 +98,20 @@ def test_an_entry_to_a_full_line_first_sweeps_its_abandoned_places(engine: Engin
         engine.enter(room, "f", "s", 10)
 
 
+def test_revocations_expire_with_the_sweep(engine: Engine) -> None:
+    room = make_room(engine, ratePerMinute=1)
+    engine.set_clock(room, START)
+    engine.open(room)
+    engine.enter(room, "here", "s", 10)  # begins a pass: the next may begin a minute later
+    engine.revoke(room, vid="v1", until_ms=START + 30_000)
+    engine.shift_clock(room, 40_000)
+    with pytest.raises(eng.SessionRevoked):  # expired, but no pass has forgotten it yet
+        engine.enter(room, "v1", "s1", 10)
+    engine.shift_clock(room, 20_000)
+    engine.poll(room, "here", 1, 1)  # carries the pass that forgets expired revocations
+    assert engine.enter(room, "v1", "s1", 10).status == "waiting"
+
+
 def test_revoke_by_vid_drops_the_spot(engine: Engine) -> None:
     room = open_room(engine, ratePerMinute=1)
     engine.enter(room, "v1", "s1", 10)
