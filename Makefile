@@ -25,9 +25,10 @@ pytest: $(PY_STAMP) $(AGENT)
 jstest: $(JS_STAMP)
 	@if [ -f package.json ]; then npm test; fi
 
-bench: $(PY_STAMP)
+bench: $(PY_STAMP) $(AGENT) $(CHROMIUM)
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/http.py
+	$(BIN)/python bench/pow.py
 
 $(PY_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

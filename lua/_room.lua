@@ -20,14 +20,14 @@ local function bucket(score) return BASE .. 'b:' .. score end
 -- table once; filling an empty one field by field rehashes it six times on every call).
 local function load_room()
   local v = redis.call('HMGET', ROOM, 'st', 'seed', 'rid', 'oa', 'rate', 'cap', 'ttl', 'hold',
-    'maxw', 'aban', 'clk', 'fix', 'bank', 'last', 'tk', 'dealt', 'gen', 'peak')
+    'maxw', 'aban', 'clk', 'fix', 'bank', 'last', 'tk', 'dealt', 'gen', 'peak', 'swt', 'swc')
   if not v[1] then return nil end
   local n = tonumber
   local r = {st = v[1], seed = v[2], rid = v[3], oa = n(v[4]) or 0, rate = n(v[5]) or 0,
     cap = n(v[6]) or 0, ttl = n(v[7]) or 0, hold = n(v[8]) or 0, maxw = n(v[9]) or 0,
     aban = n(v[10]) or 0, clk = n(v[11]) or 0, fix = n(v[12]) or 0, bank = n(v[13]) or 0,
     last = n(v[14]) or 0, tk = n(v[15]) or 0, dealt = n(v[16]) or 0, gen = n(v[17]) or 0,
-    peak = n(v[18]) or 0, loaded = false}
+    peak = n(v[18]) or 0, swt = n(v[19]) or 0, swc = v[20] or '0', loaded = false}
   r.loaded = {r.bank, r.last, r.tk, r.dealt, r.peak}
   return r
 end
@@ -53,13 +53,17 @@ end
 -- Spot record: ticket|score|state(w,a)|seen|window|count|session jti|qi|iat|exp|deal no.
 -- (the last three empty while waiting). One match, not a split loop: this runs on every poll.
 local SPOT_PATTERN = '^' .. string.rep('([^|]*)|', 10) .. '([^|]*)$'
-local function get_spot(vid)
-  local raw = redis.call('HGET', SPOTS, vid)
-  if not raw then return nil end
+local function parse_spot(raw)
   local t, sc, st, seen, win, cnt, sj, qi, iat, exp, dn = raw:match(SPOT_PATTERN)
   return {t = tonumber(t), sc = tonumber(sc), st = st, seen = tonumber(seen),
     win = tonumber(win), cnt = tonumber(cnt), sj = sj, qi = qi,
     iat = tonumber(iat) or 0, exp = tonumber(exp) or 0, dn = tonumber(dn) or 0}
+end
+
+local function get_spot(vid)
+  local raw = redis.call('HGET', SPOTS, vid)
+  if not raw then return nil end
+  return parse_spot(raw)
 end
 
 local function put_spot(vid, s)
@@ -200,6 +204,52 @@ local function drain(r, now)
     end
   end
   return done
+end
+
+-- The sweep: abandoned waiting spots and admissions a minute past expiry are dropped anywhere in
+-- the line, not only where the drain reaches. A pass starts at most once a minute per room and
+-- walks the spots with HSCAN, a bounded step per call, so enter and poll carry it along without
+-- any process of their own; being inside the room's script, it needs no lock between workers.
+local SWEEP_EVERY, SWEEP_STEP = 60000, 100
+
+-- State and last poll of a raw spot record, without building the whole record: most are alive.
+local SWEEP_PATTERN = '^[^|]*|[^|]*|([^|]*)|([^|]*)|'
+
+-- Expired revocations go a bounded chunk per pass, on their own cursor.
+local function forget_revocations(now, count)
+  if redis.call('EXISTS', RVK) == 0 then return end
+  local res = redis.call('HSCAN', RVK, redis.call('HGET', ROOM, 'swr') or '0', 'COUNT', count)
+  local items = res[2]
+  for i = 1, #items, 2 do
+    if tonumber(items[i + 1]) < now then redis.call('HDEL', RVK, items[i]) end
+  end
+  redis.call('HSET', ROOM, 'swr', res[1])
+end
+
+-- One step of the sweep (about `count` spots); returns spots dropped, pass finished.
+local function sweep_step(r, now, count)
+  local cursor = r.swc
+  if cursor == '0' then
+    if now - r.swt < SWEEP_EVERY then return 0, true end -- the common case: nothing to do
+    r.swt = now
+    forget_revocations(now, count)
+  end
+  local res = redis.call('HSCAN', SPOTS, cursor, 'COUNT', count)
+  local items, dropped, silent_since = res[2], 0, now - r.aban * 1000
+  for i = 2, #items, 2 do
+    local st, seen = items[i]:match(SWEEP_PATTERN)
+    -- a waiting spot unpolled for abandonAfterSec, or an admission a minute past its expiry
+    if (st == 'w' and tonumber(seen) <= silent_since) or st == 'a' then
+      local s = parse_spot(items[i])
+      if st == 'w' or now > s.exp + 60000 then
+        drop_spot(items[i - 1], s)
+        dropped = dropped + 1
+      end
+    end
+  end
+  r.swc = res[1]
+  redis.call('HSET', ROOM, 'swt', fmt(r.swt), 'swc', r.swc)
+  return dropped, r.swc == '0'
 end
 
 local function poll_after(pos)

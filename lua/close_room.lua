@@ -5,5 +5,5 @@ if not r then return err('RoomNotFound') end
 for _, b in ipairs(redis.call('SMEMBERS', BKS)) do redis.call('UNLINK', bucket(b)) end
 redis.call('UNLINK', SPOTS, ACTIVE, ADM, BKS)
 redis.call('HSET', ROOM, 'st', 'idle', 'gen', r.gen + 1, 'tk', 0, 'dealt', 0, 'bank', 0,
-  'last', 0, 'oa', 0, 'peak', 0, 'seed', '')
+  'last', 0, 'oa', 0, 'peak', 0, 'seed', '', 'swc', '0')
 return {'OK'}

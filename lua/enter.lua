@@ -1,4 +1,5 @@
--- Enter the line: one spot per (room, vid); a repeated entry returns the same spot.
+-- Enter the line: one spot per (room, vid); a repeated entry returns the same spot. Like poll,
+-- it carries a step of the sweep along, so a full line frees its abandoned places by itself.
 -- ARGV: vid, session jti, score (0-100), network tag ('' unless the room binds it).
 local vid, sjti, score, qi = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local r = load_room()
@@ -21,10 +22,12 @@ if s then
     s.sc = score
   end
   put_spot(vid, s)
+  sweep_step(r, now, SWEEP_STEP) -- after the spot's own `seen`: a visitor never sweeps itself
   drain(r, now)
   save_room(r)
   return answer(r, vid, get_spot(vid), now)
 end
+sweep_step(r, now, SWEEP_STEP) -- before the fullness check: a swept place is free at once
 drain(r, now)
 local _, _, eligible, held = buckets(r)
 if eligible + held >= r.maxw then save_room(r); return err('QueueFull', 60) end

@@ -1,4 +1,5 @@
--- Poll a spot: proves the visitor is still there, runs the drain, answers the spot's state.
+-- Poll a spot: proves the visitor is still there, carries the sweep along, runs the drain,
+-- answers the spot's state.
 -- ARGV: vid, ticket, generation, session jti (all from the signed queue token; the jti may be
 -- '' in tickets signed before tickets carried it).
 local vid, ticket, gen, sjti = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] or ''
@@ -18,6 +19,7 @@ local wait = over_limit(s, now)
 if wait then put_spot(vid, s); return err('RateLimited', wait) end
 s.seen = now
 put_spot(vid, s)
+sweep_step(r, now, SWEEP_STEP) -- after `seen` is set, so this spot is never the one swept
 if s.st == 'w' then
   local dealt = drain(r, now)
   save_room(r)

@@ -2,7 +2,8 @@
 
 It is written from SPEC "The queue engine", not from the scripts: a bank capped at one
 second's worth, a lottery pool before opensAt, ticket order after, held spots skipped, abandoned
-spots dropped for free when the drain reaches them, capacity, the per-ticket limit.
+spots dropped for free when the drain reaches them, capacity, the per-ticket limit, and the
+sweep that enter and poll carry along at most once a minute.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 
 UNIT = 60_000
+SWEEP_EVERY = 60_000
 POST_OPEN = 2**52
 POOL = 2**24
 
@@ -52,6 +54,7 @@ class Model:
     tickets: int = 0
     dealt: int = 0
     generation: int = 1
+    swept: int = 0
     spots: dict[str, Spot] = field(default_factory=dict)
     active: dict[str, int] = field(default_factory=dict)
     admissions: list[int] = field(default_factory=list)
@@ -103,6 +106,23 @@ class Model:
             self.bank -= UNIT
             budget -= 1
 
+    def sweep(self) -> None:
+        """Drop abandoned spots anywhere in the line, when the last pass began a minute ago.
+
+        The engine walks a long line in bounded steps over several calls; a line as short as the
+        model's is one step, so here a pass is whole.
+        """
+        if self.now - self.swept < SWEEP_EVERY:
+            return
+        self.swept = self.now
+        for vid, spot in list(self.spots.items()):
+            if spot.admitted_at is None:
+                gone = spot.seen + self.abandon_ms <= self.now
+            else:
+                gone = self.now > spot.expires + 60_000
+            if gone:
+                self.drop(vid)
+
     def limited(self, spot: Spot) -> bool:
         window = self.now // 60_000
         if spot.window != window:
@@ -147,8 +167,10 @@ class Model:
             spot.seen = self.now
             if spot.admitted_at is None:
                 spot.score = score
+            self.sweep()  # after `seen`: a visitor never sweeps itself
             self.drain()
             return self.answer(vid)
+        self.sweep()  # before the fullness check
         self.drain()
         if len(self.waiting()) >= self.max_waiting:
             raise ModelError("QueueFull")
@@ -184,6 +206,7 @@ class Model:
         if self.limited(spot):
             raise ModelError("RateLimited")
         spot.seen = self.now
+        self.sweep()
         if spot.admitted_at is None:
             self.drain()
             if vid not in self.spots:

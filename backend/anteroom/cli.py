@@ -71,7 +71,8 @@ def _serve(settings: Settings) -> int:
                 self.cfg.set("threads", 4)
                 self.cfg.set("accesslog", "-")
                 # Query strings carry tokens (?abq=…): log the path only, never a token.
-                self.cfg.set("access_log_format", '%(h)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms')
+                # The worker's pid (<pid>) says which worker answered.
+                self.cfg.set("access_log_format", '%(h)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms %(p)s')
 
             def load(self) -> Any:
                 return create_app(settings)

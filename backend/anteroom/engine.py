@@ -336,7 +336,10 @@ class Engine:
         ]
 
     def sweep(self, room_id: str, count: int = 500) -> tuple[int, bool]:
-        """One bounded sweep step: (spots dropped, pass finished)."""
+        """One bounded sweep step: (spots dropped, pass finished).
+
+        Enter and poll already carry the sweep along; this is for operator tooling and tests.
+        """
         dropped, finished = self._run("sweep", room_id, count)
         return int(dropped), bool(finished)
 

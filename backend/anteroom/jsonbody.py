@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import request
 
-from .errors import BadRequest
+from .errors import BadRequest, PayloadTooLarge
 
 MAX_STRING_LENGTH = 4096  # per string field of a visitor body (tokens are far shorter)
 
@@ -19,7 +19,7 @@ def json_body() -> dict[str, Any]:
     """The request body as a JSON object, or :class:`BadRequest`."""
     # Read raw: a client that forgets Content-Type (curl -d sends a form type) still sends JSON,
     # and letting Flask parse it as a form would hide the body.
-    if not request.get_data(cache=True, parse_form_data=False):
+    if not _raw_body():
         raise BadRequest("A JSON object body is required.", fields={"body": "is empty"})
     try:
         data = request.get_json(force=True, silent=False, cache=True)
@@ -31,6 +31,21 @@ def json_body() -> dict[str, Any]:
     if bad is not None:
         # JSON may spell a lone surrogate (\ud800); no UTF-8 store or hash can take it.
         raise BadRequest("The body is not valid Unicode text.", fields={bad: "is not valid text"})
+    return data
+
+
+def _raw_body() -> bytes:
+    """The body's bytes, or :class:`PayloadTooLarge` when it is over the app's limit.
+
+    A body with a Content-Length over the limit is refused by werkzeug before it is read. A
+    chunked one has no length: werkzeug stops reading it at the limit without a word, which
+    would hand the JSON parser a cut-off body and answer 400. A chunked body that fills the limit
+    cannot be told from a longer one without reading past it, so it counts as too large.
+    """
+    data = request.get_data(cache=True, parse_form_data=False)
+    limit = request.max_content_length
+    if request.content_length is None and limit is not None and len(data) >= limit:
+        raise PayloadTooLarge()
     return data
 
 

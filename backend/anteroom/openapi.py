@@ -37,7 +37,7 @@ FIELD_DOCS = {
     "(http only for localhost, 127.0.0.1 and [::1]).",
     "maxWaiting": "Longest line; beyond it entries get QueueFull.",
     "abandonAfterSec": "A waiting spot not polled for this long is dropped when the drain "
-    "reaches it.",
+    "reaches it, and anywhere in the line within a minute more by the room's sweep.",
     "failMode": "What visitors get while Redis is unreachable: open admits, closed answers 503.",
 }
 

@@ -1,4 +1,4 @@
-"""Abandonment, the bounded sweep, revocation and Redis restarts."""
+"""Abandonment, the sweep that enter and poll carry along, revocation and Redis restarts."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import redis
 from anteroom import engine as eng
 from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
-from helpers import free_port, open_room
+from helpers import free_port, make_room, open_room
+
+START = 1_800_000_000_000
 
 pytestmark = pytest.mark.redis
 
@@ -26,28 +28,88 @@ def test_abandoned_spot_behind_the_front_costs_nothing(engine: Engine) -> None:
     assert engine.stats(room).dealt_total == 1
 
 
-def test_sweep_drops_abandoned_spots_anywhere_once_a_minute(engine: Engine) -> None:
-    room = open_room(engine, ratePerMinute=1, abandonAfterSec=60)
+def test_polls_carry_the_sweep_through_a_long_line_in_bounded_steps(engine: Engine) -> None:
+    room = make_room(engine, ratePerMinute=1, abandonAfterSec=60)
+    engine.set_clock(room, START)
+    engine.open(room)
     for i in range(1_200):
-        engine.enter(room, f"v{i}", "s", 10)
+        engine.enter(room, f"v{i}", "s", 10)  # the first entry began (and ended) a pass
     engine.pause(room)  # keep the drain out of it: only the sweep may drop spots here
-    engine.shift_clock(room, 61_000)
+    engine.shift_clock(room, 30_000)
     engine.poll(room, "v600", 601, 1)  # one spot deep in the line is still here
+    engine.enter(room, "late", "s", 10)
+    assert engine.stats(room).waiting == 1_201  # no pass before a minute is up
+    engine.shift_clock(room, 35_000)
+    left, polls = [], 0
+    while not left or left[-1] > 2:
+        engine.poll(room, "v600", 601, 1)
+        left.append(engine.stats(room).waiting)
+        polls += 1
+        assert polls < 40
+    assert 1_201 - left[0] <= 2 * 100  # each call scans a bounded step of the line
+    assert polls > 1 and left[-1] == 2  # only v600 and the later arrival are left
+    assert engine.poll(room, "v600", 601, 1).position == 1
+    pass_began = 65_000
+
+    # "late" is abandoned from 90 s, but the next pass may only begin at 125 s.
+    engine.shift_clock(room, 120_000 - pass_began)
+    engine.poll(room, "v600", 601, 1)
+    assert engine.sweep(room) == (0, True) and engine.stats(room).waiting == 2
+    engine.shift_clock(room, 5_000)
+    engine.poll(room, "v600", 601, 1)  # this poll begins the pass itself
+    assert engine.stats(room).waiting == 1
+    assert engine.sweep(room) == (0, True)
+
+
+def test_explicit_sweep_steps_share_the_once_a_minute_pass(engine: Engine) -> None:
+    room = make_room(engine, ratePerMinute=1, abandonAfterSec=60)
+    engine.set_clock(room, START)
+    engine.open(room)
+    for i in range(600):
+        engine.enter(room, f"v{i}", "s", 10)
+    engine.shift_clock(room, 61_000)
     dropped, finished, calls = 0, False, 0
     while not finished:
         step, finished = engine.sweep(room, count=200)
         dropped += step
         calls += 1
-    assert calls > 1  # each call is bounded
-    assert engine.stats(room).waiting == 1 and dropped >= 1_198
-    assert engine.poll(room, "v600", 601, 1).position == 1
-    engine.enter(room, "new", "s", 10)  # abandoned in a minute, but no pass starts before then
-    engine.shift_clock(room, 59_000)
+    assert calls > 1 and dropped == 600 and engine.stats(room).waiting == 0
+    engine.enter(room, "next", "s", 10)  # the entry does not begin another pass yet
+    engine.shift_clock(room, 59_999)
     assert engine.sweep(room) == (0, True)
-    engine.shift_clock(room, 11_000)
-    engine.poll(room, "v600", 601, 1)
-    assert engine.sweep(room) == (1, True)
-    assert engine.stats(room).waiting == 1
+
+
+def test_an_entry_to_a_full_line_first_sweeps_its_abandoned_places(engine: Engine) -> None:
+    room = make_room(engine, ratePerMinute=1, abandonAfterSec=60, maxWaiting=3)
+    engine.set_clock(room, START)
+    engine.open(room)
+    for vid in ("a", "b", "c"):
+        engine.enter(room, vid, "s", 10)
+    with pytest.raises(eng.QueueFull):
+        engine.enter(room, "d", "s", 10)
+    engine.pause(room)  # keep the drain out of it: only the sweep may drop spots here
+    engine.shift_clock(room, 40_000)
+    engine.poll(room, "b", 2, 1)
+    engine.shift_clock(room, 21_000)  # a and c were last seen 61 s ago
+    answer = engine.enter(room, "d", "s", 10)
+    assert answer.status == "waiting" and answer.position == 2  # behind b, who kept polling
+    engine.enter(room, "e", "s", 10)
+    with pytest.raises(eng.QueueFull):
+        engine.enter(room, "f", "s", 10)
+
+
+def test_revocations_expire_with_the_sweep(engine: Engine) -> None:
+    room = make_room(engine, ratePerMinute=1)
+    engine.set_clock(room, START)
+    engine.open(room)
+    engine.enter(room, "here", "s", 10)  # begins a pass: the next may begin a minute later
+    engine.revoke(room, vid="v1", until_ms=START + 30_000)
+    engine.shift_clock(room, 40_000)
+    with pytest.raises(eng.SessionRevoked):  # expired, but no pass has forgotten it yet
+        engine.enter(room, "v1", "s1", 10)
+    engine.shift_clock(room, 20_000)
+    engine.poll(room, "here", 1, 1)  # carries the pass that forgets expired revocations
+    assert engine.enter(room, "v1", "s1", 10).status == "waiting"
 
 
 def test_revoke_by_vid_drops_the_spot(engine: Engine) -> None:
