@@ -145,16 +145,14 @@ class AnteroomMiddleware:
         )
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-        match = self.config.route_table.match(environ.get("PATH_INFO", ""), self._raw(environ))
+        raw = _raw_target(environ)
+        match = self.config.route_table.match(
+            environ.get("PATH_INFO", ""), raw_path_of(raw) if raw else None
+        )
         if match.room is None:
             return self.app(environ, start_response)  # not ours: nothing read, nothing added
-        decision = decide(self.facts(environ), self.config, self.state, self.anteroom)
+        decision = decide(self.facts(environ), self.config, self.state, self.anteroom, match)
         return self.apply(decision, environ, start_response)
-
-    @staticmethod
-    def _raw(environ: dict[str, Any]) -> str | None:
-        raw = _raw_target(environ)
-        return raw_path_of(raw) if raw else None
 
     def apply(
         self, decision: Decision, environ: dict[str, Any], start_response: StartResponse

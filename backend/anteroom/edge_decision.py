@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, unquote_plus, urlencode
 
-from .edge_paths import RouteTable
+from .edge_paths import PathMatch, RouteTable
 from .tokens import Keyring
 from .verify import verify_admission
 
@@ -96,7 +96,7 @@ class EdgeConfig:
         self.route_table = RouteTable(self.routes, case_sensitive=self.case_sensitive)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Facts:
     """What the decision needs to know of a request.
 
@@ -121,7 +121,7 @@ class Facts:
         return self.headers.get(name, "") or ""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Decision:
     """``pass`` untouched; ``admit`` with ``claims`` and ``headers`` added to the app's answer;
     ``respond`` with ``status``, ``headers`` and a JSON ``body`` (None: empty) of the edge's own."""
@@ -134,7 +134,8 @@ class Decision:
     claims: dict[str, Any] | None = None
 
 
-PASS = Decision("pass")
+def _pass() -> Decision:
+    return Decision("pass")
 
 
 class EdgeState:
@@ -360,19 +361,26 @@ def ambiguous(room: str) -> Decision:
 
 
 def decide(
-    facts: Facts, config: EdgeConfig, state: EdgeState, anteroom: AnteroomClient
+    facts: Facts,
+    config: EdgeConfig,
+    state: EdgeState,
+    anteroom: AnteroomClient,
+    match: PathMatch | None = None,
 ) -> Decision:
-    """What to do with a request: see the module docstring and ``edge_cases.json``."""
-    match = config.route_table.match(facts.path, facts.raw_path)
+    """What to do with a request: see the module docstring and ``edge_cases.json``.
+
+    ``match`` is ``config.route_table.match(facts.path, facts.raw_path)`` when the caller has it.
+    """
+    match = match or config.route_table.match(facts.path, facts.raw_path)
     if match.room is None:
-        return PASS
+        return _pass()
     room = match.room
     if match.ambiguous:
         return ambiguous(room)
     if facts.method == "OPTIONS" and facts.header("access-control-request-method"):
         # A CORS preflight never carries the admission it asks about and reaches no handler;
         # refusing it would lock out every cross-origin app, and it lets nothing through.
-        return PASS
+        return _pass()
     if HANDOVER_PARAM in facts.query:
         handed, clean = split_handover(facts.query)
         if handed is not None:
@@ -445,16 +453,17 @@ def queue_through(
 ) -> Decision:
     """Poll the app's ticket: 429 while it waits, pass once admitted."""
     status, answer = anteroom.post(POLL_PATH, {"ticket": ticket})
-    state_ = answer.get("status") if status == 200 else None
+    polled = answer.get("status") if status == 200 else None
     token = answer.get("token")
-    if state_ == "admitted" and isinstance(token, str):
+    if polled == "admitted" and isinstance(token, str):
         reason, claims = check(token, facts, config, state, room)
         if reason is None:
             return Decision("admit", headers=((ADMISSION_HEADER, token),), claims=claims)
         return too_many(config, room, reason, QUEUE_RETRY_SEC, {})
-    if state_ in ("waiting", "held"):
+    if polled in ("waiting", "held"):
         poll_after = answer.get("pollAfterMs")
-        poll_after = poll_after if isinstance(poll_after, int | float) and poll_after else 5000
+        number = isinstance(poll_after, int | float) and not isinstance(poll_after, bool)
+        poll_after = poll_after if number and poll_after else 5000
         retry = max(1, math.ceil(poll_after / 1000))
         figures = {k: answer.get(k) for k in ("status", "position", "etaSeconds")}
         return too_many(config, room, "queue:no-admission", retry, figures)
@@ -462,7 +471,7 @@ def queue_through(
     # Anteroom could not be reached. Say which, and keep to Anteroom's own Retry-After.
     retry = answer.get("retryAfter")
     retry = retry if isinstance(retry, int) and not isinstance(retry, bool) and retry > 0 else 0
-    figures = {"status": state_ or "unknown"}
+    figures = {"status": polled or "unknown"}
     if isinstance(answer.get("error"), str):
         figures["ticketError"] = answer["error"]
     return too_many(config, room, "queue:no-admission", retry or QUEUE_RETRY_SEC, figures)

@@ -26,15 +26,18 @@ from dataclasses import dataclass
 __all__ = ["PathMatch", "RouteTable", "raw_path_of"]
 
 _SLASHES = re.compile(r"/{2,}")
-# Escapes that make a separator or a terminator out of data, and a '%' that escapes nothing.
-_ENCODED_SEPARATOR = re.compile(r"%(?:2f|5c|00)", re.IGNORECASE)
-_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+# In the decoded path: a backslash, a NUL, a '.' or '..' segment.
+_SUSPICIOUS_PATH = re.compile(r"[\\\x00]|(?:^|/)\.\.?(?:/|$)")
+# As sent: escapes that make a separator or a terminator out of data, a '%' that escapes nothing.
+_SUSPICIOUS_RAW = re.compile(r"%(?:2f|5c|00)|%(?![0-9a-f]{2})", re.IGNORECASE)
 _ABSOLUTE_FORM = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")
 
 
 def raw_path_of(target: str) -> str:
     """The path of a request target as sent: no scheme and host (absolute form), no query."""
-    return (_ABSOLUTE_FORM.sub("", target, count=1) or "/").split("?", 1)[0]
+    if not target.startswith("/"):
+        target = _ABSOLUTE_FORM.sub("", target, count=1) or "/"
+    return target.split("?", 1)[0]
 
 
 def _collapse(path: str) -> str:
@@ -51,10 +54,6 @@ def _resolve_dots(path: str) -> str:
         elif segment != ".":
             kept.append(segment)
     return "/" + "/".join(kept)
-
-
-def _has_dot_segment(path: str) -> bool:
-    return any(segment in (".", "..") for segment in path.replace("\\", "/").split("/"))
 
 
 def _readings(path: str) -> set[str]:
@@ -101,14 +100,7 @@ class RouteTable:
     def match(self, path: str, raw_path: str | None = None) -> PathMatch:
         """Match ``path`` (decoded, as the app routes it) spelled ``raw_path`` on the wire."""
         raw = path if raw_path is None else raw_path
-        suspicious = (
-            "\\" in path
-            or "\x00" in path
-            or _has_dot_segment(path)
-            or _ENCODED_SEPARATOR.search(raw) is not None
-            or _BAD_ESCAPE.search(raw) is not None
-        )
-        if not suspicious:
+        if _SUSPICIOUS_PATH.search(path) is None and _SUSPICIOUS_RAW.search(raw) is None:
             return PathMatch(self.room_for(_collapse(path)))
         rooms = sorted({room for r in _readings(path) if (room := self.room_for(r)) is not None})
         return PathMatch(rooms[0], ambiguous=True) if rooms else PathMatch(None)
