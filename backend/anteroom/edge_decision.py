@@ -79,6 +79,7 @@ class EdgeConfig:
     client_ip: Callable[[dict[str, Any]], str | None] = field(default=_remote_addr)
     session_jti: Callable[[dict[str, Any]], str | None] = field(default=_no_session)
     clock: Callable[[], float] = time.time
+    route_table: RouteTable = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.keys = Keyring.coerce(self.keys)
