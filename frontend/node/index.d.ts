@@ -97,6 +97,18 @@ export interface EdgeOptions {
   refreshAfter?: number;
   /** Seconds to wait for Anteroom on a refresh or a queue-through poll (default 2). */
   timeout?: number;
+  /** Seconds without calls to Anteroom after one failed (unreachable or 5xx; default 5). */
+  pauseAfterFailure?: number;
+  /**
+   * Mark the `_abq` cookie `Secure` (default true). Turn off only for local development over
+   * plain http; an https request still gets it. The `Host` header never decides.
+   */
+  secureCookie?: boolean;
+  /**
+   * Match routes exactly (default false: any case, as Express routes by default). Repeated
+   * slashes are collapsed either way.
+   */
+  caseSensitive?: boolean;
   /** The client's address (default `req.socket.remoteAddress`); behind a proxy, read it here. */
   clientIp?: (req: IncomingMessage) => string | null | undefined;
   /** The session `jti` an admission must match (default: none is checked). */
@@ -113,7 +125,7 @@ export interface EdgeOptions {
  */
 export interface AnteroomMiddleware {
   (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void): Promise<void>;
-  /** The room slug protecting `path` (decoded, without query), or null. */
+  /** The room slug protecting `path` (decoded, without query; also for an ambiguous one), or null. */
   roomFor(path: string): string | null;
 }
 
@@ -122,8 +134,12 @@ export interface AnteroomMiddleware {
  * passes offline (renewed after `refreshAfter` s); `?abq=` becomes the cookie with a 307;
  * otherwise a browser navigation gets 303 to the hosted page and anything else 429 + JSON
  * `{error: "QueueRequired", room, api, queuePage, retryAfter}`. `Anteroom-Ticket: qt1…` is polled
- * through. Each refusal names its reason in `Anteroom-Enforcement` (`queue:no-admission`,
- * `queue:admission-<why>`, `queue:wrong-room`, `queue:ip-mismatch`, `queue:session-mismatch`).
+ * through. A CORS preflight passes. Paths are matched with repeated slashes collapsed and (unless
+ * `caseSensitive`) any case; a spelling routers disagree about (`.`/`..` segments, `%2F`, `%5C`,
+ * `%00`, backslash, NUL, a bad `%` escape) that any reading protects gets 400 `AmbiguousPath`.
+ * Each refusal names its reason in `Anteroom-Enforcement` (`queue:no-admission`,
+ * `queue:admission-<why>`, `queue:wrong-room`, `queue:ip-mismatch`, `queue:session-mismatch`,
+ * `queue:ambiguous-path`).
  * Bad options throw a TypeError naming the option.
  */
 export function anteroomMiddleware(options: EdgeOptions): AnteroomMiddleware;

@@ -1,7 +1,7 @@
 // A tiny shop protected by the Node edge middleware, for tests/integration/test_edge_node.py.
 // Configured by environment: ANTEROOM_KEYS, ANTEROOM_BASE_URL, ANTEROOM_PUBLIC_KEY,
-// ANTEROOM_ROUTES (JSON prefix -> slug), ANTEROOM_REFRESH_AFTER (seconds), PORT (0: any free
-// port). Prints one JSON line {"port": …} once it listens, so the test needs no polling.
+// ANTEROOM_ROUTES (JSON prefix -> slug), ANTEROOM_REFRESH_AFTER (seconds), ANTEROOM_SECURE_COOKIE
+// ("0": off), PORT (0: any free port). Prints one JSON line {"port": …} once it listens, so the test needs no polling.
 import http from "node:http";
 
 import { anteroomMiddleware } from "../../frontend/node/index.js";
@@ -13,6 +13,7 @@ const anteroom = anteroomMiddleware({
   publicKey: env.ANTEROOM_PUBLIC_KEY ?? "",
   routes: JSON.parse(env.ANTEROOM_ROUTES ?? "{}"),
   refreshAfter: Number(env.ANTEROOM_REFRESH_AFTER ?? 15),
+  secureCookie: env.ANTEROOM_SECURE_COOKIE !== "0",
 });
 
 /**

@@ -1,4 +1,9 @@
-"""anteroom.edge around a plain WSGI app: offline checks, hand-over and refusals."""
+"""anteroom.edge as WSGI middleware: what the adapter adds to the decision.
+
+What the edge decides (paths, refusals, hand-over, renewal, queue-through, the cache) is the
+shared table, tests/fixtures/edge_cases.json (test_edge_contract.py). Here: that a WSGI request
+is read into the right facts and the decision is carried out on the WSGI response.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,7 @@ from typing import Any
 
 import pytest
 from flask import Flask
-from werkzeug.test import Client
+from werkzeug.test import Client, EnvironBuilder
 
 from anteroom import edge, tokens
 from anteroom.edge import AnteroomEdge, AnteroomMiddleware
@@ -17,7 +22,7 @@ KEYS = tokens.Keyring.parse(TEST_KEYS)
 
 
 def site(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-    start_response("200 OK", [("Content-Type", "text/plain")])
+    start_response("200 OK", [("Content-Type", "text/plain"), ("Set-Cookie", "cart=1")])
     return [b"the shop"]
 
 
@@ -33,6 +38,7 @@ OPTIONS: dict[str, Any] = {
     "public_key": "pk_test",
     "routes": {"/checkout": "drop", "/api/cart": "drop"},
 }
+NAV = {"Accept": "text/html,application/xhtml+xml", "Sec-Fetch-Mode": "navigate"}
 
 
 @pytest.fixture
@@ -40,81 +46,18 @@ def client() -> Client:
     return Client(AnteroomMiddleware(site, **OPTIONS))
 
 
-NAV = {"Accept": "text/html,application/xhtml+xml", "Sec-Fetch-Mode": "navigate"}
-
-
 def test_unprotected_paths_pass_untouched(client: Client) -> None:
     assert client.get("/products").get_data() == b"the shop"
 
 
-def test_navigation_without_admission_goes_to_the_hosted_page(client: Client) -> None:
-    response = client.get("/checkout/pay?x=1", headers=NAV)
-    assert response.status_code == 303
-    assert response.headers["Anteroom-Enforcement"] == "queue:no-admission"
-    location = response.headers["Location"]
-    assert location.startswith("http://127.0.0.1:9/queue/drop?key=pk_test&return=")
-    assert "checkout%2Fpay%3Fx%3D1" in location
-
-
-def test_api_request_gets_429_queue_required(client: Client) -> None:
+def test_a_refusal_is_a_whole_wsgi_response(client: Client) -> None:
     response = client.post("/api/cart", headers={"Accept": "application/json"})
-    assert response.status_code == 429 and int(response.headers["Retry-After"]) > 0
-    body = response.get_json()
-    assert body["error"] == "QueueRequired" and body["room"] == "drop"
-    assert body["api"] == "http://127.0.0.1:9/api/v1" and "queuePage" in body
-
-
-def test_valid_cookie_or_header_passes_offline(client: Client) -> None:
-    client.set_cookie("_abq", admission(), domain="localhost")
-    assert client.get("/checkout").get_data() == b"the shop"
-    fresh = Client(client.application)
-    assert fresh.get("/api/cart", headers={"Anteroom-Admission": admission()}).status_code == 200
-
-
-@pytest.mark.parametrize(
-    ("token", "reason"),
-    [
-        (admission(room="other"), "queue:wrong-room"),
-        (admission(exp=int(time.time()) - 5), "queue:admission-expired"),
-        ("ab1.k1.bm90.c2ln", "queue:admission-forged"),
-        ("garbage", "queue:admission-malformed"),
-        (tokens.sign(tokens.Keyring.generate("k9"), tokens.ADMISSION, {"exp": 2**31}),
-         "queue:admission-unknown-key"),
-    ],
-)  # fmt: skip
-def test_refusals_name_their_reason(client: Client, token: str, reason: str) -> None:
-    response = client.get("/api/cart", headers={"Anteroom-Admission": token})
-    assert response.status_code == 429
-    assert response.headers["Anteroom-Enforcement"] == reason
-
-
-def test_abq_hand_over_sets_the_cookie_and_cleans_the_url(client: Client) -> None:
-    token = admission()
-    response = client.get(f"/checkout?a=1&abq={token}&b=2", headers=NAV)
-    assert response.status_code == 307
-    assert response.headers["Location"] == "http://localhost/checkout?a=1&b=2"
-    cookie = response.headers["Set-Cookie"]
-    assert cookie.startswith(f"_abq={token};") and "HttpOnly" in cookie
-    assert "SameSite=Lax" in cookie and "Secure" not in cookie  # localhost
-    assert 290 <= int(cookie.split("Max-Age=")[1].split(";")[0]) <= 300
-
-
-def test_invalid_abq_sets_nothing(client: Client) -> None:
-    response = client.get("/checkout?abq=forged", headers=NAV)
-    assert response.status_code == 303 and "Set-Cookie" not in response.headers
-
-
-def test_hand_over_keeps_the_other_parameters_verbatim(client: Client) -> None:
-    response = client.get(f"/checkout?b=x+y&abq={admission()}&c&d=%2F", headers=NAV)
-    assert response.headers["Location"] == "http://localhost/checkout?b=x+y&c&d=%2F"
-    assert response.headers["Referrer-Policy"] == "no-referrer"
-
-
-def test_a_refused_hand_over_does_not_carry_the_token_along(client: Client) -> None:
-    response = client.get("/checkout?a=1&abq=forged", headers=NAV)
-    assert response.headers["Anteroom-Enforcement"] == "queue:admission-malformed"
-    assert "abq" not in response.headers["Location"]
-    assert response.headers["Location"].endswith("return=http%3A%2F%2Flocalhost%2Fcheckout%3Fa%3D1")
+    assert response.status == "429 Too Many Requests"
+    assert int(response.headers["Content-Length"]) == len(response.get_data())
+    assert response.get_json()["error"] == "QueueRequired"
+    navigation = client.get("/checkout/pay?x=1", headers=NAV)
+    assert navigation.status == "303 See Other" and navigation.get_data() == b""
+    assert "checkout%2Fpay%3Fx%3D1" in navigation.headers["Location"]
 
 
 def test_the_app_sees_the_admission_it_was_let_in_with() -> None:
@@ -130,17 +73,55 @@ def test_the_app_sees_the_admission_it_was_let_in_with() -> None:
     assert seen[0]["vid"] == "v7" and seen[1] is None
 
 
-def test_cors_preflights_pass_to_the_app(client: Client) -> None:
-    preflight = {"Origin": "https://app.example", "Access-Control-Request-Method": "POST"}
-    assert client.options("/api/cart", headers=preflight).get_data() == b"the shop"
-    assert client.options("/api/cart").status_code == 429  # a plain OPTIONS is no preflight
+def test_the_app_cannot_change_the_remembered_claims() -> None:
+    def meddling(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        claims = edge.admission(environ) or {}
+        seen.append(claims.get("q"))
+        claims["q"] = "changed"
+        return site(environ, start_response)
+
+    seen: list[Any] = []
+    protected = Client(AnteroomMiddleware(meddling, **OPTIONS))
+    token = {"Anteroom-Admission": admission()}
+    protected.get("/checkout", headers=token)
+    protected.get("/checkout", headers=token)
+    assert seen == ["drop", "drop"]
 
 
-def test_an_old_admission_passes_while_anteroom_is_unreachable() -> None:
-    clock = [time.time() + 60]  # a minute on: due for renewal, and nothing listens on port 9
-    protected = Client(AnteroomMiddleware(site, **OPTIONS, clock=lambda: clock[0]))
-    response = protected.get("/checkout", headers={"Anteroom-Admission": admission()})
-    assert response.status_code == 200 and "Anteroom-Admission" not in response.headers
+def test_hand_over_reads_scheme_host_and_path_from_the_request(client: Client) -> None:
+    token = admission()
+    response = client.get(f"/checkout?a=1&abq={token}", headers={"Host": "localhost"})
+    assert response.status_code == 307
+    assert response.headers["Location"] == "http://localhost/checkout?a=1"
+    # An attacker's (or a proxy's) Host: localhost does not take Secure away.
+    assert response.headers["Set-Cookie"].endswith("; Secure")
+    local = Client(AnteroomMiddleware(site, **OPTIONS, secure_cookie=False))
+    plain = local.get(f"/checkout?abq={token}")
+    assert "Secure" not in plain.headers["Set-Cookie"]
+    https = local.get(f"/checkout?abq={token}", base_url="https://shop.example")
+    assert https.headers["Location"] == "https://shop.example/checkout"
+    assert https.headers["Set-Cookie"].endswith("; Secure")
+
+
+def test_headers_the_decision_adds_go_after_the_apps_own() -> None:
+    fresh = admission(exp=int(time.time()) + 600)
+    middleware = AnteroomMiddleware(site, **OPTIONS, refresh_after=1)
+    middleware.anteroom.transport = lambda path, body: (200, {"token": fresh})
+    browser = Client(middleware, use_cookies=False)  # sends the Cookie header as given
+    response = browser.get("/checkout", headers={"Cookie": f"_abq={admission(iat=0)}"})
+    assert response.headers.getlist("Set-Cookie")[0] == "cart=1"
+    assert response.headers.getlist("Set-Cookie")[1].startswith(f"_abq={fresh};")
+
+
+def test_the_raw_target_is_read_for_encoded_slashes() -> None:
+    protected = AnteroomMiddleware(site, **OPTIONS)
+    environ = EnvironBuilder(path="/").get_environ()
+    environ["PATH_INFO"] = "//checkout"  # as werkzeug and gunicorn decode /%2Fcheckout
+    environ["RAW_URI"] = environ["REQUEST_URI"] = "/%2Fcheckout"
+    status: list[str] = []
+    protected(environ, lambda s, headers, exc=None: status.append(s))
+    assert status == ["400 Bad Request"]
+    assert protected.room_for("//CHECKOUT/x") == "drop" and protected.room_for("/x") is None
 
 
 @pytest.mark.parametrize(
@@ -161,42 +142,10 @@ def test_bad_options_are_named(change: dict[str, Any], message: str) -> None:
 def test_flask_extension_reads_its_config_and_names_what_is_missing() -> None:
     app = Flask("shop")
     app.config.update({f"ANTEROOM_EDGE_{k.upper()}": v for k, v in OPTIONS.items()})
+    app.config["ANTEROOM_EDGE_SECURE_COOKIE"] = False
     app.get("/checkout")(lambda: "checkout")
-    AnteroomEdge(app)
+    extension = AnteroomEdge(app)
     assert app.test_client().get("/checkout", headers=NAV).status_code == 303
+    assert extension.middleware and extension.middleware.config.secure_cookie is False
     with pytest.raises(ValueError, match="ANTEROOM_EDGE_PUBLIC_KEY"):
         AnteroomEdge(Flask("bare"), keys=TEST_KEYS, base_url="http://q.example", routes={"/": "x"})
-
-
-def test_a_remembered_admission_is_still_checked_for_time_and_binding() -> None:
-    clock = [time.time()]
-    session = ["s1"]
-    protected = Client(
-        AnteroomMiddleware(
-            site, **OPTIONS, clock=lambda: clock[0], session_jti=lambda environ: session[0]
-        )
-    )
-    token = {"Anteroom-Admission": admission(qj="s1")}
-    assert protected.get("/api/cart", headers=token).status_code == 200
-    session[0] = "s2"  # another session shows the same token
-    refused = protected.get("/api/cart", headers=token)
-    assert refused.headers["Anteroom-Enforcement"] == "queue:session-mismatch"
-    session[0] = "s1"
-    clock[0] += 301  # past its exp, although it verified a moment ago
-    expired = protected.get("/api/cart", headers=token)
-    assert expired.headers["Anteroom-Enforcement"] == "queue:admission-expired"
-
-
-def test_the_app_cannot_change_the_remembered_claims() -> None:
-    def meddling(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        claims = edge.admission(environ) or {}
-        seen.append(claims.get("q"))
-        claims["q"] = "changed"
-        return site(environ, start_response)
-
-    seen: list[Any] = []
-    protected = Client(AnteroomMiddleware(meddling, **OPTIONS))
-    token = {"Anteroom-Admission": admission()}
-    protected.get("/checkout", headers=token)
-    protected.get("/checkout", headers=token)
-    assert seen == ["drop", "drop"]

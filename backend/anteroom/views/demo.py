@@ -30,6 +30,7 @@ def protect(app: Flask, settings: Settings) -> AnteroomEdge:
         base_url=served_at(settings.bind),
         public_key=DEMO_PUBLIC_KEY,
         routes={"/demo/checkout": DEMO_SLUG},
+        secure_cookie=False,  # the demo is served over plain http (an https request still gets it)
     )
 
 

@@ -1,0 +1,478 @@
+"""The edge's decision: request facts in, what to do out. No WSGI, no sockets.
+
+``decide(facts, config, state, anteroom)`` says whether a request passes untouched, passes with an
+admission (and headers to add to the app's answer), or is answered by the edge itself (307
+hand-over, 303 to the hosted page, 429 ``QueueRequired``, 400 for an ambiguous path). The only
+outside world it touches is ``anteroom`` (a :class:`AnteroomClient`), for a ticket's poll and an
+admission's renewal; tests give it canned answers. The rules are the shared table in
+``tests/fixtures/edge_cases.json``, which the Node middleware's ``edge-decision.js`` passes too.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import math
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import quote, unquote_plus, urlencode
+
+from .edge_paths import PathMatch, RouteTable
+from .tokens import Keyring
+from .verify import verify_admission
+
+COOKIE = "_abq"
+HANDOVER_PARAM = "abq"
+ADMISSION_HEADER = "Anteroom-Admission"
+TICKET_HEADER = "Anteroom-Ticket"
+REASON_HEADER = "Anteroom-Enforcement"
+AMBIGUOUS_PATH = "queue:ambiguous-path"
+QUEUE_RETRY_SEC = 5
+POLL_PATH = "/api/v1/queue/poll"
+REFRESH_PATH = "/api/v1/admission/refresh"
+# Renewal attempts remembered per admission (jti), so a burst of requests renews once.
+MAX_TRACKED_RENEWALS = 10_000
+# Admissions already verified, kept so a visitor's next requests skip the signature and parsing.
+MAX_VERIFIED = 4_096
+# Anteroom's answers are small; a bigger one is not Anteroom's.
+MAX_ANSWER_BYTES = 65_536
+
+Transport = Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]
+
+
+def _remote_addr(environ: dict[str, Any]) -> str | None:
+    return environ.get("REMOTE_ADDR")
+
+
+def _no_session(environ: dict[str, Any]) -> str | None:
+    return None
+
+
+@dataclass
+class EdgeConfig:
+    """What the middleware needs: the keyring, where Anteroom is, and what to protect.
+
+    ``client_ip(environ)`` gives the visitor's address (behind a proxy, put ``ProxyFix`` outside
+    the middleware or pass your own); ``session_jti(environ)`` the Anteroom session the request
+    presents, when the site knows one (its admission must have been earned by that session).
+    ``secure_cookie`` marks the ``_abq`` cookie ``Secure`` (turn it off only for plain-http local
+    development: an https request still gets it). ``case_sensitive`` matches routes exactly
+    (the default ignores case, as Express does, which over-protects a case-sensitive app
+    harmlessly). ``clock`` is injectable so tests can move time instead of waiting.
+    """
+
+    keys: str | Mapping[str, bytes] | Keyring
+    base_url: str
+    public_key: str
+    routes: Mapping[str, str]  # path prefix → room slug
+    refresh_after: float = 15.0
+    timeout: float = 2.0
+    pause_after_failure: float = 5.0  # seconds without calls to Anteroom after it failed us
+    secure_cookie: bool = True
+    case_sensitive: bool = False
+    client_ip: Callable[[dict[str, Any]], str | None] = field(default=_remote_addr)
+    session_jti: Callable[[dict[str, Any]], str | None] = field(default=_no_session)
+    clock: Callable[[], float] = time.time
+    route_table: RouteTable = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.keys = Keyring.coerce(self.keys)
+        if not isinstance(self.base_url, str) or not self.base_url.startswith(
+            ("http://", "https://")
+        ):
+            raise ValueError(f"base_url must be an absolute http(s) URL, not {self.base_url!r}")
+        self.base_url = self.base_url.rstrip("/")
+        if not isinstance(self.public_key, str) or not self.public_key.startswith("pk_"):
+            raise ValueError("public_key must be a public key (pk_…)")
+        if not self.routes or not all(p.startswith("/") for p in self.routes):
+            raise ValueError("routes must map path prefixes ('/…') to room slugs")
+        if self.refresh_after <= 0:
+            raise ValueError("refresh_after must be positive")
+        self.route_table = RouteTable(self.routes, case_sensitive=self.case_sensitive)
+
+
+@dataclass(slots=True)
+class Facts:
+    """What the decision needs to know of a request.
+
+    ``path`` is decoded, as the app routes it (WSGI ``PATH_INFO``); ``raw_path`` is how the
+    client spelled it (None when the server does not say); ``url_path`` is the path of the
+    request's own URL, for the URLs the edge builds. ``headers`` holds lower-case names.
+    """
+
+    method: str
+    path: str
+    query: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    raw_path: str | None = None
+    url_path: str = "/"
+    scheme: str = "http"
+    host: str = "localhost"
+    client_ip: str | None = None
+    session_jti: str | None = None
+    now: float = 0.0
+
+    def header(self, name: str) -> str:
+        return self.headers.get(name, "") or ""
+
+
+@dataclass(slots=True)
+class Decision:
+    """``pass`` untouched; ``admit`` with ``claims`` and ``headers`` added to the app's answer;
+    ``respond`` with ``status``, ``headers`` and a JSON ``body`` (None: empty) of the edge's own."""
+
+    kind: Literal["pass", "admit", "respond"]
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
+    body: dict[str, Any] | None = None
+    reason: str | None = None
+    claims: dict[str, Any] | None = None
+
+
+def _pass() -> Decision:
+    return Decision("pass")
+
+
+class EdgeState:
+    """What the edge remembers between requests: verified admissions and renewal attempts."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.verified: dict[tuple[str, str, str | None, str | None], dict[str, Any]] = {}
+        self.renewed_at: OrderedDict[str, float] = OrderedDict()
+        self.verifications = 0  # full signature checks made: what the cache saves
+
+    def renewal_due(self, jti: str, now: float, every: float) -> bool:
+        """Claim the renewal of ``jti``: once per ``every`` seconds, whatever the answer."""
+        with self.lock:
+            last = self.renewed_at.get(jti)
+            # Requests still carrying the old cookie (in flight, other tabs) renew once, and a
+            # refused renewal is not asked again on every request.
+            if last is not None and now - last < every:
+                return False
+            self.renewed_at[jti] = now
+            self.renewed_at.move_to_end(jti)
+            while len(self.renewed_at) > MAX_TRACKED_RENEWALS:
+                self.renewed_at.popitem(last=False)
+            return True
+
+
+def http_transport(base_url: str, timeout: float) -> Transport:
+    """POST JSON to Anteroom with urllib: (HTTP status, JSON object); (0, {}) if unreachable."""
+
+    def post(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        request = urllib.request.Request(
+            base_url + path,
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                status, raw = response.status, response.read(MAX_ANSWER_BYTES + 1)
+        except urllib.error.HTTPError as exc:
+            with exc:
+                status, raw = exc.code, exc.read(MAX_ANSWER_BYTES + 1)
+        except (urllib.error.URLError, http.client.HTTPException, OSError):
+            return 0, {}
+        try:
+            answer = json.loads(raw) if raw and len(raw) <= MAX_ANSWER_BYTES else {}
+        except ValueError:
+            answer = {}
+        return status, answer if isinstance(answer, dict) else {}
+
+    return post
+
+
+class AnteroomClient:
+    """Calls to Anteroom, paused for ``pause_after_failure`` seconds after one failed.
+
+    An outage so costs one timeout, not one per request. ``transport`` does the I/O (tests give
+    canned answers); ``calls`` counts what reached it.
+    """
+
+    def __init__(
+        self,
+        public_key: str,
+        transport: Transport,
+        pause_after_failure: float = 5.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.public_key = public_key
+        self.transport = transport
+        self.pause_after_failure = pause_after_failure
+        self.clock = clock
+        self.paused_until = 0.0
+        self.calls = 0
+
+    def paused(self, now: float) -> bool:
+        return now < self.paused_until
+
+    def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """(HTTP status, JSON object); (0, {}) while paused or when Anteroom is unreachable."""
+        if self.paused(self.clock()):
+            return 0, {}
+        self.calls += 1
+        status, answer = self.transport(path, {"apiKey": self.public_key} | body)
+        if status == 0 or status >= 500:
+            self.paused_until = self.clock() + self.pause_after_failure
+        return status, answer
+
+
+# -- reading the request ----------------------------------------------------------------------
+
+
+def cookie_value(header: str, name: str) -> str | None:
+    """The value of cookie ``name`` in a ``Cookie`` header, or None."""
+    if not header or name not in header:
+        return None
+    for part in header.split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value
+    return None
+
+
+def split_handover(query: str) -> tuple[str | None, str]:
+    """(the last ``abq`` value, the query without it), other parameters verbatim and in order."""
+    token: str | None = None
+    kept: list[str] = []
+    for part in query.split("&"):
+        name, _, value = part.partition("=")
+        if unquote_plus(name) == HANDOVER_PARAM:
+            token = unquote_plus(value)
+        elif part:
+            kept.append(part)
+    return token, "&".join(kept)
+
+
+def is_navigation(facts: Facts) -> bool:
+    """A browser loading a page (it can follow a 303 to the hosted page)."""
+    if facts.method not in ("GET", "HEAD"):
+        return False
+    mode = facts.header("sec-fetch-mode")
+    if mode and mode != "navigate":
+        return False
+    accept = facts.header("accept")
+    return "text/html" in accept and "application/json" not in accept.split(",")[0]
+
+
+def url_of(facts: Facts, query: str | None = None) -> str:
+    """The request's absolute URL, with ``query`` in place of its own when given."""
+    query = facts.query if query is None else query
+    return f"{facts.scheme}://{facts.host}{facts.url_path}" + (f"?{query}" if query else "")
+
+
+# -- deciding ---------------------------------------------------------------------------------
+
+
+def check(
+    token: str, facts: Facts, config: EdgeConfig, state: EdgeState, room: str
+) -> tuple[str | None, dict[str, Any]]:
+    """(refusal reason or None, a copy of the claims) for an admission token."""
+    # A visitor shows the same token on every request. Once it verified for this room, address
+    # and session, nothing in it can change but its age: only expiry is checked again (as
+    # verify_admission does: expired when exp <= now).
+    key = (token, room, facts.client_ip, facts.session_jti)
+    known = state.verified.get(key)
+    if known is not None:
+        return (None, dict(known)) if known["exp"] > facts.now else ("queue:admission-expired", {})
+    state.verifications += 1
+    result = verify_admission(
+        token,
+        config.keys,
+        room=room,
+        client_ip=facts.client_ip,
+        session_jti=facts.session_jti,
+        now=facts.now,
+    )
+    if result.valid and result.claims is not None:
+        if len(state.verified) >= MAX_VERIFIED:
+            state.verified.clear()  # bounded; the visitors still active verify again once
+        state.verified[key] = result.claims
+        return None, dict(result.claims)  # a copy: the app may change its own
+    reason = result.reason or "malformed"
+    if reason in ("malformed", "forged", "expired", "unknown-key"):
+        return f"queue:admission-{reason}", {}
+    return f"queue:{reason}", {}
+
+
+def admission_cookie(facts: Facts, config: EdgeConfig, token: str, claims: dict) -> str:
+    """The ``_abq`` cookie for ``token``, for as long as it lives."""
+    life = max(0, int(claims.get("exp", 0) - facts.now))
+    cookie = f"{COOKIE}={token}; Path=/; Max-Age={life}; HttpOnly; SameSite=Lax"
+    # Never from the Host header, which whoever sends the request (or a proxy) chooses.
+    return cookie + "; Secure" if config.secure_cookie or facts.scheme == "https" else cookie
+
+
+def too_many(
+    config: EdgeConfig, room: str, reason: str, retry: int, extra: dict[str, Any]
+) -> Decision:
+    """429 ``QueueRequired``; never 503: a line is not an outage, and must not page anyone."""
+    body = {
+        "error": "QueueRequired",
+        "message": "This resource is behind a waiting room; queue first.",
+        "room": room,
+        "api": f"{config.base_url}/api/v1",
+        "retryAfter": retry,
+    } | extra
+    body.setdefault("queuePage", f"{config.base_url}/queue/{quote(room)}?key={config.public_key}")
+    headers = (
+        ("Content-Type", "application/json"),
+        ("Retry-After", str(retry)),
+        (REASON_HEADER, reason),
+        ("Cache-Control", "no-store"),
+    )
+    return Decision("respond", 429, headers, body, reason)
+
+
+def refuse(
+    facts: Facts, config: EdgeConfig, room: str, reason: str, query: str | None = None
+) -> Decision:
+    """A navigation goes (303) to the hosted page and back; anything else gets a 429."""
+    page = f"{config.base_url}/queue/{quote(room)}?" + urlencode(
+        {"key": config.public_key, "return": url_of(facts, query)}
+    )
+    if is_navigation(facts) and not facts.header("anteroom-ticket"):
+        headers = (("Location", page), (REASON_HEADER, reason), ("Cache-Control", "no-store"))
+        return Decision("respond", 303, headers, None, reason)
+    return too_many(config, room, reason, QUEUE_RETRY_SEC, {"queuePage": page})
+
+
+def ambiguous(room: str) -> Decision:
+    """400: the path reads as a protected one to some router; say how to ask for it."""
+    body = {
+        "error": "AmbiguousPath",
+        "message": "This path can be read more than one way; request it without "
+        "'.' or '..' segments, encoded slashes, backslashes or NUL.",
+        "room": room,
+    }
+    headers = (
+        ("Content-Type", "application/json"),
+        (REASON_HEADER, AMBIGUOUS_PATH),
+        ("Cache-Control", "no-store"),
+    )
+    return Decision("respond", 400, headers, body, AMBIGUOUS_PATH)
+
+
+def decide(
+    facts: Facts,
+    config: EdgeConfig,
+    state: EdgeState,
+    anteroom: AnteroomClient,
+    match: PathMatch | None = None,
+) -> Decision:
+    """What to do with a request: see the module docstring and ``edge_cases.json``.
+
+    ``match`` is ``config.route_table.match(facts.path, facts.raw_path)`` when the caller has it.
+    """
+    match = match or config.route_table.match(facts.path, facts.raw_path)
+    if match.room is None:
+        return _pass()
+    room = match.room
+    if match.ambiguous:
+        return ambiguous(room)
+    if facts.method == "OPTIONS" and facts.header("access-control-request-method"):
+        # A CORS preflight never carries the admission it asks about and reaches no handler;
+        # refusing it would lock out every cross-origin app, and it lets nothing through.
+        return _pass()
+    if HANDOVER_PARAM in facts.query:
+        handed, clean = split_handover(facts.query)
+        if handed is not None:
+            return hand_over(facts, config, state, room, handed, clean)
+    ticket = facts.header("anteroom-ticket")
+    token = facts.header("anteroom-admission") or cookie_value(facts.header("cookie"), COOKIE)
+    if token:
+        reason, claims = check(token, facts, config, state, room)
+        if reason is None:
+            return admit(facts, config, state, anteroom, token, claims, room)
+        if not ticket:
+            return refuse(facts, config, room, reason)
+    if ticket:
+        return queue_through(facts, config, state, anteroom, room, ticket)
+    return refuse(facts, config, room, "queue:no-admission")
+
+
+def hand_over(
+    facts: Facts, config: EdgeConfig, state: EdgeState, room: str, token: str, clean: str
+) -> Decision:
+    """``?abq=`` → the cookie and a 307 to the URL without it; an invalid one sets nothing."""
+    reason, claims = check(token, facts, config, state, room)
+    if reason is not None:
+        return refuse(facts, config, room, reason, clean)
+    headers = (
+        ("Location", url_of(facts, clean)),
+        ("Set-Cookie", admission_cookie(facts, config, token, claims)),
+        ("Cache-Control", "no-store"),
+        # The token was in the address bar: keep it out of the next page's Referer.
+        ("Referrer-Policy", "no-referrer"),
+    )
+    return Decision("respond", 307, headers, None)
+
+
+def admit(
+    facts: Facts,
+    config: EdgeConfig,
+    state: EdgeState,
+    anteroom: AnteroomClient,
+    token: str,
+    claims: dict[str, Any],
+    room: str,
+) -> Decision:
+    """Let the request through; renew an old admission on the way (best effort)."""
+    if facts.now - (claims.get("iat") or 0) < config.refresh_after:
+        return Decision("admit", claims=claims)  # the fast path: nothing to add
+    jti = str(claims.get("jti") or token)
+    if anteroom.paused(facts.now) or not state.renewal_due(jti, facts.now, config.refresh_after):
+        return Decision("admit", claims=claims)
+    status, answer = anteroom.post(REFRESH_PATH, {"token": token})
+    fresh = answer.get("token") if status == 200 else None
+    if not isinstance(fresh, str):
+        return Decision("admit", claims=claims)  # it still counts until its own expiry
+    reason, fresh_claims = check(fresh, facts, config, state, room)
+    if reason is not None:
+        return Decision("admit", claims=claims)
+    if facts.header("anteroom-admission"):
+        return Decision("admit", headers=((ADMISSION_HEADER, fresh),), claims=fresh_claims)
+    cookie = admission_cookie(facts, config, fresh, fresh_claims)
+    return Decision("admit", headers=(("Set-Cookie", cookie),), claims=fresh_claims)
+
+
+def queue_through(
+    facts: Facts,
+    config: EdgeConfig,
+    state: EdgeState,
+    anteroom: AnteroomClient,
+    room: str,
+    ticket: str,
+) -> Decision:
+    """Poll the app's ticket: 429 while it waits, pass once admitted."""
+    status, answer = anteroom.post(POLL_PATH, {"ticket": ticket})
+    polled = answer.get("status") if status == 200 else None
+    token = answer.get("token")
+    if polled == "admitted" and isinstance(token, str):
+        reason, claims = check(token, facts, config, state, room)
+        if reason is None:
+            return Decision("admit", headers=((ADMISSION_HEADER, token),), claims=claims)
+        return too_many(config, room, reason, QUEUE_RETRY_SEC, {})
+    if polled in ("waiting", "held"):
+        poll_after = answer.get("pollAfterMs")
+        number = isinstance(poll_after, int | float) and not isinstance(poll_after, bool)
+        poll_after = poll_after if number and poll_after else 5000
+        retry = max(1, math.ceil(poll_after / 1000))
+        figures = {k: answer.get(k) for k in ("status", "position", "etaSeconds")}
+        return too_many(config, room, "queue:no-admission", retry, figures)
+    # Not waiting: the room is idle, the ticket was refused (gone, invalid: enter again), or
+    # Anteroom could not be reached. Say which, and keep to Anteroom's own Retry-After.
+    retry = answer.get("retryAfter")
+    retry = retry if isinstance(retry, int) and not isinstance(retry, bool) and retry > 0 else 0
+    figures = {"status": polled or "unknown"}
+    if isinstance(answer.get("error"), str):
+        figures["ticketError"] = answer["error"]
+    return too_many(config, room, "queue:no-admission", retry or QUEUE_RETRY_SEC, figures)

@@ -1,0 +1,126 @@
+"""The edge contract, tests/fixtures/edge_cases.json, against ``edge_decision.decide``.
+
+No server: each case's requests go straight to the decision function, with Anteroom's canned
+answers behind the client's transport. tests/js/node-edge-contract.test.mjs runs the same table
+against the Node middleware's decision function.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+import pytest
+
+from anteroom.edge_decision import AnteroomClient, Decision, EdgeConfig, EdgeState, Facts, decide
+from anteroom.edge_paths import raw_path_of
+from fixtures import make_edge_fixtures
+
+TABLE: dict[str, Any] = json.loads(make_edge_fixtures.PATH.read_text(encoding="utf-8"))
+ALL_REASONS = {
+    "queue:no-admission", "queue:admission-malformed", "queue:admission-forged",
+    "queue:admission-expired", "queue:admission-unknown-key", "queue:wrong-room",
+    "queue:ip-mismatch", "queue:session-mismatch", "queue:ambiguous-path",
+}  # fmt: skip
+
+
+def test_the_checked_in_table_is_what_the_generator_writes() -> None:
+    # If this fails, run: .venv/bin/python tests/fixtures/make_edge_fixtures.py
+    assert make_edge_fixtures.PATH.read_text(encoding="utf-8") == make_edge_fixtures.build()
+
+
+def test_the_table_names_every_refusal_reason() -> None:
+    reasons = {
+        step["expect"].get("reason") for case in TABLE["cases"] for step in case["steps"]
+    } - {None}
+    assert reasons == ALL_REASONS
+
+
+class Anteroom:
+    """Canned answers for the transport, and the calls it was given."""
+
+    def __init__(self) -> None:
+        self.answers: list[dict[str, Any]] = []
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        self.calls.append({"path": path, "body": body})
+        answer = self.answers.pop(0)
+        return (0, {}) if answer.get("unreachable") else (answer["status"], answer["body"])
+
+
+def facts_of(request: dict[str, Any], now: float) -> Facts:
+    """The facts a WSGI server gives for this request (PATH_INFO decoded per PEP 3333)."""
+    r = TABLE["defaults"] | request
+    raw = raw_path_of(r["target"])
+    query = r["target"].partition("?")[2]
+    return Facts(
+        method=r["method"],
+        path=unquote_to_bytes(raw).decode("latin-1"),
+        query=query,
+        headers={name.lower(): value for name, value in r["headers"].items()},
+        raw_path=raw,
+        url_path=raw,
+        scheme=r["scheme"],
+        host=r["host"],
+        client_ip=r["clientIp"],
+        session_jti=r["sessionJti"],
+        now=now,
+    )
+
+
+def config_of(case: dict[str, Any], clock: list[float]) -> EdgeConfig:
+    c = TABLE["config"] | case.get("config", {})
+    return EdgeConfig(
+        keys=c["keys"],
+        base_url=c["baseUrl"],
+        public_key=c["publicKey"],
+        routes=c["routes"],
+        refresh_after=c["refreshAfter"],
+        pause_after_failure=c["pauseAfterFailure"],
+        secure_cookie=c["secureCookie"],
+        case_sensitive=c["caseSensitive"],
+        clock=lambda: clock[0],
+    )
+
+
+def check_decision(decision: Decision, expect: dict[str, Any]) -> None:
+    assert decision.kind == expect["kind"]
+    if "status" in expect:
+        assert decision.status == expect["status"]
+    if "reason" in expect:
+        assert decision.reason == expect["reason"]
+    headers = dict(decision.headers)
+    for name, value in expect.get("headers", {}).items():
+        assert headers.get(name) == value, name
+    if "body" in expect:
+        assert decision.body == expect["body"]
+    for name, value in expect.get("bodyIncludes", {}).items():
+        assert (decision.body or {}).get(name) == value, name
+    for name, value in expect.get("claims", {}).items():
+        assert (decision.claims or {}).get(name) == value, name
+
+
+@pytest.mark.parametrize("case", TABLE["cases"], ids=[c["name"] for c in TABLE["cases"]])
+def test_edge_case(case: dict[str, Any]) -> None:
+    clock = [float(TABLE["now"])]
+    config = config_of(case, clock)
+    anteroom = Anteroom()
+    client = AnteroomClient(
+        config.public_key, anteroom, config.pause_after_failure, lambda: clock[0]
+    )
+    state = EdgeState()
+    for number, step in enumerate(case["steps"]):
+        clock[0] = TABLE["now"] + step.get("at", 0)
+        anteroom.answers = list(step.get("anteroom", []))
+        anteroom.calls.clear()
+        decision = decide(facts_of(step["request"], clock[0]), config, state, client)
+        try:
+            check_decision(decision, step["expect"])
+            assert anteroom.calls == step["expect"].get("calls", [])
+            assert anteroom.answers == []  # every canned answer was asked for
+            if "verifications" in step["expect"]:
+                assert state.verifications == step["expect"]["verifications"]
+        except AssertionError as error:
+            raise AssertionError(f"step {number}: {decision}") from error
