@@ -36,7 +36,7 @@ import time  # noqa: E402
 import timeit  # noqa: E402
 from typing import Any  # noqa: E402
 
-from anteroom import tokens  # noqa: E402
+from anteroom.sdk import tokens  # noqa: E402
 from anteroom.verify import verify_admission  # noqa: E402
 
 ROOM = "bench-drop"

@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT / "backend"))
 
 import redis  # noqa: E402
 
-from anteroom.embedded import EmbeddedRedis  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
+from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
 
 SIZES = (1_000, 100_000, 1_000_000)
 

@@ -52,13 +52,14 @@ from typing import Any  # noqa: E402
 import redis  # noqa: E402
 from werkzeug.test import EnvironBuilder  # noqa: E402
 
-from anteroom import pow, verify  # noqa: E402
-from anteroom.app import create_app  # noqa: E402
 from anteroom.config import Settings  # noqa: E402
-from anteroom.embedded import EmbeddedRedis  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
-from anteroom.keystore import KeyStore  # noqa: E402
-from anteroom.tokens import Keyring  # noqa: E402
+from anteroom.identity import proof_of_work as pow  # noqa: E402
+from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
+from anteroom.ops.keystore import KeyStore  # noqa: E402
+from anteroom.sdk import verification as verify  # noqa: E402
+from anteroom.sdk.tokens import Keyring  # noqa: E402
+from anteroom.web.app_factory import create_app  # noqa: E402
 
 PREFIX = "benchhttp:"
 ENV = "bench"
@@ -198,7 +199,7 @@ class Server:
         self.env = os.environ | env | {"ANTEROOM_BIND": f"127.0.0.1:{self.port}"}
         self.log = log
         script = Path(sys.executable).with_name("anteroom")
-        self.cmd = [str(script)] if script.exists() else [sys.executable, "-m", "anteroom.cli"]
+        self.cmd = [str(script)] if script.exists() else [sys.executable, "-m", "anteroom.ops.cli"]
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 30) -> Server:

@@ -40,10 +40,10 @@ import redis  # noqa: E402
 from playwright.sync_api import Browser, sync_playwright  # noqa: E402
 
 from anteroom.config import Settings  # noqa: E402
-from anteroom.embedded import EmbeddedRedis  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
-from anteroom.keystore import KeyStore  # noqa: E402
-from anteroom.tokens import Keyring  # noqa: E402
+from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
+from anteroom.ops.keystore import KeyStore  # noqa: E402
+from anteroom.sdk.tokens import Keyring  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

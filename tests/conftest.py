@@ -10,11 +10,11 @@ import redis
 from flask import Flask
 from flask.testing import FlaskClient
 
-from anteroom.app import create_app
 from anteroom.config import Settings
-from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
-from anteroom.services import Services
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.service_container import Services
+from anteroom.web.app_factory import create_app
 from helpers import TEST_KEYS, free_port
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from anteroom import pow
+from anteroom.identity import proof_of_work as pow
 
 HUMAN = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0", "Accept-Language": "en"}
 

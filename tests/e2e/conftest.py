@@ -10,9 +10,9 @@ import pytest
 import redis
 from playwright.sync_api import Browser, BrowserContext, Playwright, sync_playwright
 
-from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
-from anteroom.keystore import KeyStore
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.ops.keystore import KeyStore
 from live_server import LiveServer
 
 CHROMIUM = "/usr/bin/chromium"

@@ -12,8 +12,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from anteroom import tokens, verify
 from anteroom.engine import Engine
+from anteroom.sdk import tokens
+from anteroom.sdk import verification as verify
 from helpers import TEST_KEYS, make_room
 from live_server import LiveServer
 

@@ -13,8 +13,8 @@ import pytest
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from anteroom.app import MAX_BODY_BYTES
-from anteroom.services import Services
+from anteroom.service_container import Services
+from anteroom.web.app_factory import MAX_BODY_BYTES
 
 pytestmark = pytest.mark.redis
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from anteroom.embedded import EmbeddedRedis
-from anteroom.keystore import KeyStore
-from anteroom.redis_keys import KeySpace
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.ops.keystore import KeyStore
+from anteroom.queue.key_layout import KeySpace
 
 pytestmark = pytest.mark.redis
 

@@ -35,12 +35,12 @@ from guarded_shop import guarded_shop
 from urllib3.util.retry import Retry
 from werkzeug.serving import make_server
 
-from anteroom import tokens
-from anteroom.demo import ensure_demo
 from anteroom.edge import AnteroomEdge, admission
-from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
-from anteroom.keystore import KeyStore
+from anteroom.ops.demo_seed import ensure_demo
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.ops.keystore import KeyStore
+from anteroom.sdk import tokens
 from anteroom.verify import verify_admission, verify_session
 from helpers import TEST_KEYS, free_port, make_room
 from live_server import LiveServer

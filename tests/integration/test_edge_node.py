@@ -27,11 +27,11 @@ import redis
 import requests
 from werkzeug.serving import WSGIRequestHandler, make_server
 
-from anteroom import tokens
 from anteroom.edge import AnteroomMiddleware
-from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
-from anteroom.keystore import KeyStore
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.ops.keystore import KeyStore
+from anteroom.sdk import tokens
 from anteroom.verify import verify_admission
 from helpers import TEST_KEYS, make_room
 from live_server import LiveServer

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import redis
 
-from anteroom import engine as eng
 from anteroom.engine import Engine
-from anteroom.redis_keys import KeySpace
+from anteroom.queue import room_engine as eng
+from anteroom.queue.key_layout import KeySpace
 from helpers import make_room, open_room
 
 pytestmark = pytest.mark.redis

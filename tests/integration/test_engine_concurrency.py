@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import redis
 
-from anteroom import engine as eng
-from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.queue import room_engine as eng
 from helpers import open_room
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

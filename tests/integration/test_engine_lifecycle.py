@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import redis
 
-from anteroom import engine as eng
-from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.queue import room_engine as eng
 from helpers import free_port, make_room, open_room
 
 START = 1_800_000_000_000

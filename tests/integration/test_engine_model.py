@@ -10,9 +10,9 @@ import redis
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from anteroom import engine as eng
-from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine, QueueAnswer
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.queue import room_engine as eng
 from helpers import make_room
 from reference_model import Model, ModelError
 

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from anteroom import engine as eng
 from anteroom.engine import Engine
+from anteroom.queue import room_engine as eng
 from helpers import make_room, open_room
 
 pytestmark = pytest.mark.redis

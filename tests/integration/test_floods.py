@@ -16,10 +16,11 @@ from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from anteroom import pow, tokens
-from anteroom.app import create_app
 from anteroom.config import Settings
-from anteroom.services import Services
+from anteroom.identity import proof_of_work as pow
+from anteroom.sdk import tokens
+from anteroom.service_container import Services
+from anteroom.web.app_factory import create_app
 from helpers import make_room
 from visitor_client import HUMAN, Visitor
 

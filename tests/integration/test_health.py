@@ -10,10 +10,10 @@ import redis
 from flask import Flask
 from flask.testing import FlaskClient
 
-from anteroom import scripts
-from anteroom.app import create_app
 from anteroom.config import Settings
-from anteroom.embedded import EmbeddedRedis
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.queue import lua_scripts as scripts
+from anteroom.web.app_factory import create_app
 from helpers import TEST_KEYS, free_port
 
 pytestmark = pytest.mark.redis

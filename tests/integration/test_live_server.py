@@ -16,11 +16,12 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from anteroom import pow, verify
-from anteroom.app import MAX_BODY_BYTES
-from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
-from anteroom.keystore import KeyStore
+from anteroom.identity import proof_of_work as pow
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.ops.keystore import KeyStore
+from anteroom.sdk import verification as verify
+from anteroom.web.app_factory import MAX_BODY_BYTES
 from helpers import TEST_KEYS, make_room
 from live_server import LiveServer
 

@@ -8,7 +8,7 @@ import pytest
 import redis
 from flask.testing import FlaskClient
 
-from anteroom.services import Services
+from anteroom.service_container import Services
 from visitor_client import Visitor
 
 pytestmark = pytest.mark.redis

@@ -11,10 +11,10 @@ import pytest
 import redis
 import requests
 
-from anteroom import pow
-from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
-from anteroom.keystore import KeyStore
+from anteroom.identity import proof_of_work as pow
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.ops.keystore import KeyStore
 from live_server import LiveServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

@@ -33,10 +33,13 @@ from schemathesis.specs.openapi.checks import (
 )
 from werkzeug.test import TestResponse
 
-from anteroom import identity, openapi, pow, rooms
 from anteroom.config import Settings
-from anteroom.embedded import EmbeddedRedis
-from anteroom.services import Services
+from anteroom.identity import proof_of_work as pow
+from anteroom.identity import sessions as identity
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.queue import room_config as rooms
+from anteroom.service_container import Services
+from anteroom.web import openapi_document as openapi
 from helpers import TEST_KEYS, make_room
 from visitor_client import Visitor
 

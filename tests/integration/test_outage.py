@@ -12,14 +12,17 @@ import pytest
 import requests
 from flask.testing import FlaskClient
 
-from anteroom import room_cache, storage, tokens, verify
-from anteroom import visitor as visitor_module
-from anteroom.app import create_app
 from anteroom.config import Settings
-from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
-from anteroom.keystore import KeyStore
-from anteroom.services import Services
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.ops.keystore import KeyStore
+from anteroom.queue import redis_link as storage
+from anteroom.queue import room_directory as room_cache
+from anteroom.sdk import tokens
+from anteroom.sdk import verification as verify
+from anteroom.service_container import Services
+from anteroom.web import queue_answers as visitor_module
+from anteroom.web.app_factory import create_app
 from helpers import TEST_KEYS, free_port, make_room
 from live_server import LiveServer
 from visitor_client import LiveVisitor, Visitor

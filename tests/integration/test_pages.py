@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from flask.testing import FlaskClient
 
-from anteroom.app import create_app
 from anteroom.config import Settings
-from anteroom.demo import ensure_demo
-from anteroom.services import Services
+from anteroom.ops.demo_seed import ensure_demo
+from anteroom.service_container import Services
+from anteroom.web.app_factory import create_app
 from helpers import make_room
 from visitor_client import Visitor
 

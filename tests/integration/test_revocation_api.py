@@ -8,8 +8,10 @@ import pytest
 import redis
 from flask.testing import FlaskClient
 
-from anteroom import identity, revocation, tokens
-from anteroom.services import Services
+from anteroom.identity import revocation
+from anteroom.identity import sessions as identity
+from anteroom.sdk import tokens
+from anteroom.service_container import Services
 from helpers import make_room
 from visitor_client import Visitor
 

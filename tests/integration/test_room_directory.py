@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import redis
 
-from anteroom.embedded import EmbeddedRedis
 from anteroom.engine import Engine
-from anteroom.keystore import KeyStore
-from anteroom.room_cache import SNAPSHOT_MAX_AGE_SEC, RoomDirectory
-from anteroom.storage import Breaker, connect
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.ops.keystore import KeyStore
+from anteroom.queue.redis_link import Breaker, connect
+from anteroom.queue.room_directory import SNAPSHOT_MAX_AGE_SEC, RoomDirectory
 from helpers import free_port, open_room
 
 pytestmark = pytest.mark.redis

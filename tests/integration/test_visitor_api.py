@@ -8,8 +8,10 @@ import pytest
 import redis
 from flask.testing import FlaskClient
 
-from anteroom import pow, tokens, verify
-from anteroom.services import Services
+from anteroom.identity import proof_of_work as pow
+from anteroom.sdk import tokens
+from anteroom.sdk import verification as verify
+from anteroom.service_container import Services
 from helpers import make_room
 from visitor_client import Visitor
 

@@ -14,8 +14,9 @@ import pytest
 from flask import Flask
 from werkzeug.test import Client, EnvironBuilder
 
-from anteroom import edge, tokens
 from anteroom.edge import AnteroomEdge, AnteroomMiddleware
+from anteroom.sdk import tokens
+from anteroom.sdk import wsgi_edge as edge
 from helpers import TEST_KEYS
 
 KEYS = tokens.Keyring.parse(TEST_KEYS)

@@ -13,8 +13,15 @@ from urllib.parse import unquote_to_bytes
 
 import pytest
 
-from anteroom.edge_decision import AnteroomClient, Decision, EdgeConfig, EdgeState, Facts, decide
-from anteroom.edge_paths import raw_path_of
+from anteroom.sdk.edge_decision import (
+    AnteroomClient,
+    Decision,
+    EdgeConfig,
+    EdgeState,
+    Facts,
+    decide,
+)
+from anteroom.sdk.edge_paths import raw_path_of
 from fixtures import make_edge_fixtures
 
 TABLE: dict[str, Any] = json.loads(make_edge_fixtures.PATH.read_text(encoding="utf-8"))

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from anteroom.pow import check_solution, leading_zero_bits, solve
+from anteroom.identity.proof_of_work import check_solution, leading_zero_bits, solve
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from anteroom.tokens import Keyring
+from anteroom.sdk.tokens import Keyring
 from anteroom.verify import verify_admission, verify_session
 from fixtures import make_token_fixtures
 

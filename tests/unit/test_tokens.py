@@ -8,8 +8,8 @@ import hmac
 
 import pytest
 
-from anteroom import tokens
-from anteroom.tokens import (
+from anteroom.sdk import tokens
+from anteroom.sdk.tokens import (
     ADMISSION,
     CHALLENGE,
     SESSION,
@@ -214,8 +214,8 @@ def test_network_tag(keyring: Keyring) -> None:
 def test_queue_tokens_carry_the_outage_binding_and_expire(keyring: Keyring) -> None:
     from types import SimpleNamespace
 
-    from anteroom import visitor
     from anteroom.engine import QueueAnswer
+    from anteroom.web import queue_answers as visitor
 
     room = {"id": "q0123456789abcdef", "environment": "shop", "abandonAfterSec": 300}
     answer = QueueAnswer("waiting", 3, 1, 10, None, 1000, "open", 2, None, "s1", "tag", 20)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from anteroom.tokens import ADMISSION, SESSION, Keyring, network_tag, new_id, sign
+from anteroom.sdk.tokens import ADMISSION, SESSION, Keyring, network_tag, new_id, sign
 from anteroom.verify import VerifyResult, verify_admission, verify_session
 
 NOW = 1_700_000_000

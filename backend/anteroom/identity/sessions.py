@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from . import errors, pow, tokens
-from .services import Services
-from .signals import Evidence, assess
+from anteroom.identity import proof_of_work as pow
+from anteroom.identity.signal_rules import Evidence, assess
+from anteroom.sdk import tokens
+from anteroom.service_container import Services
+from anteroom.web import http_errors as errors
 
 CHALLENGE_TTL_SEC = 120
 SESSION_TTL_SEC = 6 * 3600

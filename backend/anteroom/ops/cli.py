@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import cli_keys
-from .config import Settings
-from .embedded import EmbeddedRedis
-from .tokens import Keyring
+from anteroom.config import Settings
+from anteroom.ops import cli_keys
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.sdk.tokens import Keyring
 
 log = logging.getLogger("anteroom")
 
@@ -41,10 +41,10 @@ def embedded_redis(settings: Settings) -> tuple[EmbeddedRedis, bool]:
 def _serve(settings: Settings) -> int:
     from gunicorn.app.base import BaseApplication
 
-    from .app import create_app
-    from .demo import ensure_demo
-    from .engine import Engine
-    from .storage import connect
+    from anteroom.ops.demo_seed import ensure_demo
+    from anteroom.queue.redis_link import connect
+    from anteroom.queue.room_engine import Engine
+    from anteroom.web.app_factory import create_app
 
     server: EmbeddedRedis | None = None
     started = False

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 from flask.typing import ResponseReturnValue
 
-from .. import openapi
+from anteroom.web import openapi_document as openapi
 
 bp = Blueprint("docs", __name__)
 

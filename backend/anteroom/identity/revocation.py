@@ -3,7 +3,7 @@
 One store: each room's ``rvk`` hash, which the room's scripts read inside its own hash tag (a
 Redis Cluster rule: no script may touch two tags). A revocation is written into every room of
 the environment, one script call per room, and a room created later copies its siblings'
-(:meth:`anteroom.engine.Engine.create_room`). Each entry carries its own end: the longest life
+(:meth:`Engine.create_room`). Each entry carries its own end: the longest life
 of any token it must stop, so it expires by itself, and is purged lazily and in bounded steps.
 """
 
@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import engine as eng
-from .identity import SESSION_TTL_SEC
-from .services import Services
-from .visitor import queue_token_life
+from anteroom.identity.sessions import SESSION_TTL_SEC
+from anteroom.queue import room_engine as eng
+from anteroom.service_container import Services
+from anteroom.web.queue_answers import queue_token_life
 
 KINDS = {"jti": "j", "vid": "v"}
 

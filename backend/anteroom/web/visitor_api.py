@@ -7,11 +7,15 @@ from typing import Any
 from flask import Blueprint, Response, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from .. import errors, identity, limits, tokens, visitor
-from ..jsonbody import parse
-from ..services import Services
-from ..signals import Evidence
-from ..storage import StorageUnavailable
+from anteroom.identity import sessions as identity
+from anteroom.identity.signal_rules import Evidence
+from anteroom.queue.redis_link import StorageUnavailable
+from anteroom.sdk import tokens
+from anteroom.service_container import Services
+from anteroom.web import address_limits as limits
+from anteroom.web import http_errors as errors
+from anteroom.web import queue_answers as visitor
+from anteroom.web.json_body import parse
 
 bp = Blueprint("visitor", __name__, url_prefix="/api/v1")
 

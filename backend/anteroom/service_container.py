@@ -6,13 +6,13 @@ from dataclasses import dataclass
 
 import redis
 
-from .config import Settings
-from .engine import Engine
-from .keystore import KeyStore
-from .redis_keys import KeySpace
-from .room_cache import RoomDirectory, StaleCache
-from .storage import Breaker
-from .tokens import Keyring
+from anteroom.config import Settings
+from anteroom.ops.keystore import KeyStore
+from anteroom.queue.key_layout import KeySpace
+from anteroom.queue.redis_link import Breaker
+from anteroom.queue.room_directory import RoomDirectory, StaleCache
+from anteroom.queue.room_engine import Engine
+from anteroom.sdk.tokens import Keyring
 
 
 @dataclass

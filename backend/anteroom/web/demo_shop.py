@@ -7,10 +7,10 @@ import time
 from flask import Blueprint, Flask, Response, render_template, request
 from flask.typing import ResponseReturnValue
 
-from ..config import Settings
-from ..demo import DEMO_PUBLIC_KEY, DEMO_SLUG
-from ..edge import AnteroomEdge, admission
-from .pages import secure
+from anteroom.config import Settings
+from anteroom.ops.demo_seed import DEMO_PUBLIC_KEY, DEMO_SLUG
+from anteroom.sdk.wsgi_edge import AnteroomEdge, admission
+from anteroom.web.hosted_pages import secure
 
 bp = Blueprint("demo", __name__, url_prefix="/demo")
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import redis
 
-from .redis_keys import KeySpace
-from .storage import storage_errors
+from anteroom.queue.key_layout import KeySpace
+from anteroom.queue.redis_link import storage_errors
 
 MAX_EVENTS = 100_000  # per environment; older events are trimmed (approximately) on write
 CURSOR_PATTERN = re.compile(r"^\d{1,20}-\d{1,20}$")

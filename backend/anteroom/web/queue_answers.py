@@ -7,11 +7,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import engine as eng
-from . import errors, tokens
-from .engine import QueueAnswer
-from .services import Services
-from .storage import StorageBusy, StorageError, StorageUnavailable
+from anteroom.queue import room_engine as eng
+from anteroom.queue.redis_link import StorageBusy, StorageError, StorageUnavailable
+from anteroom.queue.room_engine import QueueAnswer
+from anteroom.sdk import tokens
+from anteroom.service_container import Services
+from anteroom.web import http_errors as errors
 
 UNAVAILABLE_RETRY_SEC = 5
 BUSY_RETRY_SEC = 5
@@ -185,7 +186,8 @@ def fail_open(
 
     The admission carries the session binding and, in a bindIp room, the network tag; a session
     at or above the room's ``holdScore`` waits (Unavailable) and a revocation this instance has
-    read (see :class:`~anteroom.room_cache.RoomDirectory`) is refused as it would be normally.
+    read (see :class:`~anteroom.queue.room_directory.RoomDirectory`) is refused as it would be
+    normally.
     """
     room = usable_offline(room)
     if not binding.session_jti:

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import request
 
-from .errors import BadRequest, PayloadTooLarge
+from anteroom.web.http_errors import BadRequest, PayloadTooLarge
 
 MAX_STRING_LENGTH = 4096  # per string field of a visitor body (tokens are far shorter)
 

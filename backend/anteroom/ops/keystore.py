@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 
 import redis
 
-from .redis_keys import KeySpace
-from .storage import storage_errors
+from anteroom.queue.key_layout import KeySpace
+from anteroom.queue.redis_link import storage_errors
 
 SCOPES = ("queues:read", "queues:write", "audit:read")
 ENV_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")

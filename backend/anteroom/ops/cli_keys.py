@@ -12,11 +12,11 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from .config import Settings
-from .embedded import EmbeddedRedis
-from .keystore import SCOPES, KeyStore
-from .redis_keys import KeySpace
-from .storage import StorageError, connect
+from anteroom.config import Settings
+from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.ops.keystore import SCOPES, KeyStore
+from anteroom.queue.key_layout import KeySpace
+from anteroom.queue.redis_link import StorageError, connect
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -11,8 +11,8 @@ import redis
 from flask import Blueprint, Flask, current_app, jsonify
 from flask.typing import ResponseReturnValue
 
-from .. import scripts
-from ..storage import StorageError, storage_errors
+from anteroom.queue import lua_scripts as scripts
+from anteroom.queue.redis_link import StorageError, storage_errors
 
 bp = Blueprint("health", __name__)
 log = logging.getLogger("anteroom")

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, unquote_plus, urlencode
 
-from .edge_paths import PathMatch, RouteTable
-from .tokens import Keyring
-from .verify import verify_admission
+from anteroom.sdk.edge_paths import PathMatch, RouteTable
+from anteroom.sdk.tokens import Keyring
+from anteroom.sdk.verification import verify_admission
 
 COOKIE = "_abq"
 HANDOVER_PARAM = "abq"

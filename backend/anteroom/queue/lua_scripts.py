@@ -11,7 +11,7 @@ from functools import cache
 import redis
 from redis.commands.core import Script
 
-from .resources import resource_dir
+from anteroom.resources import resource_dir
 
 OPERATIONS = (
     "create_room",

@@ -8,15 +8,16 @@ from typing import Any
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from . import errors, limits
-from .config import Settings
-from .engine import Engine
-from .keystore import KeyStore
-from .resources import resource_dir
-from .room_cache import SNAPSHOT_NAME, RoomDirectory, StaleCache
-from .services import Services
-from .storage import Breaker, connect
-from .tokens import Keyring
+from anteroom.config import Settings
+from anteroom.ops.keystore import KeyStore
+from anteroom.queue.redis_link import Breaker, connect
+from anteroom.queue.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
+from anteroom.queue.room_engine import Engine
+from anteroom.resources import resource_dir
+from anteroom.sdk.tokens import Keyring
+from anteroom.service_container import Services
+from anteroom.web import address_limits as limits
+from anteroom.web import http_errors as errors
 
 MAX_BODY_BYTES = 16 * 1024
 
@@ -41,7 +42,7 @@ def create_app(
         # Every worker must sign with the same secret; `anteroom serve` supplies a persisted one.
         raise ValueError("ANTEROOM_KEYS is required here (anteroom serve sets it)")
     if settings.demo_enabled:
-        from .views.demo import protect
+        from anteroom.web.demo_shop import protect
 
         # Before ProxyFix wraps the app, so the edge sees the client's address, not the proxy's.
         protect(app, settings)
@@ -67,7 +68,12 @@ def create_app(
     # Lazily, per process: gunicorn forks workers after the app may have been built.
     app.before_request(services.directory.ensure_running)
 
-    from .views import demo, docs, health, management, pages, visitor
+    from anteroom.web import api_docs as docs
+    from anteroom.web import demo_shop as demo
+    from anteroom.web import health_probes as health
+    from anteroom.web import hosted_pages as pages
+    from anteroom.web import management_api as management
+    from anteroom.web import visitor_api as visitor
 
     errors.init_app(app)
     health.init_app(app, client)

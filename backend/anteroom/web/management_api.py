@@ -16,13 +16,15 @@ from typing import Any, TypeVar
 from flask import Blueprint, Response, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
 
-from .. import engine as eng
-from .. import errors, revocation, rooms
-from ..audit import CURSOR_PATTERN, AuditLog, diff
-from ..jsonbody import json_body
-from ..keystore import KeyRecord
-from ..services import Services
-from ..storage import StorageBusy, StorageUnavailable
+from anteroom.identity import revocation
+from anteroom.ops.audit_log import CURSOR_PATTERN, AuditLog, diff
+from anteroom.ops.keystore import KeyRecord
+from anteroom.queue import room_config as rooms
+from anteroom.queue import room_engine as eng
+from anteroom.queue.redis_link import StorageBusy, StorageUnavailable
+from anteroom.service_container import Services
+from anteroom.web import http_errors as errors
+from anteroom.web.json_body import json_body
 
 bp = Blueprint("management", __name__, url_prefix="/api/management/v1")
 

@@ -13,11 +13,22 @@ import copy
 from functools import cache
 from typing import Any
 
-from . import __version__, errors, keystore, rooms, signals, tokens
-from .audit import CURSOR_PATTERN
-from .jsonbody import MAX_STRING_LENGTH
-from .pow import MAX_SOLUTION_LENGTH
-from .views.management import ACTIONS, MAX_OPENS_AT, REASON_MAX_LENGTH, ROOM_ID, SESSION_ID
+from anteroom import __version__
+from anteroom.identity import signal_rules as signals
+from anteroom.identity.proof_of_work import MAX_SOLUTION_LENGTH
+from anteroom.ops import keystore
+from anteroom.ops.audit_log import CURSOR_PATTERN
+from anteroom.queue import room_config as rooms
+from anteroom.sdk import tokens
+from anteroom.web import http_errors as errors
+from anteroom.web.json_body import MAX_STRING_LENGTH
+from anteroom.web.management_api import (
+    ACTIONS,
+    MAX_OPENS_AT,
+    REASON_MAX_LENGTH,
+    ROOM_ID,
+    SESSION_ID,
+)
 
 Schema = dict[str, Any]
 

@@ -7,10 +7,10 @@ from urllib.parse import urlsplit
 from flask import Blueprint, Response, current_app, render_template, request
 from flask.typing import ResponseReturnValue
 
-from .. import visitor
-from ..errors import ApiError
-from ..services import Services
-from ..storage import StorageError
+from anteroom.queue.redis_link import StorageError
+from anteroom.service_container import Services
+from anteroom.web import queue_answers as visitor
+from anteroom.web.http_errors import ApiError
 
 bp = Blueprint("pages", __name__)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .engine import Engine
+from anteroom.queue.room_engine import Engine
 
 DEMO_ENV = "demo"
 DEMO_PUBLIC_KEY = "pk_demo"

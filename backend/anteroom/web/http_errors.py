@@ -8,7 +8,7 @@ from typing import Any
 from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
-from .storage import StorageBusy, StorageError, StorageUnavailable
+from anteroom.queue.redis_link import StorageBusy, StorageError, StorageUnavailable
 
 log = logging.getLogger("anteroom")
 STORAGE_RETRY_SEC = 5

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .engine import room_from_stored
-from .redis_keys import KeySpace
-from .storage import Breaker, StorageUnavailable
+from anteroom.queue.key_layout import KeySpace
+from anteroom.queue.redis_link import Breaker, StorageUnavailable
+from anteroom.queue.room_engine import room_from_stored
 
 T = TypeVar("T")
 

@@ -29,12 +29,13 @@ from limits import RateLimitItem, parse_many
 from limits.storage import MemoryStorage
 from limits.strategies import FixedWindowRateLimiter, RateLimiter
 
-from . import errors, storage
-from .config import Settings
-from .storage import Breaker, StorageError
+from anteroom.config import Settings
+from anteroom.queue import redis_link as storage
+from anteroom.queue.redis_link import Breaker, StorageError
+from anteroom.web import http_errors as errors
 
 log = logging.getLogger("anteroom")
-EXTENSION = "anteroom.limits"
+EXTENSION = "anteroom.web.address_limits"
 MAX_REMEMBERED = 10_000
 
 

@@ -1,1 +1,0 @@
-"""Flask blueprints, one per area of the HTTP surface."""
