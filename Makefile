@@ -18,6 +18,7 @@ test: $(PY_STAMP) $(AGENT) $(CHROMIUM) lint pytest jstest
 lint: $(PY_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 
 pytest: $(PY_STAMP) $(AGENT)
 	$(BIN)/pytest

@@ -17,11 +17,11 @@ from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.ops.keystore import KeyStore
 from anteroom.queue import redis_link as storage
+from anteroom.queue import room_config
 from anteroom.queue import room_directory as room_cache
 from anteroom.sdk import tokens
 from anteroom.sdk import verification as verify
 from anteroom.service_container import Services
-from anteroom.web import queue_answers as visitor_module
 from anteroom.web.app_factory import create_app
 from helpers import TEST_KEYS, free_port, make_room
 from live_server import LiveServer
@@ -173,7 +173,7 @@ def test_queue_tokens_expire_and_an_old_ticket_is_no_outage_admission(
     v = stack.visitor()
     assert v.enter("drop").json["status"] == "waiting"
     ticket = claims_of(v.ticket or "", tokens.TICKET)
-    assert ticket["exp"] - ticket["iat"] == 600 + visitor_module.QUEUE_TOKEN_GRACE_SEC
+    assert ticket["exp"] - ticket["iat"] == 600 + room_config.QUEUE_TOKEN_GRACE_SEC
     keys = tokens.Keyring.parse(TEST_KEYS)
     now = int(time.time())
     expired = tokens.sign(keys, tokens.TICKET, ticket | {"iat": now - 700, "exp": now - 100})

@@ -9,10 +9,29 @@ from anteroom.identity import proof_of_work as pow
 from anteroom.identity.signal_rules import Evidence, assess
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.web import http_errors as errors
 
 CHALLENGE_TTL_SEC = 120
 SESSION_TTL_SEC = 6 * 3600
+
+
+class IdentityRefused(Exception):
+    """A token or proof of work the identity rules refuse (the web layer maps each kind)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class TokenRejected(IdentityRefused):
+    """Malformed, forged, of another type or environment, or already spent."""
+
+
+class TokenExpired(IdentityRefused):
+    """Past its ``exp``."""
+
+
+class WrongSolution(IdentityRefused):
+    """The proof of work does not solve its challenge."""
 
 
 def difficulty_for(services: Services, environment: str) -> int:
@@ -32,13 +51,13 @@ def new_challenge(services: Services, environment: str) -> dict[str, Any]:
 
 
 def decode_or_raise(services: Services, token: str, kind: str) -> dict[str, Any]:
-    """Claims of a token of ``kind``, or TokenInvalid / TokenExpired."""
+    """Claims of a token of ``kind``, or TokenRejected / TokenExpired."""
     try:
         return tokens.decode(services.keyring, token, kind)
     except tokens.ExpiredToken:
-        raise errors.TokenExpired() from None
+        raise TokenExpired("The token has expired.") from None
     except tokens.TokenError as exc:
-        raise errors.TokenInvalid(f"The token is not valid ({exc.reason}).") from None
+        raise TokenRejected(f"The token is not valid ({exc.reason}).") from None
 
 
 def solved_challenge(
@@ -50,23 +69,20 @@ def solved_challenge(
     """
     claims = decode_or_raise(services, challenge, tokens.CHALLENGE)
     if claims.get("env") != environment:
-        raise errors.TokenInvalid("The challenge belongs to another environment.")
+        raise TokenRejected("The challenge belongs to another environment.")
     if not pow.check_solution(challenge, solution, int(claims.get("d", 0))):
-        raise errors.BadRequest(
-            "The solution does not solve the challenge.",
-            fields={"solution": "does not solve the challenge"},
-        )
+        raise WrongSolution("The solution does not solve the challenge.")
     return claims
 
 
 def spend_challenge(services: Services, claims: dict[str, Any]) -> None:
-    """Spend a solved challenge once (a Redis key until it expires), or TokenInvalid."""
+    """Spend a solved challenge once (a Redis key until it expires), or TokenRejected."""
     ttl = max(1, int(claims["exp"]) - int(time.time()) + 1)
     spent = services.breaker.call(
         lambda: services.redis.set(services.keys.challenge_spent(claims["jti"]), 1, nx=True, ex=ttl)
     )
     if not spent:
-        raise errors.TokenInvalid("This challenge has already been used.")
+        raise TokenRejected("This challenge has already been used.")
 
 
 def network_identifies(services: Services, network: str) -> int:

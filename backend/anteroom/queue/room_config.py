@@ -178,3 +178,17 @@ def from_stored(raw: Mapping[str, str]) -> dict[str, Any]:
         else:
             out[f.api] = value
     return out
+
+
+QUEUE_TOKEN_GRACE_SEC = 60  # a slow poller at the edge of abandonAfterSec keeps a valid ticket
+QUEUE_TOKEN_MAX_SEC = 86_400
+
+
+def queue_token_life(room: dict[str, Any]) -> int:
+    """Seconds a queue token lives: as long as its spot can go unpolled, plus a minute.
+
+    A spot not polled for ``abandonAfterSec`` is dropped anyway, and every poll hands out a
+    fresh token, so a waiting visitor never holds an expired one; a stolen or kept ticket cannot
+    be replayed for ever (above all into an outage admission). Never more than a day.
+    """
+    return min(QUEUE_TOKEN_MAX_SEC, int(room["abandonAfterSec"]) + QUEUE_TOKEN_GRACE_SEC)

@@ -48,7 +48,7 @@ SESSION = "st1"
 # Queue ticket claims: `qr` room id, `vid`, `t` ticket, `g` room generation, `env`, and what an
 # outage admission needs without Redis: `qj` the spot's session jti, `qs` its score, `qi` its
 # network tag (bindIp rooms). It expires (`iat`, `exp`: the room's abandonAfterSec + 60 s, at
-# most a day; see anteroom.web.queue_answers.queue_token_life) so no ticket is replayable for ever.
+# most a day; see anteroom.queue.room_config.queue_token_life) so no ticket is replayable for ever.
 TICKET = "qt1"
 ADMISSION = "ab1"
 TOKEN_TYPES = frozenset({CHALLENGE, SESSION, TICKET, ADMISSION})

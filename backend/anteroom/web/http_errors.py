@@ -8,6 +8,8 @@ from typing import Any
 from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
+from anteroom.identity import sessions
+from anteroom.queue import room_engine as eng
 from anteroom.queue.redis_link import StorageBusy, StorageError, StorageUnavailable
 
 log = logging.getLogger("anteroom")
@@ -129,6 +131,33 @@ _BY_STATUS: dict[int, type[ApiError]] = {
 }
 
 
+def from_domain(exc: Exception) -> ApiError:
+    """The API error a visitor gets for a refusal raised below the web layer (one place).
+
+    Engine refusals are read as a visitor's: a room that no longer exists means the ticket is
+    gone. The management API answers its own (a missing room is its 404) where it calls.
+    """
+    match exc:
+        case sessions.TokenExpired():
+            return TokenExpired(exc.message)
+        case sessions.WrongSolution():
+            return BadRequest(exc.message, fields={"solution": "does not solve the challenge"})
+        case sessions.IdentityRefused():
+            return TokenInvalid(exc.message)
+        case eng.TicketGone():
+            return TicketGone()
+        case eng.RoomNotFound():
+            return TicketGone("This room no longer exists.")
+        case eng.RateLimited() | eng.QueueFull():
+            cls = RateLimited if isinstance(exc, eng.RateLimited) else QueueFull
+            return cls(retry_after=exc.retry_after or 60)
+        case eng.SessionRevoked():
+            return SessionRevoked()
+        case StorageBusy():
+            return Busy(retry_after=STORAGE_RETRY_SEC)
+    raise TypeError(f"no API error for {type(exc).__name__}") from exc
+
+
 def to_response(exc: ApiError) -> Response:
     """JSON response for ``exc`` with ``Retry-After`` when it asks the client to wait."""
     response = jsonify(exc.body())
@@ -162,6 +191,10 @@ def _storage(exc: StorageError) -> Response:
     return _unexpected(exc)
 
 
+def _identity(exc: sessions.IdentityRefused) -> Response:
+    return to_response(from_domain(exc))
+
+
 def _unexpected(exc: Exception) -> Response:
     log.exception("unexpected error", exc_info=exc)
     return to_response(InternalError())
@@ -171,4 +204,5 @@ def init_app(app: Flask) -> None:
     """Every error, including werkzeug's own and unexpected ones, answers JSON."""
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(StorageError, _storage)
+    app.register_error_handler(sessions.IdentityRefused, _identity)
     app.register_error_handler(Exception, _unexpected)

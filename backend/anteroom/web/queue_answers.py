@@ -9,15 +9,13 @@ from typing import Any
 
 from anteroom.queue import room_engine as eng
 from anteroom.queue.redis_link import StorageBusy, StorageError, StorageUnavailable
+from anteroom.queue.room_config import queue_token_life
 from anteroom.queue.room_engine import QueueAnswer
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors
 
 UNAVAILABLE_RETRY_SEC = 5
-BUSY_RETRY_SEC = 5
-QUEUE_TOKEN_GRACE_SEC = 60  # a slow poller at the edge of abandonAfterSec keeps a valid ticket
-QUEUE_TOKEN_MAX_SEC = 86_400
 
 
 def environment_of(services: Services, api_key: str) -> str:
@@ -75,18 +73,8 @@ def engine_call(services: Services, fn: Any) -> Any:
     """Run an engine call through the breaker, mapping engine refusals to API errors."""
     try:
         return services.breaker.call(fn)
-    except eng.TicketGone:
-        raise errors.TicketGone() from None
-    except eng.RoomNotFound:
-        raise errors.TicketGone("This room no longer exists.") from None
-    except eng.RateLimited as exc:
-        raise errors.RateLimited(retry_after=exc.retry_after or 60) from None
-    except eng.QueueFull as exc:
-        raise errors.QueueFull(retry_after=exc.retry_after or 60) from None
-    except eng.SessionRevoked:
-        raise errors.SessionRevoked() from None
-    except StorageBusy:
-        raise errors.Busy(retry_after=BUSY_RETRY_SEC) from None
+    except (eng.EngineError, StorageBusy) as exc:
+        raise errors.from_domain(exc) from None
 
 
 def admission_token(
@@ -95,16 +83,6 @@ def admission_token(
     """Sign an admission for ``vid`` in ``room`` with the given extra claims."""
     base = {"q": room["slug"], "qr": room["id"], "vid": vid, "env": room["environment"]}
     return tokens.sign(services.keyring, tokens.ADMISSION, base | claims)
-
-
-def queue_token_life(room: dict[str, Any]) -> int:
-    """Seconds a queue token lives: as long as its spot can go unpolled, plus a minute.
-
-    A spot not polled for ``abandonAfterSec`` is dropped anyway, and every poll hands out a
-    fresh token, so a waiting visitor never holds an expired one; a stolen or kept ticket cannot
-    be replayed for ever (above all into an outage admission). Never more than a day.
-    """
-    return min(QUEUE_TOKEN_MAX_SEC, int(room["abandonAfterSec"]) + QUEUE_TOKEN_GRACE_SEC)
 
 
 def queue_token(room: dict[str, Any], services: Services, vid: str, answer: QueueAnswer) -> str:
