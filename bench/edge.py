@@ -22,15 +22,15 @@ ROOT = HERE.parent
 # Run as a script, this folder comes first on sys.path, and bench/http.py would then shadow the
 # standard library's http (which http.client, Flask and gunicorn import).
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
-sys.path.insert(0, str(ROOT / "backend"))
+sys.path[:0] = [str(ROOT / "backend"), str(ROOT / "tests")]  # the tests' server harness
 
 import argparse  # noqa: E402
 import http.client  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import socket  # noqa: E402
+import shutil  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
+import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 import timeit  # noqa: E402
@@ -38,6 +38,8 @@ from typing import Any  # noqa: E402
 
 from anteroom.sdk import tokens  # noqa: E402
 from anteroom.verify import verify_admission  # noqa: E402
+from helpers import free_port  # noqa: E402
+from live_server import ServerProcess  # noqa: E402
 
 ROOM = "bench-drop"
 PATH = "/checkout/item"
@@ -82,31 +84,13 @@ def serve(protected: bool, bind: str) -> None:
     Server().run()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start(protected: bool, keys: str) -> tuple[subprocess.Popen[bytes], int]:
+def start(protected: bool, keys: str, logs: Path) -> ServerProcess:
+    """``bench_app`` under gunicorn in a child process (this script, ``--serve``), ready."""
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, __file__, "--serve", "protected" if protected else "plain",
-         "--bind", f"127.0.0.1:{port}"],
-        env=os.environ | {"BENCH_KEYS": keys},
-    )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-            connection.request("GET", "/")
-            connection.getresponse().read()
-            connection.close()
-            return process, port
-        except OSError:
-            time.sleep(0.05)  # waiting for gunicorn to boot
-    process.kill()
-    raise TimeoutError("gunicorn did not start")
+    kind = "protected" if protected else "plain"
+    command = [sys.executable, __file__, "--serve", kind, "--bind", f"127.0.0.1:{port}"]
+    env = os.environ | {"BENCH_KEYS": keys}
+    return ServerProcess(command, port, logs / f"{kind}.log", env=env, name=kind).start()
 
 
 def cpu_seconds(master: int) -> float:
@@ -205,32 +189,34 @@ def main() -> None:
 
     keyring = tokens.Keyring.generate("kb")
     names = ("protected", "plain")
-    servers = {name: start(name == "protected", keyring.serialize()) for name in names}
+    logs = Path(tempfile.mkdtemp(prefix="anteroom-bench-edge-"))
+    servers = {name: start(name == "protected", keyring.serialize(), logs) for name in names}
     rps: dict[str, list[float]] = {name: [] for name in names}
     cpu_us: dict[str, list[float]] = {name: [] for name in names}
     try:
         cookie = f"_abq={admission(keyring)}"
-        for name, (_, port) in servers.items():
+        for name, server in servers.items():
             # The protected one really enforces: without the cookie it refuses.
             expected = 429 if name == "protected" else 200
-            if status_without_admission(port) != expected:
+            if status_without_admission(server.port) != expected:
                 raise RuntimeError(f"the {name} server does not answer {expected} without one")
-            load(port, cookie, 1.0, args.threads)  # warm up (imports, first connections)
+            load(server.port, cookie, 1.0, args.threads)  # warm up (imports, first connections)
         for r in range(args.rounds):
             cookie = f"_abq={admission(keyring)}"  # fresh: never due for renewal in a round
             for name in names if r % 2 == 0 else names[::-1]:
-                process, port = servers[name]
-                cpu_before = cpu_seconds(process.pid)
-                answered, took = load(port, cookie, args.seconds, args.threads)
+                server = servers[name]
+                assert server.process is not None
+                cpu_before = cpu_seconds(server.process.pid)
+                answered, took = load(server.port, cookie, args.seconds, args.threads)
                 rps[name].append(answered / took)
-                cpu_us[name].append((cpu_seconds(process.pid) - cpu_before) / answered * 1e6)
+                cpu_us[name].append((cpu_seconds(server.process.pid) - cpu_before) / answered * 1e6)
             print(f"round {r + 1}: protected {rps['protected'][-1]:6.0f} rps "
                   f"({cpu_us['protected'][-1]:4.0f} us cpu/request)   "
                   f"plain {rps['plain'][-1]:6.0f} rps ({cpu_us['plain'][-1]:4.0f} us)")  # fmt: skip
     finally:
-        for process, _ in servers.values():
-            process.terminate()
-            process.wait(15)
+        for server in servers.values():
+            server.stop()
+        shutil.rmtree(logs, ignore_errors=True)
     protected, plain = statistics.median(rps["protected"]), statistics.median(rps["plain"])
     results = {
         "protected_rps": round(protected),

@@ -29,18 +29,16 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "backend"))
+sys.path[:0] = [str(ROOT / "backend"), str(ROOT / "tests")]  # the tests' live-server harness
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
-import http.client  # noqa: E402
 import itertools  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 import socket  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
@@ -54,25 +52,19 @@ from werkzeug.test import EnvironBuilder  # noqa: E402
 
 from anteroom.config import Settings  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
-from anteroom.identity import proof_of_work as pow  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
 from anteroom.ops.keystore import KeyStore  # noqa: E402
 from anteroom.sdk import verification as verify  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
 from anteroom.web.app_factory import create_app  # noqa: E402
+from live_server import LiveServer  # noqa: E402
+from visitor_client import HUMAN, SIGNALS, HttpTransport, Visitor, solve  # noqa: E402
 
 PREFIX = "benchhttp:"
 ENV = "bench"
-HUMAN = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0", "Accept-Language": "en"}
 DIFFICULTY = 8  # setup speed only: the server's check is one SHA-256 whatever the difficulty
 NO_LIMIT = "1000000/minute"
 AHEAD = 20  # spots entered ahead of the benchmark's, so the drain (1 a minute) never reaches ours
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # -- the load generator --------------------------------------------------------------------
@@ -191,43 +183,8 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-class Server:
-    """``anteroom serve`` (gunicorn) on a free port."""
-
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.port = free_port()
-        self.env = os.environ | env | {"ANTEROOM_BIND": f"127.0.0.1:{self.port}"}
-        self.log = log
-        script = Path(sys.executable).with_name("anteroom")
-        self.cmd = [str(script)] if script.exists() else [sys.executable, "-m", "anteroom.ops.cli"]
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self, timeout: float = 30) -> Server:
-        with self.log.open("wb") as out:
-            self.process = subprocess.Popen(
-                [*self.cmd, "serve"], env=self.env, stdout=out, stderr=subprocess.STDOUT
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError("server exited:\n" + self.log.read_text())
-            try:
-                if self.get("/readyz")[0] == 200:
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise TimeoutError("server did not become ready:\n" + self.log.read_text())
-
-    def get(self, path: str) -> tuple[int, bytes]:
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
-        try:
-            conn.request("GET", path)
-            answer = conn.getresponse()
-            return answer.status, answer.read()
-        finally:
-            conn.close()
+class Server(LiveServer):
+    """The tests' ``LiveServer``, and which of its workers holds which connection."""
 
     def workers(self) -> list[int]:
         assert self.process is not None
@@ -277,53 +234,20 @@ class Server:
                 split[pid] += 1
         return conns, sorted(split.values())
 
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
 
+def enter_all(url: str, api_key: str, room: str, count: int, threads: int) -> list[dict[str, Any]]:
+    """``count`` visitors (a session each) enter ``room``, over one connection per thread."""
 
-class Visitor:
-    """challenge → identify → enter over one keep-alive connection (stdlib http.client)."""
-
-    def __init__(self, port: int, api_key: str) -> None:
-        self.http = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        self.api_key = api_key
-
-    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        headers = HUMAN | {"Content-Type": "application/json"}
-        self.http.request("POST", "/api/v1/" + path, json.dumps(body), headers)
-        answer = self.http.getresponse()
-        data = answer.read()
-        if answer.status != 200:
-            raise RuntimeError(f"{path}: {answer.status} {data[:300]!r}")
-        return json.loads(data)  # type: ignore[no-any-return]
-
-    def enter(self, room: str) -> dict[str, Any]:
-        challenge = self.post("challenge", {"apiKey": self.api_key})
-        token = challenge["challenge"]
-        solution = pow.solve(token, challenge["difficulty"])
-        signals = {"webdriver": False, "languages": 2}
-        body = {"apiKey": self.api_key, "challenge": token, "solution": solution}
-        session = self.post("identify", body | {"signals": signals})["sessionToken"]
-        return self.post(
-            "queue/enter", {"apiKey": self.api_key, "room": room, "sessionToken": session}
-        )
-
-    def close(self) -> None:
-        self.http.close()
-
-
-def enter_all(port: int, api_key: str, room: str, count: int, threads: int) -> list[dict[str, Any]]:
     def one_share(share: int) -> list[dict[str, Any]]:
-        visitor = Visitor(port, api_key)
+        http = HttpTransport(url)
         try:
-            return [visitor.enter(room) for _ in range(share)]
+            answers = [Visitor(http, api_key).enter(room) for _ in range(share)]
         finally:
-            visitor.close()
+            http.close()
+        for answer in answers:
+            if answer.status_code != 200:
+                raise RuntimeError(f"enter: {answer.status_code} {answer.text[:300]}")
+        return [answer.json for answer in answers]
 
     shares = [count // threads + (i < count % threads) for i in range(threads)]
     with ThreadPoolExecutor(threads) as pool:
@@ -386,12 +310,7 @@ def identify_costs(
         challenge_us.append(spent / per * 1e6)
         environs = []
         for c in challenges:
-            body = {
-                "apiKey": api_key,
-                "challenge": c["challenge"],
-                "solution": pow.solve(c["challenge"], c["difficulty"]),
-                "signals": {"webdriver": False, "languages": 2},
-            }
+            body = solve(api_key, c) | {"signals": SIGNALS}
             environs.append(caller.environ("POST", "/api/v1/identify", body))
         spent = 0.0
         for env in environs:
@@ -471,7 +390,7 @@ def main() -> None:
         "ANTEROOM_LIMIT_IDENTIFY": NO_LIMIT,
         "ANTEROOM_LIMIT_ENTER": NO_LIMIT,
     }
-    server = Server(env, tmp / "server.log")
+    server = Server(redis_url, tmp / "data", **env)
     rooms: list[str] = []
     try:
         api_key = KeyStore(client, engine.keys).create(ENV)[0].public_key
@@ -494,11 +413,11 @@ def main() -> None:
         port = server.port
 
         t0 = time.monotonic()
-        answers = enter_all(port, api_key, "http-line", args.tickets, threads=8)
+        answers = enter_all(server.url, api_key, "http-line", args.tickets, threads=8)
         setup = time.monotonic() - t0
         statuses = Counter(a["status"] for a in answers)
         assert statuses == {"waiting": args.tickets}, statuses
-        admitted = enter_all(port, api_key, "http-door", 1, threads=1)[0]
+        admitted = enter_all(server.url, api_key, "http-door", 1, threads=1)[0]
         assert admitted["status"] == "admitted" and admitted["token"], admitted
         print(
             f"gunicorn: {args.workers} workers (gthread), {args.connections} keep-alive "

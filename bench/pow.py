@@ -22,18 +22,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "backend"))
+sys.path[:0] = [str(ROOT / "backend"), str(ROOT / "tests")]  # the tests' live-server harness
 
 import argparse  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
-import socket  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import tempfile  # noqa: E402
-import time  # noqa: E402
-import urllib.request  # noqa: E402
 from typing import Any  # noqa: E402
 
 import redis  # noqa: E402
@@ -44,6 +40,7 @@ from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
 from anteroom.ops.keystore import KeyStore  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
+from live_server import LiveServer  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -86,42 +83,18 @@ TIMING_SCRIPT = """
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_service(redis_url: str, data_dir: str, difficulty: int | None) -> tuple[Any, str]:
-    """``anteroom serve`` on a free port; (process, base URL) once it answers /readyz."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTEROOM_")}
-    env |= {
-        "ANTEROOM_BIND": f"127.0.0.1:{port}",
-        "ANTEROOM_REDIS_URL": redis_url,
+def start_service(redis_url: str, data_dir: str, difficulty: int | None) -> LiveServer:
+    """``anteroom serve`` (its default workers) on a free port, once it answers /readyz."""
+    env = {
         "ANTEROOM_KEYS": Keyring.generate().serialize(),
-        "ANTEROOM_DATA_DIR": data_dir,
-        "ANTEROOM_DEMO": "0",
+        "ANTEROOM_WORKERS": str(Settings().workers),
         "ANTEROOM_LIMIT_CHALLENGE": "1000/minute",  # every solve comes from 127.0.0.1
         "ANTEROOM_LIMIT_IDENTIFY": "1000/minute",
         "ANTEROOM_LIMIT_ENTER": "1000/minute",
     }
     if difficulty is not None:
         env["ANTEROOM_POW_DIFFICULTY"] = str(difficulty)
-    anteroom = Path(sys.executable).with_name("anteroom")
-    log = open(Path(data_dir) / "server.log", "wb")  # noqa: SIM115 (lives as long as the server)
-    process = subprocess.Popen([str(anteroom), "serve"], env=env, stdout=log, stderr=log)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(base + "/readyz", timeout=2) as answer:
-                if answer.status == 200:
-                    return process, base
-        except OSError:
-            time.sleep(0.2)  # the server is booting
-    process.terminate()
-    raise RuntimeError("anteroom serve did not become ready")
+    return LiveServer(redis_url, data_dir, **env).start()
 
 
 def solve_once(browser: Browser, page_url: str) -> dict[str, float]:
@@ -157,7 +130,7 @@ def main() -> None:
         sys.exit("static/anteroom.js is missing: run `npm run build` first")
     data_dir = tempfile.mkdtemp(prefix="anteroom-bench-pow-")
     server = EmbeddedRedis(data_dir, port=0).start()
-    process = None
+    service = None
     try:
         client = redis.Redis.from_url(server.url, decode_responses=True)
         engine = Engine(client)
@@ -167,8 +140,8 @@ def main() -> None:
             {"slug": "pow", "name": "PoW bench", "redirectUrl": "https://shop.example/"},
         )["id"]
         engine.open(room)
-        process, base = start_service(server.url, data_dir, args.difficulty)
-        page_url = f"{base}/queue/pow?key={api_key}"
+        service = start_service(server.url, data_dir, args.difficulty)
+        page_url = f"{service.url}/queue/pow?key={api_key}"
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
                 executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
@@ -178,9 +151,8 @@ def main() -> None:
             solves = [solve_once(browser, page_url) for _ in range(args.solves)]
             browser.close()
     finally:
-        if process is not None:
-            process.terminate()
-            process.wait(30)
+        if service is not None:
+            service.stop()
         server.stop()
 
     difficulties = {s["difficulty"] for s in solves}

@@ -1,8 +1,9 @@
-"""Shared fixtures: one real redis-server per test session, flushed before each test."""
+"""Shared fixtures: one real redis-server per test session, flushed before each test; the app
+over the Flask test client; live servers (``live_server``), whose logs show when a test fails."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.service_container import Services
 from anteroom.web.app_factory import create_app
 from helpers import TEST_KEYS, free_port
+from live_server import LOG_LINES, LiveServer, LiveServers, servers_since
 
 
 @pytest.fixture(scope="session")
@@ -61,3 +63,50 @@ def client(app: Flask) -> FlaskClient:
 @pytest.fixture
 def services(app: Flask) -> Services:
     return app.extensions["anteroom"]  # type: ignore[no-any-return]
+
+
+def _live_servers(
+    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServers]:
+    started: list[LiveServer] = []
+
+    def start(redis_url: str | None = None, data_dir: Path | None = None, **env: str) -> LiveServer:
+        server = LiveServer(
+            redis_url or redis_server.url, data_dir or tmp_path_factory.mktemp("live"), **env
+        )
+        started.append(server)
+        return server.start()
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
+def live_server(
+    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServers]:
+    """``live_server(**env)`` starts ``anteroom serve``, ready; all stop after the test."""
+    yield from _live_servers(redis_server, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def module_live_server(
+    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServers]:
+    """``live_server`` for servers a whole module shares; all stop after its last test."""
+    yield from _live_servers(redis_server, tmp_path_factory)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failing test shows the logs of the servers (live or other) that ran during it."""
+    report = yield
+    if report.failed:
+        for server in servers_since(call.start):
+            report.sections.append(
+                (f"log of {server.name} on {server.url}", server.output(LOG_LINES))
+            )
+    return report

@@ -1,64 +1,165 @@
-"""Run the real service (``anteroom serve`` under gunicorn) for tests that need one."""
+"""Servers in child processes, for the tests and bench/: started, awaited, stopped, logs kept.
+
+``LiveServer`` is the real service (``anteroom serve`` under gunicorn); ``ServerProcess`` runs any
+other server the edge suites and benchmarks need. conftest's ``live_server`` fixture starts them
+for tests and shows their logs when a test fails.
+"""
 
 from __future__ import annotations
 
+import http.client
 import os
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-
-import requests
+from types import TracebackType
+from typing import Protocol, Self
 
 from helpers import TEST_KEYS, free_port
 
 ANTEROOM = Path(sys.executable).with_name("anteroom")
+SERVE = (
+    [str(ANTEROOM), "serve"]
+    if ANTEROOM.exists()
+    else [sys.executable, "-m", "anteroom.ops.cli", "serve"]
+)
+LOG_LINES = 200  # of a server's log shown with a failing test
+
+# Servers started and not stopped before the current test began: their logs go with a failure.
+STARTED: list[ServerProcess] = []
 
 
-class LiveServer:
-    """A gunicorn-served Anteroom on a free port, against the tests' Redis."""
+class ServerProcess:
+    """A server in a child process on 127.0.0.1:``port``, its output in the file ``log``.
 
-    def __init__(self, redis_url: str, data_dir: Path, **env: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = (
-            os.environ
-            | {
-                "ANTEROOM_BIND": f"127.0.0.1:{self.port}",
-                "ANTEROOM_REDIS_URL": redis_url,
-                "ANTEROOM_KEYS": TEST_KEYS,
-                "ANTEROOM_DATA_DIR": str(data_dir),
-                "ANTEROOM_WORKERS": "4",
-                "ANTEROOM_DEMO": "0",
-            }
-            | env
-        )
+    Ready once it accepts connections or, with ``ready_path``, once GET ``ready_path`` is a 200.
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        port: int,
+        log: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        ready_path: str | None = None,
+        cwd: Path | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.command = list(command)
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.log = log
+        self.env = dict(env) if env is not None else None
+        self.ready_path = ready_path
+        self.cwd = cwd
+        self.name = name or Path(self.command[0]).name
         self.process: subprocess.Popen[bytes] | None = None
-        self.log = data_dir / "server.log"
+        self.stopped_at: float | None = None
 
-    def start(self, timeout: float = 30) -> LiveServer:
+    def start(self, timeout: float = 30) -> Self:
+        """Start the process and return once it is ready; its log is in the error if it is not."""
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
-                [str(ANTEROOM), "serve"], env=self.env, stdout=out, stderr=subprocess.STDOUT
+                self.command, env=self.env, cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT
             )
+        self.stopped_at = None
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while not self.ready():
             if self.process.poll() is not None:
-                raise RuntimeError("server exited:\n" + self.log.read_text())
-            try:
-                if requests.get(self.url + "/readyz", timeout=1).status_code == 200:
-                    return self
-            except requests.RequestException:
-                pass  # not listening yet, or too slow to answer on a loaded machine: ask again
+                raise RuntimeError(f"{self.name} exited:\n{self.output()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise TimeoutError(f"{self.name} did not become ready:\n{self.output()}")
             time.sleep(0.1)  # waiting for a process to boot, not for a race
-        self.stop()
-        raise TimeoutError("server did not become ready:\n" + self.log.read_text())
+        STARTED.append(self)
+        return self
+
+    def ready(self) -> bool:
+        try:
+            if self.ready_path is None:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return True
+            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+            try:
+                connection.request("GET", self.ready_path)
+                return connection.getresponse().status == 200
+            finally:
+                connection.close()
+        except (OSError, http.client.HTTPException):
+            return False  # not listening yet, or too slow to answer on a loaded machine
 
     def stop(self) -> None:
+        """Terminate the process (kill it if it lingers); stopping twice is harmless."""
         if self.process and self.process.poll() is None:
             self.process.terminate()
             try:
                 self.process.wait(15)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+                self.process.wait()
+        if self.process and self.stopped_at is None:
+            self.stopped_at = time.time()
+
+    def output(self, lines: int | None = None) -> str:
+        """What the process wrote so far (its last ``lines`` lines)."""
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return text if lines is None else "\n".join(text.splitlines()[-lines:])
+
+    def __enter__(self) -> Self:
+        return self.start() if self.process is None else self  # started already, or not
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class LiveServer(ServerProcess):
+    """``anteroom serve`` (gunicorn, 4 workers) on a free port, against ``redis_url``.
+
+    ``env`` overrides its ANTEROOM_* settings; inherited ANTEROOM_* variables are dropped, so a
+    developer's own settings never leak into a test.
+    """
+
+    def __init__(self, redis_url: str, data_dir: Path | str, **env: str) -> None:
+        port = free_port()
+        self.data_dir = Path(data_dir)
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("ANTEROOM_")}
+        settings = {
+            "ANTEROOM_BIND": f"127.0.0.1:{port}",
+            "ANTEROOM_REDIS_URL": redis_url,
+            "ANTEROOM_KEYS": TEST_KEYS,
+            "ANTEROOM_DATA_DIR": str(self.data_dir),
+            "ANTEROOM_WORKERS": "4",
+            "ANTEROOM_DEMO": "0",
+        }
+        super().__init__(
+            SERVE,
+            port,
+            self.data_dir / "server.log",
+            env=inherited | settings | env,
+            ready_path="/readyz",
+            name="anteroom serve",
+        )
+
+
+class LiveServers(Protocol):
+    """The ``live_server`` fixtures: start a ``LiveServer`` (the tests' Redis by default)."""
+
+    def __call__(
+        self, redis_url: str | None = None, data_dir: Path | None = None, **env: str
+    ) -> LiveServer: ...
+
+
+def servers_since(moment: float) -> list[ServerProcess]:
+    """Servers that were running at ``moment`` or started since (older ones are forgotten)."""
+    STARTED[:] = [s for s in STARTED if s.stopped_at is None or s.stopped_at >= moment]
+    return list(STARTED)

@@ -1,116 +1,194 @@
-"""A small visitor for tests: challenge → identify → enter → poll through the real app."""
+"""One visitor for tests and bench/: challenge → solve → identify → enter → poll → leave.
+
+It speaks the visitor API through the Flask test client or over HTTP to a live server; either
+way every call returns the answer as it came (``status_code``, ``json``, ``headers``, ``text``).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, Protocol, Self
 
+import requests
 from flask.testing import FlaskClient
-from werkzeug.test import TestResponse
 
 from anteroom.identity import proof_of_work as pow
 
 HUMAN = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0", "Accept-Language": "en"}
+SIGNALS = {"webdriver": False, "languages": 2}  # what the browser agent reports for a person
+FLASK_ADDRESS = "203.0.113.7"  # the REMOTE_ADDR of a test-client visitor who names none
+
+
+class Answer(Protocol):
+    """An HTTP answer: werkzeug's ``TestResponse`` is one, ``HttpAnswer`` another."""
+
+    status_code: int
+    headers: Any
+
+    @property
+    def json(self) -> Any: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+class Transport(Protocol):
+    """How requests reach the app; ``address`` is the visitor's (None: the transport's own)."""
+
+    def post(
+        self, path: str, body: Any, headers: Mapping[str, str], address: str | None
+    ) -> Answer: ...
+
+    def close(self) -> None: ...
+
+
+class FlaskTransport:
+    """Through the Flask test client; the address is the REMOTE_ADDR the app sees."""
+
+    def __init__(self, client: FlaskClient) -> None:
+        self.client = client
+
+    def post(self, path: str, body: Any, headers: Mapping[str, str], address: str | None) -> Answer:
+        remote = FLASK_ADDRESS if address is None else address
+        return self.client.post(
+            path, json=body, headers=dict(headers), environ_base={"REMOTE_ADDR": remote}
+        )
+
+    def close(self) -> None:
+        pass
+
+
+class HttpAnswer:
+    """A ``requests`` response, shaped like werkzeug's (``json`` is the parsed body or None)."""
+
+    def __init__(self, response: requests.Response) -> None:
+        self.response = response
+        self.status_code = response.status_code
+        self.headers = response.headers
+        self.text = response.text
+
+    @property
+    def json(self) -> Any:
+        try:
+            return self.response.json()
+        except ValueError:
+            return None
+
+
+class HttpTransport:
+    """Over HTTP to a live server, on keep-alive connections. The address goes in
+    X-Forwarded-For: the live servers in these tests trust one proxy hop."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.session = requests.Session()
+
+    def post(self, path: str, body: Any, headers: Mapping[str, str], address: str | None) -> Answer:
+        sent = dict(headers) | ({"X-Forwarded-For": address} if address else {})
+        response = self.session.post(self.base_url + path, json=body, headers=sent, timeout=10)
+        return HttpAnswer(response)
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def solve(api_key: str, issued: Mapping[str, Any]) -> dict[str, str]:
+    """The identify body answering ``issued`` (a challenge answer), the proof of work done."""
+    token = issued["challenge"]
+    return {
+        "apiKey": api_key,
+        "challenge": token,
+        "solution": pow.solve(token, issued["difficulty"]),
+    }
 
 
 class Visitor:
-    """One browser-like visitor of one environment, speaking the visitor API."""
+    """One browser-like visitor of one environment, speaking the visitor API.
 
-    def __init__(self, client: FlaskClient, api_key: str, address: str = "203.0.113.7") -> None:
-        self.client = client
+    ``via`` is a Flask test client, a live server's base URL, or a transport to share.
+    """
+
+    def __init__(
+        self,
+        via: FlaskClient | str | Transport,
+        api_key: str,
+        address: str | None = None,
+        headers: Mapping[str, str] = HUMAN,
+    ) -> None:
+        if isinstance(via, str):
+            via = HttpTransport(via)
+        elif isinstance(via, FlaskClient):
+            via = FlaskTransport(via)
+        self.transport: Transport = via
         self.api_key = api_key
         self.address = address
+        self.headers = dict(headers)
         self.session: str | None = None
         self.ticket: str | None = None
         self.last: dict[str, Any] = {}
 
-    def post(self, path: str, body: dict[str, Any], **headers: str) -> TestResponse:
-        return self.client.post(
-            "/api/v1/" + path,
-            json=body,
-            headers=HUMAN | headers,
-            environ_base={"REMOTE_ADDR": self.address},
-        )
+    def post(self, path: str, body: Any, **headers: str) -> Answer:
+        """POST ``body`` as it is to /api/v1/``path``."""
+        return self.transport.post("/api/v1/" + path, body, self.headers | headers, self.address)
 
-    def identify(self, signals: dict[str, Any] | None = None, **headers: str) -> TestResponse:
-        challenge = self.post("challenge", {"apiKey": self.api_key}, **headers)
-        assert challenge.status_code == 200, challenge.json
-        token, bits = challenge.json["challenge"], challenge.json["difficulty"]  # type: ignore[index]
-        body = {
-            "apiKey": self.api_key,
-            "challenge": token,
-            "solution": pow.solve(token, bits),
-            "signals": signals if signals is not None else {"webdriver": False, "languages": 2},
-        }
+    def solved(self, **headers: str) -> dict[str, str]:
+        """A fresh challenge, solved: an identify body without signals."""
+        issued = self.post("challenge", {"apiKey": self.api_key}, **headers)
+        assert issued.status_code == 200, issued.text
+        return solve(self.api_key, issued.json)
+
+    def identify(self, signals: dict[str, Any] | None = None, **headers: str) -> Answer:
+        body: dict[str, Any] = self.solved(**headers)
+        body["signals"] = SIGNALS if signals is None else signals
         if self.session:
             body["previousSession"] = self.session
         response = self.post("identify", body, **headers)
         if response.status_code == 200:
-            self.session = response.json["sessionToken"]  # type: ignore[index]
+            self.session = response.json["sessionToken"]
         return response
 
-    def enter(self, room: str) -> TestResponse:
+    def enter(self, room: str) -> Answer:
+        """Enter ``room``, identifying first if this visitor has no session yet."""
         if self.session is None:
-            assert self.identify().status_code == 200
+            identified = self.identify()
+            assert identified.status_code == 200, identified.text
         response = self.post(
             "queue/enter", {"apiKey": self.api_key, "room": room, "sessionToken": self.session}
         )
         self._keep(response)
         return response
 
-    def poll(self) -> TestResponse:
+    def poll(self) -> Answer:
         response = self.post("queue/poll", {"apiKey": self.api_key, "ticket": self.ticket})
         self._keep(response)
         return response
 
-    def leave(self) -> TestResponse:
+    def leave(self) -> Answer:
         return self.post("queue/leave", {"apiKey": self.api_key, "ticket": self.ticket})
-
-    def _keep(self, response: TestResponse) -> None:
-        if response.status_code == 200:
-            self.last = response.json  # type: ignore[assignment]
-            self.ticket = self.last.get("queueToken") or self.ticket
-
-
-class LiveVisitor:
-    """A visitor (or an app) speaking the visitor API of a live Anteroom over HTTP."""
-
-    def __init__(self, base_url: str, api_key: str, address: str | None = None) -> None:
-        import requests  # only the live-server suites need it
-
-        self.base = base_url + "/api/v1/"
-        self.api_key = api_key
-        self.http = requests.Session()
-        self.http.headers.update(HUMAN)
-        if address:
-            # Live servers in these tests trust one proxy hop, so this is the address they see.
-            self.http.headers["X-Forwarded-For"] = address
-        self.session: str | None = None
-        self.ticket: str | None = None
-
-    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        body = {"apiKey": self.api_key} | body
-        response = self.http.post(self.base + path, json=body, timeout=10)
-        assert response.status_code == 200, response.text
-        answer: dict[str, Any] = response.json()
-        return answer
-
-    def enter(self, room: str) -> dict[str, Any]:
-        if self.session is None:
-            challenge = self.post("challenge", {})
-            solution = pow.solve(challenge["challenge"], challenge["difficulty"])
-            signals = {"webdriver": False, "languages": 2}
-            body = {"challenge": challenge["challenge"], "solution": solution, "signals": signals}
-            self.session = self.post("identify", body)["sessionToken"]
-        answer = self.post("queue/enter", {"room": room, "sessionToken": self.session})
-        self.ticket = answer.get("queueToken") or self.ticket
-        return answer
-
-    def poll(self) -> dict[str, Any]:
-        return self.post("queue/poll", {"ticket": self.ticket})
 
     def admitted(self, room: str) -> str:
         """Enter ``room`` and return the admission it deals at once."""
         answer = self.enter(room)
-        assert answer["status"] == "admitted", answer
-        token: str = answer["token"]
+        assert answer.status_code == 200 and answer.json["status"] == "admitted", answer.text
+        token: str = answer.json["token"]
         return token
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _keep(self, response: Answer) -> None:
+        if response.status_code == 200:
+            self.last = response.json
+            self.ticket = self.last.get("queueToken") or self.ticket

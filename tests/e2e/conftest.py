@@ -11,9 +11,8 @@ import redis
 from playwright.sync_api import Browser, BrowserContext, Playwright, sync_playwright
 
 from anteroom.engine import Engine
-from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.ops.keystore import KeyStore
-from live_server import LiveServer
+from live_server import LiveServer, LiveServers
 
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
@@ -66,14 +65,8 @@ def new_context(browser: Browser) -> Iterator[object]:
 
 
 @pytest.fixture(scope="module")
-def live(
-    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LiveServer]:
-    server = LiveServer(
-        redis_server.url, tmp_path_factory.mktemp("live"), ANTEROOM_POW_DIFFICULTY="10"
-    ).start()
-    yield server
-    server.stop()
+def live(module_live_server: LiveServers) -> LiveServer:
+    return module_live_server(ANTEROOM_POW_DIFFICULTY="10")
 
 
 @pytest.fixture

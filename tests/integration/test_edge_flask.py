@@ -13,7 +13,6 @@ import json
 import os
 import secrets
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -38,14 +37,13 @@ from werkzeug.serving import make_server
 from anteroom.edge import AnteroomEdge, admission
 from anteroom.engine import Engine
 from anteroom.ops.demo_seed import ensure_demo
-from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.ops.keystore import KeyStore
 from anteroom.sdk import tokens
 from anteroom.verify import verify_admission, verify_session
 from helpers import TEST_KEYS, free_port, make_room
-from live_server import LiveServer
+from live_server import LiveServer, LiveServers, ServerProcess
 from visitor_client import HUMAN
-from visitor_client import LiveVisitor as Entrant
+from visitor_client import Visitor as Entrant
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -163,7 +161,7 @@ class Stack:
 
     def entrant(self) -> Entrant:
         entrant = Entrant(self.anteroom.url, self.api_key)
-        self.closing.append(entrant.http.close)
+        self.closing.append(entrant.close)
         return entrant
 
     def site(self, anteroom_url: str | None = None, **edge: Any) -> Site:
@@ -180,12 +178,8 @@ class Stack:
 
 
 @pytest.fixture(scope="module")
-def anteroom(
-    redis_server: EmbeddedRedis, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LiveServer]:
-    live = LiveServer(redis_server.url, tmp_path_factory.mktemp("anteroom"), **ANTEROOM_ENV)
-    yield live.start()
-    live.stop()
+def anteroom(module_live_server: LiveServers) -> LiveServer:
+    return module_live_server(**ANTEROOM_ENV)
 
 
 @pytest.fixture
@@ -258,31 +252,15 @@ def guarded(
 
 
 def gunicorn_served(tmp_path: Path) -> Iterator[str]:
-    port = free_port()
     here = Path(__file__).resolve().parent
-    log = (tmp_path / "gunicorn.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1",
-         "guarded_shop:app"],
-        cwd=here, stdout=log, stderr=subprocess.STDOUT,
-        env=os.environ | {"PYTHONPATH": os.pathsep.join([str(here), str(here.parent),
-                                                         str(here.parents[1] / "backend")])},
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, (tmp_path / "gunicorn.log").read_text()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "gunicorn did not start"
-                time.sleep(0.1)  # waiting for a process to boot, not for a race
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(10)
-        log.close()
+    port = free_port()
+    command = [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers", "1",
+               "guarded_shop:app"]  # fmt: skip
+    path = os.pathsep.join([str(here), str(here.parent), str(here.parents[1] / "backend")])
+    env = os.environ | {"PYTHONPATH": path}
+    log = tmp_path / "gunicorn.log"
+    with ServerProcess(command, port, log, env=env, cwd=here, name="gunicorn") as server:
+        yield server.url
 
 
 def raw_get(base: str, target: str, **headers: str) -> tuple[int, str]:
@@ -365,7 +343,7 @@ def test_every_refusal_reason_by_real_requests(stack: Stack) -> None:
     shopper, somebody = stack.entrant(), stack.entrant()
     token = shopper.admitted("drop")
     bound_token = shopper.admitted("bound")  # tagged with 127.0.0.1, where it entered
-    somebody.enter("drop")
+    assert somebody.enter("drop").status_code == 200
     payload = token.split(".")[2]
     other_payload = shopper.admitted("other").split(".")[2]
     claims = tokens.decode(tokens.Keyring.parse(TEST_KEYS), token, tokens.ADMISSION)
@@ -461,7 +439,7 @@ def test_an_app_queues_through_with_a_plain_retrying_client(stack: Stack) -> Non
     room = stack.room("drop")
     stack.engine.enter(room, "ahead", "s", 10)  # one visitor ahead, and no admission earned yet
     app = stack.entrant()
-    assert app.enter("drop")["position"] == 2 and app.ticket
+    assert app.enter("drop").json["position"] == 2 and app.ticket
     ticket = {"Anteroom-Ticket": app.ticket}
 
     waiting = get(f"{site.url}/api/cart", **ticket, **API)
@@ -527,7 +505,7 @@ def test_browsing_keeps_the_only_slot_alive_and_it_frees_when_they_stop(stack: S
     stack.clock.advance(1)
     first, second = stack.entrant(), stack.entrant()
     token = first.admitted("drop")
-    assert second.enter("drop")["status"] == "waiting"
+    assert second.enter("drop").json["status"] == "waiting"
     browser = stack.browser()
     assert browser.get(f"{site.url}/checkout?abq={token}", timeout=10).status_code == 200
 
@@ -535,20 +513,20 @@ def test_browsing_keeps_the_only_slot_alive_and_it_frees_when_they_stop(stack: S
         stack.clock.advance(20)
         page = browser.get(f"{site.url}/checkout", timeout=10)
         assert page.status_code == 200 and "_abq=" in page.headers["Set-Cookie"]  # renewed
-        assert second.poll()["status"] == "waiting"  # the one slot is still theirs
+        assert second.poll().json["status"] == "waiting"  # the one slot is still theirs
     assert not verify_admission(token, TEST_KEYS, now=stack.clock.now)  # the first is long over
     assert stack.engine.stats(room).active == 1
 
     stack.clock.advance(31)  # they stopped: the last renewal runs out, and so does the slot
-    assert second.poll()["status"] == "admitted"
+    assert second.poll().json["status"] == "admitted"
     gone = browser.get(f"{site.url}/checkout", allow_redirects=False, timeout=10)
     assert gone.headers["Anteroom-Enforcement"] == "queue:admission-expired"
 
 
 def test_an_anteroom_outage_changes_nothing_for_an_admitted_visitor(
-    redis_server: EmbeddedRedis, redis_client: redis.Redis, tmp_path: Path
+    live_server: LiveServers, redis_client: redis.Redis
 ) -> None:
-    own = LiveServer(redis_server.url, tmp_path, **ANTEROOM_ENV).start()
+    own = live_server(**ANTEROOM_ENV)
     stack = Stack(own, redis_client)
     try:
         site = stack.site()
@@ -574,7 +552,6 @@ def test_an_anteroom_outage_changes_nothing_for_an_admitted_visitor(
     finally:
         for close in reversed(stack.closing):
             close()
-        own.stop()
 
 
 def test_a_hanging_anteroom_costs_one_timeout_not_one_per_request(stack: Stack) -> None:
@@ -605,12 +582,8 @@ def test_a_hanging_anteroom_costs_one_timeout_not_one_per_request(stack: Stack) 
 
 
 @pytest.fixture
-def demo_anteroom(
-    redis_server: EmbeddedRedis, redis_client: redis.Redis, tmp_path: Path
-) -> Iterator[LiveServer]:
-    live = LiveServer(redis_server.url, tmp_path, **ANTEROOM_ENV | {"ANTEROOM_DEMO": "1"})
-    yield live.start()
-    live.stop()
+def demo_anteroom(live_server: LiveServers, redis_client: redis.Redis) -> LiveServer:
+    return live_server(**ANTEROOM_ENV, ANTEROOM_DEMO="1")
 
 
 def test_the_demo_checkout_is_behind_the_middleware(
@@ -630,7 +603,7 @@ def test_the_demo_checkout_is_behind_the_middleware(
     engine.shift_clock(room, 2_000)  # the demo room earns an admission
     visitor = Entrant(url, "pk_demo")
     token = visitor.admitted("demo")
-    visitor.http.close()
+    visitor.close()
     with requests.Session() as browser:
         browser.headers.update(HUMAN | NAV)
         checkout = browser.get(f"{url}/demo/checkout?abq={token}", timeout=10)

@@ -12,9 +12,7 @@ import http.client
 import json
 import os
 import re
-import select
 import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -29,13 +27,12 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 
 from anteroom.edge import AnteroomMiddleware
 from anteroom.engine import Engine
-from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.ops.keystore import KeyStore
 from anteroom.sdk import tokens
 from anteroom.verify import verify_admission
-from helpers import TEST_KEYS, make_room
-from live_server import LiveServer
-from visitor_client import LiveVisitor
+from helpers import TEST_KEYS, free_port, make_room
+from live_server import LiveServer, LiveServers, ServerProcess
+from visitor_client import Visitor
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -55,13 +52,10 @@ def pinned_room(engine: Engine, slug: str, offset_sec: float, **config: Any) -> 
     return room_id
 
 
-def admitted(engine: Engine, room_id: str, visitor: LiveVisitor, slug: str) -> str:
+def admitted(engine: Engine, room_id: str, visitor: Visitor, slug: str) -> str:
     """Fund the room's bank (one second of its rate), enter, and return the admission."""
     engine.shift_clock(room_id, 1000)
-    answer = visitor.enter(slug)
-    assert answer["status"] == "admitted", answer
-    token: str = answer["token"]
-    return token
+    return visitor.admitted(slug)
 
 
 @pytest.fixture
@@ -75,66 +69,29 @@ def api_key(engine: Engine, redis_client: redis.Redis) -> str:
 
 
 @pytest.fixture
-def anteroom(
-    redis_server: EmbeddedRedis, redis_client: redis.Redis, tmp_path: Path
-) -> Iterator[LiveServer]:
-    live = LiveServer(
-        redis_server.url,
-        tmp_path / "anteroom",
-        ANTEROOM_POW_DIFFICULTY="8",
-        ANTEROOM_TRUSTED_PROXIES="1",
-        ANTEROOM_WORKERS="2",
-    ).start()
-    yield live
-    live.stop()
-
-
-def start_node_app(anteroom: LiveServer, api_key: str, **env: str) -> tuple[subprocess.Popen, str]:
-    """Start tests/node_app/server.mjs; returns the process and its base URL once it listens."""
-    # Node 20 is one of the README's prerequisites: without it this must fail, not pass quietly.
-    assert NODE is not None, "node is not installed"
-    process = subprocess.Popen(
-        [NODE, str(ROOT / "tests" / "node_app" / "server.mjs")],
-        env=os.environ
-        | {
-            "ANTEROOM_KEYS": TEST_KEYS,
-            "ANTEROOM_BASE_URL": anteroom.url,
-            "ANTEROOM_PUBLIC_KEY": api_key,
-            "ANTEROOM_ROUTES": json.dumps(ROUTES),
-            "PORT": "0",
-        }
-        | env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+def anteroom(live_server: LiveServers, redis_client: redis.Redis) -> LiveServer:
+    return live_server(
+        ANTEROOM_POW_DIFFICULTY="8", ANTEROOM_TRUSTED_PROXIES="1", ANTEROOM_WORKERS="2"
     )
-    assert process.stdout is not None and process.stderr is not None
-    # The app prints its port once it listens: wait for that line, not for a guessed delay.
-    ready, _, _ = select.select([process.stdout], [], [], 30)
-    line = process.stdout.readline() if ready else ""
-    if not line:
-        process.kill()
-        raise RuntimeError("node app did not start:\n" + process.stderr.read())
-    return process, f"http://127.0.0.1:{json.loads(line)['port']}"
-
-
-def stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    for stream in (process.stdout, process.stderr):
-        if stream:
-            stream.close()
 
 
 @pytest.fixture
-def node_app(anteroom: LiveServer, api_key: str) -> Iterator[str]:
-    process, url = start_node_app(anteroom, api_key)
-    yield url
-    stop(process)
+def node_app(anteroom: LiveServer, api_key: str, tmp_path: Path) -> Iterator[str]:
+    """tests/node_app/server.mjs in front of ``anteroom``: its base URL, once it listens."""
+    # Node 20 is one of the README's prerequisites: without it this must fail, not pass quietly.
+    assert NODE is not None, "node is not installed"
+    port = free_port()
+    env = {
+        "ANTEROOM_KEYS": TEST_KEYS,
+        "ANTEROOM_BASE_URL": anteroom.url,
+        "ANTEROOM_PUBLIC_KEY": api_key,
+        "ANTEROOM_ROUTES": json.dumps(ROUTES),
+        "PORT": str(port),
+    }
+    script = str(ROOT / "tests" / "node_app" / "server.mjs")
+    log = tmp_path / "node_app.log"
+    with ServerProcess([NODE, script], port, log, env=os.environ | env, name="node app") as app:
+        yield app.url
 
 
 def set_cookies(response: requests.Response) -> list[str]:
@@ -150,7 +107,7 @@ def test_an_admitted_visitor_passes_the_node_app(
 ) -> None:
     # The clock stands 60 s ahead, so the admission is fresh for the whole test: no refresh.
     room = pinned_room(engine, "drop", 60)
-    token = admitted(engine, room, LiveVisitor(anteroom.url, api_key), "drop")
+    token = admitted(engine, room, Visitor(anteroom.url, api_key), "drop")
 
     handed = get(f"{node_app}/checkout/pay?step=2&abq={token}&coupon=spring", **NAV)
     assert handed.status_code == 307
@@ -174,7 +131,7 @@ def test_an_old_admission_is_renewed_through_the_real_api(
     anteroom: LiveServer, node_app: str, engine: Engine, api_key: str
 ) -> None:
     room = pinned_room(engine, "drop", -60)  # issued a minute ago: due for renewal
-    token = admitted(engine, room, LiveVisitor(anteroom.url, api_key), "drop")
+    token = admitted(engine, room, Visitor(anteroom.url, api_key), "drop")
     engine.shift_clock(room, 30_000)
 
     page = get(f"{node_app}/checkout", Cookie=f"_abq={token}", **NAV)
@@ -192,7 +149,7 @@ def test_an_old_admission_is_renewed_through_the_real_api(
     again = get(f"{node_app}/api/cart", **{"Anteroom-Admission": token}, **API)
     assert again.status_code == 200 and "Anteroom-Admission" not in again.headers
     # Another old admission, sent as a header, is renewed in a header.
-    other = admitted(engine, room, LiveVisitor(anteroom.url, api_key), "drop")
+    other = admitted(engine, room, Visitor(anteroom.url, api_key), "drop")
     by_header = get(f"{node_app}/api/cart", **{"Anteroom-Admission": other}, **API)
     renewed = by_header.headers["Anteroom-Admission"]
     renewed_header = verify_admission(renewed, TEST_KEYS, room="drop")
@@ -211,8 +168,8 @@ def test_refusals_of_real_requests(
     other = pinned_room(engine, "other", 60)
     bound = pinned_room(engine, "bound", 60, bindIp=True)
     stale = pinned_room(engine, "stale", -400)  # admissions from here expired 100 s ago
-    nearby = LiveVisitor(anteroom.url, api_key)
-    faraway = LiveVisitor(anteroom.url, api_key, ELSEWHERE)
+    nearby = Visitor(anteroom.url, api_key)
+    faraway = Visitor(anteroom.url, api_key, ELSEWHERE)
 
     navigation = get(f"{node_app}/checkout?x=1", **NAV)
     assert navigation.status_code == 303
@@ -251,7 +208,7 @@ def test_refusals_of_real_requests(
         handed = get(f"{node_app}{path}?abq={refused}", **NAV)
         assert handed.status_code == 303 and "Set-Cookie" not in handed.headers, reason
     # The same bound room lets in a visitor from the network the Node app sees.
-    here = admitted(engine, bound, LiveVisitor(anteroom.url, api_key), "bound")
+    here = admitted(engine, bound, Visitor(anteroom.url, api_key), "bound")
     assert get(f"{node_app}/bound", Cookie=f"_abq={here}", **API).status_code == 200
 
 
@@ -261,8 +218,8 @@ def test_an_app_queues_through_with_its_ticket(
     line = pinned_room(engine, "line", 60)
     for i in range(2):  # two visitors ahead, and no admissions earned yet
         engine.enter(line, f"ahead{i}", "s", 10)
-    app = LiveVisitor(anteroom.url, api_key)
-    assert app.enter("line")["status"] == "waiting" and app.ticket
+    app = Visitor(anteroom.url, api_key)
+    assert app.enter("line").json["status"] == "waiting" and app.ticket
 
     waiting = get(f"{node_app}/line/items", **{"Anteroom-Ticket": app.ticket}, **API)
     assert waiting.status_code == 429
@@ -336,12 +293,12 @@ def test_node_answers_as_the_python_middleware_does(
     old_room = pinned_room(engine, "bound", -60, bindIp=True)
     line = pinned_room(engine, "line", 60)
     engine.enter(line, "ahead", "s", 10)
-    nearby = LiveVisitor(anteroom.url, api_key)
+    nearby = Visitor(anteroom.url, api_key)
     fresh = admitted(engine, fresh_room, nearby, "drop")
     old = admitted(engine, old_room, nearby, "bound")
-    faraway = admitted(engine, old_room, LiveVisitor(anteroom.url, api_key, ELSEWHERE), "bound")
-    queued = LiveVisitor(anteroom.url, api_key)
-    queued.enter("line")
+    faraway = admitted(engine, old_room, Visitor(anteroom.url, api_key, ELSEWHERE), "bound")
+    queued = Visitor(anteroom.url, api_key)
+    assert queued.enter("line").status_code == 200
     shop = {"Host": "shop.test"}  # both build URLs from the Host header: the same for both
 
     requests_to_send: list[tuple[str, str, dict[str, str]]] = [

@@ -22,7 +22,7 @@ from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web.app_factory import create_app
 from helpers import make_room
-from visitor_client import HUMAN, Visitor
+from visitor_client import HUMAN, Visitor, solve
 
 pytestmark = pytest.mark.redis
 
@@ -191,8 +191,7 @@ def two_instances(settings: Settings, redis_client: redis.Redis) -> Iterator[lis
 def solved(client: FlaskClient, api_key: str, address: str) -> dict[str, str]:
     issued = post(client, "challenge", {"apiKey": api_key}, address=address).json
     assert issued is not None
-    solution = pow.solve(issued["challenge"], issued["difficulty"])
-    return {"apiKey": api_key, "challenge": issued["challenge"], "solution": solution}
+    return solve(api_key, issued)
 
 
 def assert_rate_limited(response: TestResponse) -> None:

@@ -6,7 +6,6 @@ import http.client
 import json
 import re
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -18,12 +17,12 @@ from urllib3.util.retry import Retry
 
 from anteroom.engine import Engine
 from anteroom.identity import proof_of_work as pow
-from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.ops.keystore import KeyStore
 from anteroom.sdk import verification as verify
 from anteroom.web.app_factory import MAX_BODY_BYTES
 from helpers import TEST_KEYS, make_room
-from live_server import LiveServer
+from live_server import LiveServer, LiveServers
+from visitor_client import HttpTransport, Visitor
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -42,18 +41,12 @@ def parent_of(pid: int) -> int:
 
 
 @pytest.fixture
-def server(
-    redis_server: EmbeddedRedis, redis_client: redis.Redis, tmp_path: Path
-) -> Iterator[LiveServer]:
-    live = LiveServer(
-        redis_server.url,
-        tmp_path,
+def server(live_server: LiveServers, redis_client: redis.Redis) -> LiveServer:
+    return live_server(
         ANTEROOM_LIMIT_CHALLENGE="1000/minute",  # counted per worker: out of this test's way
         ANTEROOM_LIMIT_IDENTIFY="25/hour",
         ANTEROOM_POW_DIFFICULTY="8",
-    ).start()
-    yield live
-    live.stop()
+    )
 
 
 def test_per_address_limit_holds_across_workers(
@@ -63,9 +56,8 @@ def test_per_address_limit_holds_across_workers(
     base = server.url + "/api/v1/"
 
     def solved(_: int) -> dict[str, str]:
-        issued = requests.post(base + "challenge", json={"apiKey": api_key}, timeout=10).json()
-        solution = pow.solve(issued["challenge"], issued["difficulty"])
-        return {"apiKey": api_key, "challenge": issued["challenge"], "solution": solution}
+        with Visitor(server.url, api_key) as visitor:
+            return visitor.solved()
 
     def wrong(challenge: str) -> str:
         return next(str(n) for n in range(1000) if not pow.check_solution(challenge, str(n), 8))
@@ -99,32 +91,20 @@ def test_mobile_client_follows_only_the_answers(
     engine.open(room)
     for i in range(2):  # two visitors ahead: the client has to wait its turn
         engine.enter(room, f"ahead{i}", "s", 10)
-    http = requests.Session()
     # urllib3 honours Retry-After on 429 and 503 by itself: the client writes no wait logic.
     retry = Retry(total=20, status_forcelist=[429, 503], allowed_methods=None,
                   respect_retry_after_header=True, backoff_factor=0.2)  # fmt: skip
-    http.mount("http://", HTTPAdapter(max_retries=retry))
-    base = server.url + "/api/v1/"
-    challenge = http.post(base + "challenge", json={"apiKey": api_key}, timeout=10).json()
-    solution = pow.solve(challenge["challenge"], challenge["difficulty"])
-    session = http.post(
-        base + "identify",
-        json={"apiKey": api_key, "challenge": challenge["challenge"], "solution": solution},
-        headers={"Accept-Language": "en", "User-Agent": "ShopApp/3.1 (Android 15)"},
-        timeout=10,
-    ).json()["sessionToken"]
-    answer = http.post(
-        base + "queue/enter",
-        json={"apiKey": api_key, "room": "launch", "sessionToken": session},
-        timeout=10,
-    ).json()
+    http = HttpTransport(server.url)
+    http.session.mount("http://", HTTPAdapter(max_retries=retry))
+    # An app, not a browser: its own User-Agent, and no agent to report signals.
+    mobile = {"User-Agent": "ShopApp/3.1 (Android 15)", "Accept-Language": "en"}
+    app = Visitor(http, api_key, headers=mobile)
+    assert app.identify(signals={}).status_code == 200
+    answer = app.enter("launch").json
     polls = 0
     while answer["status"] == "waiting":
         time.sleep(answer["pollAfterMs"] / 1000)  # the client's own cadence, as the server asks
-        answer = http.post(
-            base + "queue/poll", json={"apiKey": api_key, "ticket": answer["queueToken"]},
-            timeout=10,
-        ).json()  # fmt: skip
+        answer = app.poll().json
         polls += 1
         assert polls < 30
     assert answer["status"] == "admitted" and polls >= 1

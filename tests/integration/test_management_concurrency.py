@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,10 +10,9 @@ import redis
 import requests
 
 from anteroom.engine import Engine
-from anteroom.identity import proof_of_work as pow
-from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.ops.keystore import KeyStore
-from live_server import LiveServer
+from live_server import LiveServer, LiveServers
+from visitor_client import Visitor
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -33,19 +30,13 @@ WRITERS: dict[str, Any] = {
 
 
 @pytest.fixture
-def server(
-    redis_server: EmbeddedRedis, redis_client: redis.Redis, tmp_path: Path
-) -> Iterator[LiveServer]:
-    live = LiveServer(
-        redis_server.url,
-        tmp_path,
+def server(live_server: LiveServers, redis_client: redis.Redis) -> LiveServer:
+    return live_server(
         ANTEROOM_POW_DIFFICULTY="6",
         ANTEROOM_LIMIT_IDENTIFY="1000/minute",
         ANTEROOM_LIMIT_ENTER="1000/minute",
         ANTEROOM_LIMIT_CHALLENGE="1000/minute",
-    ).start()
-    yield live
-    live.stop()
+    )
 
 
 def test_concurrent_patches_and_entries_lose_nothing(
@@ -62,26 +53,21 @@ def test_concurrent_patches_and_entries_lose_nothing(
         headers=auth, timeout=10,
     ).json()  # fmt: skip
     assert requests.patch(f"{api}/{room['id']}", json={"action": "open"}, headers=auth).ok
-    base = server.url + "/api/v1/"
 
-    def session(_: int) -> str:
-        http = requests.Session()
-        c = http.post(base + "challenge", json={"apiKey": record.public_key}, timeout=10).json()
-        body = {"apiKey": record.public_key, "challenge": c["challenge"],
-                "solution": pow.solve(c["challenge"], c["difficulty"])}  # fmt: skip
-        return str(http.post(base + "identify", json=body, timeout=10).json()["sessionToken"])
+    def identified(_: int) -> Visitor:
+        visitor = Visitor(server.url, record.public_key)
+        assert visitor.identify().status_code == 200
+        return visitor
 
     with ThreadPoolExecutor(8) as pool:
-        sessions = list(pool.map(session, range(VISITORS)))
+        visitors = list(pool.map(identified, range(VISITORS)))
 
-    def enter(token: str) -> dict[str, Any]:
-        body = {"apiKey": record.public_key, "room": "drop", "sessionToken": token}
-        answer = requests.post(base + "queue/enter", json=body, timeout=10)
+    def enter(visitor: Visitor) -> dict[str, Any]:
+        answer = visitor.enter("drop")
         assert answer.status_code == 200, answer.text
-        poll = {"apiKey": record.public_key, "ticket": answer.json()["queueToken"]}
-        again = requests.post(base + "queue/poll", json=poll, timeout=10)
+        again = visitor.poll()
         assert again.status_code == 200, again.text
-        return answer.json()  # type: ignore[no-any-return]
+        return answer.json  # type: ignore[no-any-return]
 
     def writer(field: str) -> list[int]:
         codes = []
@@ -94,7 +80,7 @@ def test_concurrent_patches_and_entries_lose_nothing(
 
     with ThreadPoolExecutor(16) as pool:
         writes = [pool.submit(writer, field) for field in WRITERS]
-        answers = list(pool.map(enter, sessions))
+        answers = list(pool.map(enter, visitors))
         codes = [code for w in writes for code in w.result()]
 
     assert codes == [200] * (ROUNDS * len(WRITERS))

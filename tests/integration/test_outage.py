@@ -24,8 +24,8 @@ from anteroom.sdk import verification as verify
 from anteroom.service_container import Services
 from anteroom.web.app_factory import create_app
 from helpers import TEST_KEYS, free_port, make_room
-from live_server import LiveServer
-from visitor_client import LiveVisitor, Visitor
+from live_server import LiveServers
+from visitor_client import FlaskTransport, Visitor
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -235,7 +235,7 @@ def test_a_worker_started_during_the_outage_admits(
     own_redis.stop()
     fresh = create_app(stack.settings)  # a new worker: nothing cached, Redis unreachable
     client = fresh.test_client()
-    newcomer.client = waiting.client = client
+    newcomer.transport = waiting.transport = FlaskTransport(client)
     entered = newcomer.enter("spring")
     assert entered.status_code == 200 and entered.json["failOpen"] is True
     assert claims_of(entered.json["token"])["qi"]  # bound even so
@@ -275,36 +275,34 @@ def worker_pids(master: int) -> set[int]:
 
 
 def test_a_gunicorn_worker_respawned_during_the_outage_admits(
-    own_redis: EmbeddedRedis, tmp_path: Path
+    own_redis: EmbeddedRedis, live_server: LiveServers, tmp_path: Path
 ) -> None:
     client = storage.connect(own_redis.url)
     engine = Engine(client)
     api_key = KeyStore(client, engine.keys).create("shop")[0].public_key
     engine.open(make_room(engine, env="shop", slug="warmup"))
     engine.open(make_room(engine, env="shop", slug="spring", failMode="open", ratePerMinute=1))
-    live = LiveServer(own_redis.url, tmp_path / "live", ANTEROOM_WORKERS="1").start()
-    try:
-        v = LiveVisitor(live.url, api_key)
-        v.enter("warmup")  # a session for later; this worker's refresher is running now
-        snapshot = tmp_path / "live" / room_cache.SNAPSHOT_NAME
-        deadline = time.monotonic() + 15
-        while '"spring"' not in (snapshot.read_text() if snapshot.exists() else ""):
-            assert time.monotonic() < deadline, "no snapshot written"
-            time.sleep(0.05)  # waiting for another process's file, not for a race
+    live = live_server(own_redis.url, tmp_path / "live", ANTEROOM_WORKERS="1")
+    v = Visitor(live.url, api_key)
+    # a session for later; this worker's refresher is running now
+    assert v.enter("warmup").status_code == 200
+    snapshot = tmp_path / "live" / room_cache.SNAPSHOT_NAME
+    deadline = time.monotonic() + 15
+    while '"spring"' not in (snapshot.read_text() if snapshot.exists() else ""):
+        assert time.monotonic() < deadline, "no snapshot written"
+        time.sleep(0.05)  # waiting for another process's file, not for a race
 
-        own_redis.stop()
-        assert live.process is not None
-        (old,) = worker_pids(live.process.pid)
-        os.kill(old, signal.SIGKILL)  # gunicorn starts a new worker: nothing in its memory
-        deadline = time.monotonic() + 15
-        while not (worker_pids(live.process.pid) - {old}) or not healthy(live.url):
-            assert time.monotonic() < deadline, "no new worker"
-            time.sleep(0.05)
-        answer = v.enter("spring")
-        assert answer["status"] == "admitted" and answer["failOpen"] is True
-        assert verify.verify_admission(answer["token"], TEST_KEYS, room="spring")
-    finally:
-        live.stop()
+    own_redis.stop()
+    assert live.process is not None
+    (old,) = worker_pids(live.process.pid)
+    os.kill(old, signal.SIGKILL)  # gunicorn starts a new worker: nothing in its memory
+    deadline = time.monotonic() + 15
+    while not (worker_pids(live.process.pid) - {old}) or not healthy(live.url):
+        assert time.monotonic() < deadline, "no new worker"
+        time.sleep(0.05)
+    answer = v.enter("spring").json
+    assert answer["status"] == "admitted" and answer["failOpen"] is True
+    assert verify.verify_admission(answer["token"], TEST_KEYS, room="spring")
 
 
 def healthy(url: str) -> bool:

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import time
 import venv
 import zipfile
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 import requests
 
 from helpers import free_port
+from live_server import ServerProcess
 
 pytestmark = pytest.mark.slow
 
@@ -127,23 +127,13 @@ def test_installed_server_serves_readyz_and_the_hosted_page(tmp_path: Path) -> N
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTEROOM_")}
     env |= {"ANTEROOM_BIND": f"127.0.0.1:{port}", "ANTEROOM_DATA_DIR": str(tmp_path / "var")}
-    server = subprocess.Popen(
-        [str(env_dir / "bin" / "anteroom"), "serve"],
-        env=env,
-        cwd=tmp_path,  # nowhere near the source tree: only the installed files can be used
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                ready = requests.get(base + "/readyz", timeout=2)
-                break
-            except requests.ConnectionError:
-                assert time.monotonic() < deadline and server.poll() is None
-                time.sleep(0.2)  # the process is booting
+    command = [str(env_dir / "bin" / "anteroom"), "serve"]
+    log = tmp_path / "server.log"
+    # cwd: nowhere near the source tree, so only the installed files can be used
+    server = ServerProcess(command, port, log, env=env, ready_path="/readyz", cwd=tmp_path)
+    with server.start(timeout=60):
+        base = server.url
+        ready = requests.get(base + "/readyz", timeout=2)
         assert ready.status_code == 200 and ready.json()["status"] == "ready"
         page = requests.get(base + "/queue/demo?key=pk_demo", timeout=5)
         assert page.status_code == 200 and "Anteroom demo drop" in page.text
@@ -151,6 +141,3 @@ def test_installed_server_serves_readyz_and_the_hosted_page(tmp_path: Path) -> N
         assert (tmp_path / "var" / "appendonlydir").exists() or list(
             (tmp_path / "var").glob("*.aof")
         )
-    finally:
-        server.terminate()
-        server.wait(30)

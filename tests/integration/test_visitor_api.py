@@ -316,12 +316,7 @@ def test_busy_when_redis_is_out_of_memory(
 
 def test_spent_challenge_is_refused(client: FlaskClient, api_key: str) -> None:
     v = Visitor(client, api_key)
-    challenge = v.post("challenge", {"apiKey": api_key}).json
-    body = {
-        "apiKey": api_key,
-        "challenge": challenge["challenge"],
-        "solution": pow.solve(challenge["challenge"], challenge["difficulty"]),
-    }
+    body = v.solved()
     assert v.post("identify", body).status_code == 200
     again = v.post("identify", body)
     assert again.status_code == 401 and error_of(again) == "TokenInvalid"

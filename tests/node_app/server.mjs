@@ -1,7 +1,7 @@
 // A tiny shop protected by the Node edge middleware, for tests/integration/test_edge_node.py.
 // Configured by environment: ANTEROOM_KEYS, ANTEROOM_BASE_URL, ANTEROOM_PUBLIC_KEY,
 // ANTEROOM_ROUTES (JSON prefix -> slug), ANTEROOM_REFRESH_AFTER (seconds), ANTEROOM_SECURE_COOKIE
-// ("0": off), PORT (0: any free port). Prints one JSON line {"port": …} once it listens, so the test needs no polling.
+// ("0": off), PORT (0: any free port). Prints one JSON line {"port": …} once it listens.
 import http from "node:http";
 
 import { anteroomMiddleware } from "../../frontend/node/index.js";
