@@ -26,14 +26,9 @@ from anteroom.queue.redis_link import StorageBusy, StorageUnavailable
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors
 from anteroom.web.api_models import Body
+from anteroom.web.audit_models import AuditQuery, RevokeRequest
 from anteroom.web.json_body import parse, parse_query
-from anteroom.web.management_models import (
-    ROOM_ID,
-    AuditQuery,
-    RevokeRequest,
-    RoomCreate,
-    RoomPatch,
-)
+from anteroom.web.management_models import ROOM_ID, RoomCreate, RoomPatch
 
 bp = Blueprint("management", __name__, url_prefix="/api/management/v1")
 

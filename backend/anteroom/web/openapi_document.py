@@ -1,10 +1,9 @@
 """The OpenAPI 3.1 document of every API (SPEC "Management API"), served at /api/openapi.json.
 
 Only the path wiring is written here: every schema is generated from the pydantic models the
-views validate with and answer by (:mod:`visitor_models`, :mod:`management_models`,
-:mod:`api_models`), error codes come from the exception classes, scopes from
-:data:`keystore.SCOPES`. The fuzz test (tests/integration/test_openapi.py) holds the rest to
-account: every answer of the real app must match this document.
+views validate with and answer by (``*_models``), error codes come from the exception classes,
+scopes from :data:`keystore.SCOPES`. The fuzz test (tests/integration/test_openapi.py) holds
+the rest to account: every answer of the real app must match this document.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 from anteroom import __version__
 from anteroom.ops import keystore
 from anteroom.web import api_models as shapes
+from anteroom.web import audit_models as audit
 from anteroom.web import management_models as management
 from anteroom.web import visitor_models as visitor
 
@@ -36,9 +36,9 @@ class _Generator(GenerateJsonSchema):
 def _schemas() -> dict[str, Schema]:
     """Every model's schema: requests as validated, answers as serialized."""
     answers = (shapes.Error, shapes.Alive, shapes.Ready, shapes.NotReady)
-    answers += visitor.ANSWERS + management.ANSWERS
+    answers += visitor.ANSWERS + management.ANSWERS + audit.ANSWERS
     models: list[tuple[type[BaseModel], Any]] = [
-        *((m, "validation") for m in visitor.REQUESTS + management.REQUESTS),
+        *((m, "validation") for m in visitor.REQUESTS + management.REQUESTS + audit.REQUESTS),
         *((m, "serialization") for m in answers),
     ]
     _, top = models_json_schema(models, ref_template=REF, schema_generator=_Generator)
@@ -191,7 +191,7 @@ def _operation(op_id: str, scope: str, body: str | None, answers: str, summary: 
     if op_id in ("revokeSession", "listQueues", "createQueue", "listAuditEvents"):
         op["parameters"] = [ENVIRONMENT]
     if op_id == "listAuditEvents":
-        op["parameters"] += _query(management.AuditQuery)
+        op["parameters"] += _query(audit.AuditQuery)
     pairs = (item.split(":") for item in answers.split())
     responses = {status: {"$ref": f"#/components/responses/{name}"} for status, name in pairs}
     return op | {"responses": dict(sorted(responses.items()))}
