@@ -124,7 +124,7 @@ def error_codes(status: int | None = None) -> list[str]:
 
 
 class Error(Answer):
-    """Every error answer: ``{error, message, fields?, retryAfter?}``."""
+    """Every error answer: {error, message, fields?, retryAfter?}."""
 
     error: Literal[tuple(error_codes())]  # type: ignore[valid-type]
     message: str
