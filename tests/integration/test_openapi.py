@@ -10,6 +10,7 @@ paused, the line) are scripted below and checked against the document with the s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,6 +171,24 @@ def test_room_fields_match_the_validation() -> None:
             assert f.check("x" * (schema["maxLength"] + 1))
         if "enum" in schema:
             assert all(f.check(v) is None for v in schema["enum"]) and f.check("other")
+
+
+@pytest.mark.parametrize(
+    ("url", "accepted"),
+    [
+        ("https://shop.example/checkout", True), ("HTTPS://shop.example", True),
+        ("http://localhost:8000/co", True), ("http://127.0.0.1", True), ("http://[::1]/", True),
+        ("http://user@localhost/", True), ("http://shop.example/", False),
+        ("http://localhost.shop.example/", False), ("http://localhost@shop.example/", False),
+        ("http://127.0.0.1.shop.example/", False), ("ftp://shop.example/", False),
+    ],
+)  # fmt: skip
+def test_the_redirect_rule_is_the_documented_pattern(url: str, accepted: bool) -> None:
+    """The rule and the document's pattern are one: an absolute URL passes exactly if it matches."""
+    schema = openapi.document()["components"]["schemas"]["RoomCreate"]
+    pattern = schema["properties"]["redirectUrl"]["pattern"]
+    assert (rooms.redirect_url_problem(url) is None) is accepted
+    assert (re.match(pattern, url) is not None) is accepted
 
 
 # -- fuzzing -----------------------------------------------------------------------------
@@ -354,6 +373,20 @@ def test_visitor_answers_match_the_document(
     unseen, _ = services.keystore.create(ENV)
     outage = client.post(challenge, json={"apiKey": unseen.public_key})
     assert conforms(outage, "POST", challenge, 503).json["error"] == "Unavailable"
+
+
+def test_a_fail_open_admission_matches_the_document(
+    client: FlaskClient, services: Services, world: World
+) -> None:
+    """The outage answer comes from the same builder as every queue answer: it conforms too."""
+    room_id = make_room(services.engine, env=ENV, slug="open-doors", failMode="open")
+    services.engine.open(room_id)
+    newcomer = Visitor(client, world.public_key)
+    newcomer.identify()
+    services.directory.refresh_once()  # every room known offline, as the refresher does
+    services.breaker.open_until = float("inf")  # Redis unreachable
+    answer = conforms(newcomer.enter("open-doors"), "POST", "/api/v1/queue/enter", 200)
+    assert answer.json["status"] == "admitted" and answer.json["failOpen"] is True
 
 
 def test_unencodable_text_is_a_bad_request(client: FlaskClient, world: World) -> None:

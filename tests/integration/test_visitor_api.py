@@ -127,6 +127,22 @@ def test_bad_requests_name_the_field(client: FlaskClient, api_key: str, room: st
         assert field in response.json["fields"]
 
 
+def test_every_bad_field_is_named_at_once(client: FlaskClient, api_key: str) -> None:
+    """One 400 names each problem with what is wrong, so a client fixes a request in one go."""
+    body = {"apiKey": True, "room": "x" * 5000, "extra": 1}
+    response = Visitor(client, api_key).post("queue/enter", body)
+    assert response.status_code == 400 and error_of(response) == "BadRequest"
+    assert response.json["fields"] == {
+        "apiKey": "must be a string",
+        "room": "is too long",
+        "sessionToken": "is required",
+        "extra": "unknown field",
+    }
+    signals = {"apiKey": api_key, "challenge": "c", "solution": "s", "signals": [1]}
+    response = Visitor(client, api_key).post("identify", signals)
+    assert response.json["fields"] == {"signals": "must be an object"}
+
+
 def test_huge_body_refused(client: FlaskClient) -> None:
     response = client.post("/api/v1/queue/poll", data="x" * 100_000)
     assert response.status_code == 413 and error_of(response) == "PayloadTooLarge"

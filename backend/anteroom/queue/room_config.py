@@ -17,7 +17,6 @@ SLUG_PATTERN = re.compile(r"^[a-z0-9-]{3,64}$")
 NAME_MAX_LENGTH = 200
 REDIRECT_URL_MAX_LENGTH = 2000
 FAIL_MODES = ("open", "closed")
-_LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
 
 
 class ValidationError(ValueError):
@@ -70,8 +69,21 @@ def _fail_mode(value: Any) -> str | None:
     return None if value in FAIL_MODES else 'must be "open" or "closed"'
 
 
+def _any_case(word: str) -> str:
+    """A regex of ``word`` in any ASCII case (JSON Schema patterns have no flags)."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
+
+
+# The redirect URL rule: https anywhere, plain http only to this machine. One pattern, so the
+# OpenAPI document states the very rule :func:`redirect_url_problem` applies.
+_LOCAL = "|".join(_any_case(re.escape(host)) for host in ("localhost", "127.0.0.1", "[::1]"))
+REDIRECT_URL_PATTERN = re.compile(
+    f"^({_any_case('https://')}|{_any_case('http://')}([^/?#@]*@)?({_LOCAL})([:/?#]|$))"
+)
+
+
 def redirect_url_problem(value: Any) -> str | None:
-    """Why ``value`` is not an acceptable redirect URL, or None."""
+    """Why ``value`` is not an acceptable redirect URL (absolute, :data:`REDIRECT_URL_PATTERN`)."""
     if not isinstance(value, str) or len(value) > REDIRECT_URL_MAX_LENGTH:
         return "must be an absolute URL"
     if value != value.strip() or any(ord(c) < 32 or ord(c) == 127 for c in value):
@@ -81,13 +93,11 @@ def redirect_url_problem(value: Any) -> str | None:
         host = parts.hostname
     except ValueError:
         return "must be an absolute URL"
-    if not host or not parts.netloc:
+    if not host or not parts.netloc or not parts.scheme:
         return "must be an absolute URL"
-    if parts.scheme == "https":
-        return None
-    if parts.scheme == "http" and (host in _LOCAL_HOSTS or f"[{host}]" in _LOCAL_HOSTS):
-        return None
-    return "must use https (http only for localhost, 127.0.0.1 or [::1])"
+    if not REDIRECT_URL_PATTERN.match(value):
+        return "must use https (http only for localhost, 127.0.0.1 or [::1])"
+    return None
 
 
 @dataclass(frozen=True)

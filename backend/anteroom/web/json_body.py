@@ -1,18 +1,16 @@
-"""Parse and check JSON request bodies: unknown fields and wrong types are named in one 400."""
+"""Read JSON request bodies and check them with their models: every problem named in one 400."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from flask import request
+from pydantic import ValidationError
 
+from anteroom.web.api_models import Body, problems_of
 from anteroom.web.http_errors import BadRequest, PayloadTooLarge
 
-MAX_STRING_LENGTH = 4096  # per string field of a visitor body (tokens are far shorter)
-
-# field name -> expected Python type (str, int, bool, dict, list) and whether it is required
-Schema = Mapping[str, tuple[type | tuple[type, ...], bool]]
+B = TypeVar("B", bound=Body)
 
 
 def json_body() -> dict[str, Any]:
@@ -76,32 +74,24 @@ def _encodes(text: str) -> bool:
     return True
 
 
-def _type_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {str: "a string", int: "an integer", bool: "true or false", dict: "an object"}
-    names |= {list: "a list", float: "a number", type(None): "null"}
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
+def parse(model: type[B]) -> B:
+    """The body as ``model``, or one :class:`BadRequest` naming every bad field."""
+    return validated(model, json_body(), "Some fields are not valid.")
 
 
-def parse(schema: Schema) -> dict[str, Any]:
-    """The body checked against ``schema``: every problem named under ``fields``."""
-    data = json_body()
+def parse_query(model: type[B]) -> B:
+    """The query string as ``model`` (the first value of each name), or one BadRequest."""
+    return validated(model, request.args.to_dict(), "Some parameters are not valid.")
+
+
+def validated(model: type[B], data: dict[str, Any], message: str) -> B:
+    """``data`` checked by ``model``: its fields' problems and its rules over several at once."""
     problems: dict[str, str] = {}
-    for name in data:
-        if name not in schema:
-            problems[name] = "unknown field"
-    for name, (kind, required) in schema.items():
-        if name not in data:
-            if required:
-                problems[name] = "is required"
-            continue
-        value = data[name]
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        bad_bool = isinstance(value, bool) and bool not in kinds
-        if bad_bool or not isinstance(value, kinds):
-            problems[name] = f"must be {_type_name(kind)}"
-        elif isinstance(value, str) and len(value) > MAX_STRING_LENGTH:
-            problems[name] = "is too long"
+    try:
+        parsed = model.model_validate(data)
+    except ValidationError as exc:
+        problems = problems_of(exc, model)
+    model.cross_check(data, problems)
     if problems:
-        raise BadRequest("Some fields are not valid.", fields=problems)
-    return data
+        raise BadRequest(message, fields=problems)
+    return parsed

@@ -8,33 +8,33 @@ forgotten by this instance's room cache, so the visitor API of this worker sees 
 
 from __future__ import annotations
 
-import re
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from flask import Blueprint, Response, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from anteroom.identity import revocation
-from anteroom.ops.audit_log import CURSOR_PATTERN, AuditLog, diff
+from anteroom.ops.audit_log import AuditLog, diff
 from anteroom.ops.keystore import KeyRecord
 from anteroom.queue import room_config as rooms
 from anteroom.queue import room_engine as eng
 from anteroom.queue.redis_link import StorageBusy, StorageUnavailable
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors
-from anteroom.web.json_body import json_body
+from anteroom.web.api_models import Body
+from anteroom.web.audit_models import AuditQuery, RevokeRequest
+from anteroom.web.json_body import parse, parse_query
+from anteroom.web.management_models import ROOM_ID, RoomCreate, RoomPatch
 
 bp = Blueprint("management", __name__, url_prefix="/api/management/v1")
 
-ROOM_ID = re.compile(r"^q[0-9a-f]{16}$")
-SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # a token's jti / vid (ours are 16 chars)
-REASON_MAX_LENGTH = 500
-ACTIONS = ("open", "pause", "close")
-MAX_OPENS_AT = 253_402_300_799_999  # the last millisecond of year 9999
 RETRY_SEC = 5
 T = TypeVar("T")
+B = TypeVar("B", bound=Body | None)
 
 
 def services() -> Services:
@@ -104,6 +104,45 @@ def public(room: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True)
+class Call(Generic[B]):
+    """What every management view starts from: an authorized key and its checked input."""
+
+    services: Services
+    key: KeyRecord
+    env: str  # the key's environment (the ``environment`` parameter may only name it)
+    data: B  # the parsed body (or query string), or None
+
+
+View = Callable[..., ResponseReturnValue]
+
+
+def management_call(
+    scope: str,
+    body: type[Body] | None = None,
+    *,
+    query: type[Body] | None = None,
+    room_view: bool = False,
+) -> Callable[[View], View]:
+    """Open a view: the key authorized for ``scope``, then the environment, then the input.
+
+    ``room_view`` views (one room by id) take no ``environment`` parameter: the room's own
+    environment is checked against the key's by :func:`load_room`.
+    """
+
+    def wrap(view: View) -> View:
+        @functools.wraps(view)
+        def run(**url: Any) -> ResponseReturnValue:
+            key = authorize(scope)
+            env = key.environment if room_view else environment(key)
+            data = parse(body) if body else parse_query(query) if query else None
+            return view(Call(services(), key, env, data), **url)
+
+        return run
+
+    return wrap
+
+
 def forget(room: dict[str, Any]) -> None:
     """Drop this instance's cached copy so its visitor API sees the change now."""
     cache = services().rooms
@@ -121,39 +160,34 @@ def engine_call(fn: Callable[[], T]) -> T:
 
 
 @bp.get("/queues")
-def list_queues() -> ResponseReturnValue:
+@management_call("queues:read")
+def list_queues(call: Call[None]) -> ResponseReturnValue:
     """Every room of the environment, by slug."""
-    key = authorize("queues:read")
-    env = environment(key)
-    s = services()
+    s = call.services
     out = []
     with storage():
-        for _slug, room_id in sorted(s.engine.list_rooms(env).items()):
+        for _slug, room_id in sorted(s.engine.list_rooms(call.env).items()):
             try:
                 out.append(public(s.engine.get_room(room_id)))
             except eng.RoomNotFound:
                 continue  # deleted between the two reads
-    return jsonify({"environment": env, "queues": out})
+    return jsonify({"environment": call.env, "queues": out})
 
 
 @bp.post("/queues")
-def create_queue() -> ResponseReturnValue:
+@management_call("queues:write", RoomCreate)
+def create_queue(call: Call[Any]) -> ResponseReturnValue:
     """Create a room from its configuration (every bad field named in one 400)."""
-    key = authorize("queues:write")
-    env = environment(key)
-    s = services()
-    try:
-        config = rooms.validate(json_body())
-    except rooms.ValidationError as exc:
-        raise errors.BadRequest("Some fields are not valid.", fields=exc.fields) from None
+    s, key = call.services, call.key
+    config = call.data.model_dump()  # every field, defaults filled in
     with storage():
         try:
-            room = s.engine.create_room(env, config)
+            room = s.engine.create_room(call.env, config)
         except eng.SlugTaken:
             fields = {"slug": "is taken in this environment"}
             raise errors.BadRequest("Some fields are not valid.", fields=fields) from None
         AuditLog(s.redis, s.keys).record(
-            env,
+            call.env,
             "queue.created",
             queue=room,
             key_id=key.id,
@@ -167,11 +201,11 @@ def create_queue() -> ResponseReturnValue:
 
 
 @bp.get("/queues/<room_id>")
-def get_queue(room_id: str) -> ResponseReturnValue:
+@management_call("queues:read", room_view=True)
+def get_queue(call: Call[None], room_id: str) -> ResponseReturnValue:
     """A room's configuration, status, live stats and, while open, the head of its line."""
-    key = authorize("queues:read")
-    room = load_room(key, room_id)
-    s = services()
+    room = load_room(call.key, room_id)
+    s = call.services
     stats = engine_call(lambda: s.engine.stats(room_id))
     out = public(room) | {"status": stats.status, "opensAt": stats.opens_at_ms}
     out["stats"] = {
@@ -189,32 +223,6 @@ def get_queue(room_id: str) -> ResponseReturnValue:
             for e in line
         ]
     return jsonify(out)
-
-
-def _patch_body() -> tuple[dict[str, Any], str | None, int | None]:
-    """(configuration changes, action, opensAt) of a PATCH; every problem in one 400."""
-    data = json_body()
-    action, opens_at = data.pop("action", None), data.pop("opensAt", None)
-    problems: dict[str, str] = {}
-    try:
-        changes = rooms.validate(data, partial=True)
-    except rooms.ValidationError as exc:
-        problems |= exc.fields
-        changes = {}
-    if action is not None and action not in ACTIONS:
-        problems["action"] = 'must be "open", "pause" or "close"'
-    if opens_at is not None:
-        if isinstance(opens_at, bool) or not isinstance(opens_at, int):
-            problems["opensAt"] = "must be an integer (epoch milliseconds)"
-        elif not 0 < opens_at <= MAX_OPENS_AT:
-            problems["opensAt"] = "must be a positive epoch time in milliseconds"
-        elif action != "open":
-            problems["opensAt"] = 'is only taken with "action": "open"'
-    if not problems and not changes and action is None:
-        problems["body"] = "names no configuration field and no action"
-    if problems:
-        raise errors.BadRequest("Some fields are not valid.", fields=problems)
-    return changes, action, opens_at
 
 
 def _act(room: dict[str, Any], action: str, opens_at: int | None) -> None:
@@ -244,12 +252,14 @@ def _act(room: dict[str, Any], action: str, opens_at: int | None) -> None:
 
 
 @bp.patch("/queues/<room_id>")
-def update_queue(room_id: str) -> ResponseReturnValue:
+@management_call("queues:write", RoomPatch, room_view=True)
+def update_queue(call: Call[Any], room_id: str) -> ResponseReturnValue:
     """Change configuration fields (not ``slug``) and/or run an action, at once for the line."""
-    key = authorize("queues:write")
-    changes, action, opens_at = _patch_body()
+    key, patch = call.key, call.data
+    changes = patch.model_dump(exclude_unset=True, exclude={"action", "opensAt"})
+    action, opens_at = patch.action, patch.opensAt
     before = load_room(key, room_id)
-    s = services()
+    s = call.services
     # The action first: it is the part that can be refused, and then nothing has changed.
     if action:
         _act(before, action, opens_at)
@@ -270,11 +280,12 @@ def update_queue(room_id: str) -> ResponseReturnValue:
 
 
 @bp.delete("/queues/<room_id>")
-def delete_queue(room_id: str) -> ResponseReturnValue:
+@management_call("queues:write", room_view=True)
+def delete_queue(call: Call[None], room_id: str) -> ResponseReturnValue:
     """Delete the room and every key of it; its tickets answer 410, its slug is free."""
-    key = authorize("queues:write")
+    key = call.key
     room = load_room(key, room_id)
-    s = services()
+    s = call.services
     engine_call(lambda: s.engine.delete_room(room_id))
     with storage():
         AuditLog(s.redis, s.keys).record(
@@ -284,72 +295,33 @@ def delete_queue(room_id: str) -> ResponseReturnValue:
     return Response(status=204)
 
 
-def _revoke_body() -> tuple[str, str, str | None]:
-    """(``jti`` or ``vid``, its value, reason) of a revocation; every problem in one 400."""
-    data = json_body()
-    problems = {name: "unknown field" for name in data if name not in ("jti", "vid", "reason")}
-    named = [k for k in revocation.KINDS if k in data]
-    if len(named) != 1:
-        why = "give jti or vid" if not named else "give jti or vid, not both"
-        problems |= {"jti": why, "vid": why}
-    for kind in named:
-        value = data[kind]
-        if not isinstance(value, str) or not SESSION_ID.fullmatch(value):
-            problems[kind] = "must be 1 to 64 letters, digits, '-' or '_' (a token's id)"
-    reason = data.get("reason")
-    if reason is not None and (not isinstance(reason, str) or len(reason) > REASON_MAX_LENGTH):
-        problems["reason"] = f"must be a string of at most {REASON_MAX_LENGTH} characters"
-    if problems:
-        raise errors.BadRequest("Some fields are not valid.", fields=problems)
-    return named[0], data[named[0]], reason
-
-
 @bp.post("/sessions/revoke")
-def revoke_session() -> ResponseReturnValue:
+@management_call("queues:write", RevokeRequest)
+def revoke_session(call: Call[RevokeRequest]) -> ResponseReturnValue:
     """Revoke a session (``jti``) or visitor (``vid``) in every room of the environment.
 
     Its spots answer ``SessionRevoked`` at their next poll, its admissions cannot be refreshed,
     it cannot enter again; the revocation expires by itself after the longest token life.
     """
-    key = authorize("queues:write")
-    env = environment(key)
-    kind, value, reason = _revoke_body()
-    s = services()
+    s, env, body = call.services, call.env, call.data
+    kind = body.kind
+    value = getattr(body, kind)
     with storage():
         done = revocation.revoke(s, env, kind, value)
         AuditLog(s.redis, s.keys).record(
-            env, "session.revoked", key_id=key.id, session={kind: value}, reason=reason
+            env, "session.revoked", key_id=call.key.id, session={kind: value}, reason=body.reason
         )
-    body = {"environment": env, kind: value, "reason": reason, "rooms": done.rooms}
-    body |= {"droppedNow": done.dropped_now, "expiresAt": done.expires_at_ms}
-    return jsonify(body)
-
-
-def _is_cursor(text: str) -> bool:
-    """True for a stream id Redis takes as an exclusive end: ASCII, 64-bit parts, not 0-0."""
-    if not text.isascii() or not CURSOR_PATTERN.fullmatch(text):
-        return False
-    ms, seq = (int(part) for part in text.split("-"))
-    return max(ms, seq) < 2**64 and (ms, seq) != (0, 0)
+    answer = {"environment": env, kind: value, "reason": body.reason, "rooms": done.rooms}
+    answer |= {"droppedNow": done.dropped_now, "expiresAt": done.expires_at_ms}
+    return jsonify(answer)
 
 
 @bp.get("/audit")
-def audit() -> ResponseReturnValue:
+@management_call("audit:read", query=AuditQuery)
+def audit(call: Call[AuditQuery]) -> ResponseReturnValue:
     """The environment's audit events, newest first, ``limit`` at a time after ``cursor``."""
-    key = authorize("audit:read")
-    env = environment(key)
-    cursor = request.args.get("cursor") or None
-    problems: dict[str, str] = {}
-    if cursor is not None and not _is_cursor(cursor):
-        problems["cursor"] = "must be a nextCursor from an earlier answer"
-    raw_limit = request.args.get("limit", "50")
-    digits = raw_limit.isascii() and raw_limit.isdigit() and len(raw_limit) < 5
-    limit = int(raw_limit) if digits else 0
-    if not 1 <= limit <= 500:
-        problems["limit"] = "must be an integer from 1 to 500"
-    if problems:
-        raise errors.BadRequest("Some parameters are not valid.", fields=problems)
-    s = services()
+    s, query = call.services, call.data
     with storage():
-        events, next_cursor = AuditLog(s.redis, s.keys).page(env, cursor, limit)
-    return jsonify({"environment": env, "events": events, "nextCursor": next_cursor})
+        page = AuditLog(s.redis, s.keys).page(call.env, query.cursor or None, query.limit)
+    events, next_cursor = page
+    return jsonify({"environment": call.env, "events": events, "nextCursor": next_cursor})

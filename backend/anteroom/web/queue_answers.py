@@ -104,20 +104,16 @@ def render(
     services: Services, room: dict[str, Any], vid: str, answer: QueueAnswer
 ) -> tuple[dict[str, Any], int | None]:
     """A queue answer as JSON, and the Retry-After it asks for (None when not waiting)."""
-    body: dict[str, Any] = {
-        "status": answer.status,
-        "room": room["slug"],
-        "roomName": room["name"],
-        "redirectUrl": room["redirectUrl"],
-        "ticket": answer.ticket,
-        "position": answer.position,
-        "etaSeconds": answer.eta_seconds,
-        "opensAt": answer.opens_at_ms,
-        "pollAfterMs": answer.poll_after_ms or None,
-        "queueToken": None,
-        "token": None,
-        "roomStatus": answer.room_status,
-    }
+    body = answer_body(
+        room,
+        answer.status,
+        room_status=answer.room_status,
+        opens_at=answer.opens_at_ms,
+        ticket=answer.ticket,
+        position=answer.position,
+        eta_seconds=answer.eta_seconds,
+        poll_after_ms=answer.poll_after_ms or None,
+    )
     if answer.status == "idle":
         return body, None
     body["queueToken"] = queue_token(room, services, vid, answer)
@@ -130,6 +126,39 @@ def render(
         body["token"] = admission_token(services, room, vid, claims)
         return body, None
     return body, max(1, math.ceil(answer.poll_after_ms / 1000))
+
+
+def answer_body(
+    room: dict[str, Any],
+    status: str,
+    *,
+    room_status: str,
+    opens_at: int | None,
+    ticket: int | None = None,
+    position: int | None = None,
+    eta_seconds: int | None = None,
+    poll_after_ms: int | None = None,
+    token: str | None = None,
+) -> dict[str, Any]:
+    """The one builder of a queue answer, in the shape ``visitor_models.QueueAnswer`` documents.
+
+    A plain dict (no model validation on the poll path); ``queueToken`` is set by the caller
+    once it knows there is a spot to poll.
+    """
+    return {
+        "status": status,
+        "room": room["slug"],
+        "roomName": room["name"],
+        "redirectUrl": room["redirectUrl"],
+        "ticket": ticket,
+        "position": position,
+        "etaSeconds": eta_seconds,
+        "opensAt": opens_at,
+        "pollAfterMs": poll_after_ms,
+        "queueToken": None,
+        "token": token,
+        "roomStatus": room_status,
+    }
 
 
 @dataclass(frozen=True)
@@ -180,22 +209,14 @@ def fail_open(
     if binding.network_tag:
         claims["qi"] = binding.network_tag
     token = admission_token(services, room, binding.vid, claims)
-    body = {
-        "status": "admitted",
-        "room": room["slug"],
-        "roomName": room["name"],
-        "redirectUrl": room["redirectUrl"],
-        "ticket": None,
-        "position": None,
-        "etaSeconds": None,
-        "opensAt": room.get("opensAt"),
-        "pollAfterMs": None,
-        "queueToken": None,
-        "token": token,
-        "roomStatus": room.get("status", "open"),
-        "failOpen": True,
-    }
-    return body, None
+    body = answer_body(
+        room,
+        "admitted",
+        room_status=room.get("status", "open"),
+        opens_at=room.get("opensAt"),
+        token=token,
+    )
+    return body | {"failOpen": True}, None
 
 
 def ticket_binding(room: dict[str, Any], claims: dict[str, Any], network_tag: str) -> Binding:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from flask import Blueprint, Response, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
@@ -16,12 +19,60 @@ from anteroom.web import address_limits as limits
 from anteroom.web import http_errors as errors
 from anteroom.web import queue_answers as visitor
 from anteroom.web.json_body import parse
+from anteroom.web.visitor_models import (
+    ChallengeRequest,
+    EnterRequest,
+    IdentifyRequest,
+    RefreshRequest,
+    TicketRequest,
+)
 
 bp = Blueprint("visitor", __name__, url_prefix="/api/v1")
+M = TypeVar("M", ChallengeRequest, IdentifyRequest, EnterRequest, TicketRequest, RefreshRequest)
+# The body field holding a call's token -> its kind, and what to call it in a refusal.
+TOKENS = {
+    "sessionToken": (tokens.SESSION, "session"),
+    "ticket": (tokens.TICKET, "ticket"),
+    "token": (tokens.ADMISSION, "admission"),
+}
 
 
 def services() -> Services:
     return current_app.extensions["anteroom"]  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Call(Generic[M]):
+    """What every visitor view starts from (all of it checked offline, nothing written)."""
+
+    services: Services
+    env: str  # the environment of the body's public key
+    body: M
+    claims: dict[str, Any]  # of the body's token, checked to be of ``env`` (else empty)
+
+
+def visitor_call(
+    model: type[M], token: str | None = None
+) -> Callable[[Callable[[Call[M]], ResponseReturnValue]], Callable[[], ResponseReturnValue]]:
+    """Open a view: the body parsed as ``model``, its apiKey's environment, its token decoded."""
+
+    def wrap(view: Callable[[Call[M]], ResponseReturnValue]) -> Callable[[], ResponseReturnValue]:
+        @functools.wraps(view)
+        def run() -> ResponseReturnValue:
+            body = parse(model)
+            s = services()
+            env = visitor.environment_of(s, body.apiKey)
+            claims: dict[str, Any] = {}
+            if token is not None:
+                kind, name = TOKENS[token]
+                claims = identity.decode_or_raise(s, getattr(body, token), kind)
+                if claims.get("env") != env:
+                    raise errors.TokenInvalid(f"The {name} belongs to another environment.")
+            return view(Call(s, env, body, claims))
+
+        return run
+
+    return wrap
 
 
 def reply(body: dict[str, Any], retry_after: int | None) -> Response:
@@ -47,40 +98,29 @@ def cors(response: Response) -> Response:
 
 
 @bp.post("/challenge")
-def challenge() -> ResponseReturnValue:
-    body = parse({"apiKey": (str, True)})
-    s = services()
-    env = visitor.environment_of(s, body["apiKey"])
+@visitor_call(ChallengeRequest)
+def challenge(call: Call[ChallengeRequest]) -> ResponseReturnValue:
     limits.charge("challenge")  # in this worker's memory: issuing a challenge writes nothing
-    return jsonify(identity.new_challenge(s, env))
+    return jsonify(identity.new_challenge(call.services, call.env))
 
 
 @bp.post("/identify")
-def identify() -> ResponseReturnValue:
-    body = parse(
-        {
-            "apiKey": (str, True),
-            "challenge": (str, True),
-            "solution": (str, True),
-            "signals": (dict, False),
-            "previousSession": ((str, type(None)), False),
-        }
-    )
-    s = services()
-    env = visitor.environment_of(s, body["apiKey"])
-    claims = identity.solved_challenge(s, env, body["challenge"], body["solution"])
+@visitor_call(IdentifyRequest)
+def identify(call: Call[IdentifyRequest]) -> ResponseReturnValue:
+    s, body = call.services, call.body
+    claims = identity.solved_challenge(s, call.env, body.challenge, body.solution)
     # Counted only now, before the first write: an over-limit request keeps its challenge unspent.
     limits.charge("identify")
     try:
         identity.spend_challenge(s, claims)
         network = tokens.network_tag(s.keyring, request.remote_addr or "0.0.0.0")
         evidence = Evidence(
-            signals=body.get("signals") or {},
+            signals=body.signals,
             user_agent=request.headers.get("User-Agent", ""),
             accept_language=request.headers.get("Accept-Language", ""),
             identifies_from_network=identity.network_identifies(s, network),
         )
-        return jsonify(identity.new_session(s, env, evidence, body.get("previousSession")))
+        return jsonify(identity.new_session(s, call.env, evidence, body.previousSession))
     except StorageUnavailable:
         # A challenge cannot be spent once without Redis: no new sessions during an outage.
         raise errors.Unavailable(retry_after=visitor.UNAVAILABLE_RETRY_SEC) from None
@@ -99,16 +139,12 @@ def _network_tag(s: Services, room: dict[str, Any]) -> str:
 
 
 @bp.post("/queue/enter")
-def enter() -> ResponseReturnValue:
-    body = parse({"apiKey": (str, True), "room": (str, True), "sessionToken": (str, True)})
-    s = services()
-    env = visitor.environment_of(s, body["apiKey"])
-    session = identity.decode_or_raise(s, body["sessionToken"], tokens.SESSION)
-    if session.get("env") != env:
-        raise errors.TokenInvalid("The session belongs to another environment.")
+@visitor_call(EnterRequest, token="sessionToken")
+def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
+    s, session = call.services, call.claims
     if "bot" in session.get("sig", []):
         raise errors.QueueDenied()
-    room = visitor.room_by_slug(s, env, body["room"])
+    room = visitor.room_by_slug(s, call.env, call.body.room)
     tag = _network_tag(s, room)
     score = int(session["score"])
     limits.charge("enter")  # after the offline checks: garbage costs Redis no write
@@ -123,19 +159,10 @@ def enter() -> ResponseReturnValue:
     return reply(*visitor.render(s, room, session["vid"], answer))
 
 
-def _ticket(s: Services, env: str, token: str) -> dict[str, Any]:
-    claims = identity.decode_or_raise(s, token, tokens.TICKET)
-    if claims.get("env") != env:
-        raise errors.TokenInvalid("The ticket belongs to another environment.")
-    return claims
-
-
 @bp.post("/queue/poll")
-def poll() -> ResponseReturnValue:
-    body = parse({"apiKey": (str, True), "ticket": (str, True)})
-    s = services()
-    env = visitor.environment_of(s, body["apiKey"])
-    claims = _ticket(s, env, body["ticket"])
+@visitor_call(TicketRequest, token="ticket")
+def poll(call: Call[TicketRequest]) -> ResponseReturnValue:
+    s, claims = call.services, call.claims
     room = None
     try:
         room = visitor.room_by_id(s, claims["qr"])
@@ -155,11 +182,9 @@ def poll() -> ResponseReturnValue:
 
 
 @bp.post("/queue/leave")
-def leave() -> ResponseReturnValue:
-    body = parse({"apiKey": (str, True), "ticket": (str, True)})
-    s = services()
-    env = visitor.environment_of(s, body["apiKey"])
-    claims = _ticket(s, env, body["ticket"])
+@visitor_call(TicketRequest, token="ticket")
+def leave(call: Call[TicketRequest]) -> ResponseReturnValue:
+    s, claims = call.services, call.claims
     try:
         visitor.engine_call(
             s, lambda: s.engine.leave(claims["qr"], claims["vid"], claims["t"], claims["g"])
@@ -170,13 +195,9 @@ def leave() -> ResponseReturnValue:
 
 
 @bp.post("/admission/refresh")
-def refresh() -> ResponseReturnValue:
-    body = parse({"apiKey": (str, True), "token": (str, True)})
-    s = services()
-    env = visitor.environment_of(s, body["apiKey"])
-    claims = identity.decode_or_raise(s, body["token"], tokens.ADMISSION)
-    if claims.get("env") != env:
-        raise errors.TokenInvalid("The admission belongs to another environment.")
+@visitor_call(RefreshRequest, token="token")
+def refresh(call: Call[RefreshRequest]) -> ResponseReturnValue:
+    s, claims = call.services, call.claims
     room = None
     try:
         room = visitor.room_by_id(s, claims["qr"])

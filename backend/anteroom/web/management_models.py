@@ -1,0 +1,180 @@
+"""Shapes of the management API (SPEC "Management API") for rooms: bodies and answers.
+
+The room configuration fields are typed from :data:`rooms.FIELDS`, where each is stated once:
+its bounds and pattern become the model's constraints (and so the document's), and its check
+runs after them, so what is refused, and its wording, are the room rules' own.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import ConfigDict, Field, create_model
+
+from anteroom.ops import keystore
+from anteroom.queue import room_config as rooms
+from anteroom.web.api_models import Answer, Body, Wording, checked, schema_extra
+from anteroom.web.visitor_models import ROOM_STATUSES
+
+ROOM_ID = re.compile(r"^q[0-9a-f]{16}$")
+ACTIONS = ("open", "pause", "close")
+MAX_OPENS_AT = 253_402_300_799_999  # the last millisecond of year 9999
+
+FIELD_DOCS = {
+    "slug": "Public name, unique per environment; fixed once the room is created.",
+    "name": "Shown on the hosted page (escaped).",
+    "ratePerMinute": "Admissions a minute (the drain).",
+    "capacity": "At most this many admitted visitors active at once; null: no bound.",
+    "admissionTtlSec": "Life of an admission token, and of its active slot unless refreshed.",
+    "holdScore": "Sessions scoring at or above it are held.",
+    "bindIp": "Admissions carry a keyed tag of the entering network.",
+    "redirectUrl": "Where the hosted page sends admitted visitors: an absolute https URL "
+    "(http only for localhost, 127.0.0.1 and [::1]).",
+    "maxWaiting": "Longest line; beyond it entries get QueueFull.",
+    "abandonAfterSec": "A waiting spot not polled for this long is dropped when the drain "
+    "reaches it, and anywhere in the line within a minute more by the room's sweep.",
+    "failMode": "What visitors get while Redis is unreachable: open admits, closed answers 503.",
+}
+# The shape of each room rule that is not an integer range (a new field must be added here).
+FIELD_TYPES: dict[str, Any] = {
+    "slug": Annotated[str, Field(pattern=rooms.SLUG_PATTERN.pattern)],
+    "name": Annotated[str, Field(min_length=1, max_length=rooms.NAME_MAX_LENGTH, pattern=r"\S")],
+    "bindIp": bool,
+    "redirectUrl": Annotated[
+        str,
+        Field(
+            max_length=rooms.REDIRECT_URL_MAX_LENGTH,
+            pattern=rooms.REDIRECT_URL_PATTERN.pattern,
+            json_schema_extra={"format": "uri"},
+        ),
+    ],
+    "failMode": Literal[rooms.FAIL_MODES],  # type: ignore[valid-type]
+}
+
+
+def field_type(field: rooms.Field) -> Any:
+    """The type of one configuration field, with its constraints, read from its rule."""
+    rule = field.check
+    if isinstance(rule, rooms.IntRange):
+        number = Annotated[int, Field(ge=rule.lo, le=rule.hi)]
+        return number | None if rule.nullable else number
+    return FIELD_TYPES[field.api]
+
+
+def _room_fields(*, create: bool, answer: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in rooms.FIELDS:
+        if f.api == "slug" and not (create or answer):
+            continue  # fixed once the room is created: refused by RoomPatch.cross_check
+        kind = field_type(f) if answer else Annotated[field_type(f), checked(f.check)]
+        if answer or (create and f.required):
+            default: Any = ...
+        else:
+            default = f.default if create else None  # PATCH: None only stands for "not sent"
+        out[f.api] = (kind, Field(default, description=FIELD_DOCS[f.api]))
+    return out
+
+
+class _RoomBody(Body):
+    messages: ClassVar[dict[str, Wording]] = {f.api: f.check for f in rooms.FIELDS}
+
+
+RoomCreate = create_model(
+    "RoomCreate", __base__=_RoomBody, **_room_fields(create=True, answer=False)
+)
+
+
+def _opens_at(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "must be an integer (epoch milliseconds)"
+    return "must be a positive epoch time in milliseconds"
+
+
+class _PatchRules(_RoomBody):
+    messages: ClassVar[dict[str, Wording]] = _RoomBody.messages | {
+        "action": 'must be "open", "pause" or "close"',
+        "opensAt": _opens_at,
+    }
+    model_config = ConfigDict(
+        json_schema_extra=schema_extra(
+            minProperties=1,
+            dependentSchemas={
+                "opensAt": {"required": ["action"], "properties": {"action": {"const": "open"}}}
+            },
+        )
+    )
+
+    @classmethod
+    def cross_check(cls, data: dict[str, Any], problems: dict[str, str]) -> None:
+        if "slug" in data:
+            problems["slug"] = "is fixed once the room is created"
+        action = data.get("action")
+        if data.get("opensAt") is not None and "opensAt" not in problems and action != "open":
+            problems["opensAt"] = 'is only taken with "action": "open"'
+        if not problems and action is None and not set(data) - {"action", "opensAt"}:
+            problems["body"] = "names no configuration field and no action"
+
+
+RoomPatch = create_model(
+    "RoomPatch",
+    __base__=_PatchRules,
+    **_room_fields(create=False, answer=False),
+    action=(
+        Literal[ACTIONS] | None,  # type: ignore[valid-type]
+        Field(None, description="open (resume a paused room), pause (only from open), close."),
+    ),
+    opensAt=(
+        int | None,
+        Field(
+            None,
+            ge=1,
+            le=MAX_OPENS_AT,
+            description='Epoch ms, only with "action": "open" on an idle room; a past one is '
+            "taken as given.",
+        ),
+    ),
+)
+Room = create_model(
+    "Room",
+    __base__=Answer,
+    id=(str, Field(pattern=ROOM_ID.pattern)),
+    environment=(str, Field(pattern=keystore.ENV_PATTERN.pattern)),
+    **_room_fields(create=False, answer=True),
+    status=(Literal[ROOM_STATUSES], ...),  # type: ignore[valid-type]
+    opensAt=(int | None, Field(description="Epoch ms; null: not set.")),
+)
+
+
+class Stats(Answer):
+    waiting: int = Field(ge=0)
+    held: int = Field(ge=0)
+    active: int = Field(ge=0)
+    admittedLastMinute: int = Field(ge=0)
+    dealtTotal: int = Field(ge=0)
+    opensAt: int | None
+
+
+class LineEntry(Answer):
+    ticket: int = Field(ge=1)
+    position: int = Field(ge=1)
+    visitor: str
+    score: int = Field(ge=0, le=100)
+
+
+class RoomDetail(Room):  # type: ignore[valid-type, misc]
+    stats: Stats
+    line: list[LineEntry] = Field(
+        default_factory=list,
+        max_length=200,
+        description="While open only: the first 200 waiting spots, in drain order.",
+    )
+
+
+class RoomList(Answer):
+    environment: str
+    queues: list[Room]  # type: ignore[valid-type]
+
+
+REQUESTS = (RoomCreate, RoomPatch)
+ANSWERS = (Room, RoomDetail, RoomList)

@@ -1,0 +1,105 @@
+"""Shapes of the visitor API (SPEC "Visitor API"): its request bodies and its answers."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from anteroom.identity import signal_rules as signals
+from anteroom.identity.proof_of_work import MAX_SOLUTION_LENGTH
+from anteroom.sdk import tokens
+from anteroom.web.api_models import MAX_STRING_LENGTH, Answer, Body, schema_extra, token_text
+
+ROOM_STATUSES = ("idle", "open", "paused")
+QUEUE_STATUSES = ("idle", "waiting", "held", "admitted")
+
+Text = Annotated[str, Field(max_length=MAX_STRING_LENGTH)]
+# Only described: a key that is not a public one answers 401, as an unknown one does.
+ApiKey = Annotated[
+    str,
+    Field(
+        max_length=MAX_STRING_LENGTH,
+        description="A public key.",
+        json_schema_extra={"pattern": "^pk_"},
+    ),
+]
+SIGNALS = {"webdriver": {"type": "boolean"}, "languages": {"type": "integer", "minimum": 0}}
+EpochMs = Annotated[int, Field(description="Epoch ms.")]
+
+
+class ChallengeRequest(Body):
+    apiKey: ApiKey
+
+
+class IdentifyRequest(Body):
+    apiKey: ApiKey
+    challenge: Annotated[Text, Field(description="The pc1 token of /challenge.")]
+    solution: str = Field(min_length=1, max_length=MAX_SOLUTION_LENGTH)
+    # Read by the signal rules as sent (odd values weigh too): only its known names described.
+    signals: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What the agent observed, e.g. webdriver, languages.",
+        json_schema_extra={"properties": SIGNALS},
+    )
+    previousSession: Text | None = None
+    model_config = ConfigDict(json_schema_extra=schema_extra())
+
+
+class EnterRequest(Body):
+    apiKey: ApiKey
+    room: Text
+    sessionToken: Text
+
+
+class TicketRequest(Body):
+    apiKey: ApiKey
+    ticket: Annotated[Text, Field(description="The qt1 queueToken.")]
+
+
+class RefreshRequest(Body):
+    apiKey: ApiKey
+    token: Annotated[Text, Field(description="The ab1 admission.")]
+
+
+class Challenge(Answer):
+    challenge: token_text(tokens.CHALLENGE)  # type: ignore[valid-type]
+    difficulty: int = Field(ge=0, le=256)
+    expiresAt: EpochMs
+
+
+SIGNAL_NAMES = tuple(sorted({rule.name for rule in signals.RULES} | {"bot"}))
+
+
+class Session(Answer):
+    sessionToken: token_text(tokens.SESSION)  # type: ignore[valid-type]
+    expiresAt: EpochMs
+    score: int = Field(ge=0, le=100)
+    sig: list[Literal[SIGNAL_NAMES]]  # type: ignore[valid-type]
+
+
+class QueueAnswer(Answer):
+    """The state of a spot; Retry-After is set while it asks the client to wait."""
+
+    # Built as a plain dict by anteroom.web.queue_answers.answer_body only (this documents it).
+
+    status: Literal[QUEUE_STATUSES]  # type: ignore[valid-type]
+    room: str
+    roomName: str
+    redirectUrl: str
+    ticket: int | None = Field(ge=1)
+    position: int | None = Field(ge=1)
+    etaSeconds: int | None = Field(ge=0)
+    opensAt: int | None = Field(description="Epoch ms.")
+    pollAfterMs: int | None = Field(ge=1)
+    queueToken: token_text(tokens.TICKET, "Poll with it.") | None  # type: ignore[valid-type]
+    token: token_text(tokens.ADMISSION, "The admission.") | None  # type: ignore[valid-type]
+    roomStatus: Literal[ROOM_STATUSES]  # type: ignore[valid-type]
+    failOpen: Literal[True] = Field(
+        default=True, description="Only on admissions given while Redis was unreachable."
+    )
+    model_config = ConfigDict(json_schema_extra=schema_extra())
+
+
+REQUESTS = (ChallengeRequest, IdentifyRequest, EnterRequest, TicketRequest, RefreshRequest)
+ANSWERS = (Challenge, Session, QueueAnswer)
