@@ -159,52 +159,12 @@ def load_round(
 # -- the server and its visitors -------------------------------------------------------------
 
 
-def _socket_inodes(port: int) -> dict[int, str]:
-    """Server-side sockets of our port on loopback: client port -> socket inode (Linux /proc)."""
-    out = {}
-    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
-        cols = line.split()
-        local, remote, inode = cols[1], cols[2], cols[9]
-        if int(local.split(":")[1], 16) == port:
-            out[int(remote.split(":")[1], 16)] = inode
-    return out
-
-
-def _children(pid: int) -> list[int]:
-    kids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                kids.append(int(entry.name))
-    return kids
-
-
 class Server(LiveServer):
     """The tests' ``LiveServer``, and which of its workers holds which connection."""
 
-    def workers(self) -> list[int]:
-        assert self.process is not None
-        return sorted(_children(self.process.pid))
-
     def owner(self, conn: Conn, timeout: float = 2.0) -> int | None:
         """The worker that accepted ``conn`` (None if it cannot be told)."""
-        client_port = conn.sock.getsockname()[1]
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            inode = _socket_inodes(self.port).get(client_port)
-            if inode:
-                wanted = f"socket:[{inode}]"
-                for pid in self.workers():
-                    fds = Path(f"/proc/{pid}/fd")
-                    with contextlib.suppress(OSError):
-                        if any(os.readlink(fd) == wanted for fd in fds.iterdir()):
-                            return pid
-            time.sleep(0.002)  # the worker has not accepted it yet
-        return None
+        return self.worker_holding(conn.sock, timeout)
 
     def connections(self, n: int) -> tuple[list[Conn], list[int]]:
         """``n`` keep-alive connections spread evenly over the workers (and the split).

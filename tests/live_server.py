@@ -7,6 +7,7 @@ for tests and shows their logs when a test fails.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import socket
@@ -149,6 +150,57 @@ class LiveServer(ServerProcess):
             ready_path="/readyz",
             name="anteroom serve",
         )
+
+    def workers(self) -> list[int]:
+        """Pids of gunicorn's worker processes (Linux /proc)."""
+        assert self.process is not None
+        return sorted(children_of(self.process.pid))
+
+    def worker_holding(self, sock: socket.socket, timeout: float = 2.0) -> int | None:
+        """The worker that accepted the client socket ``sock`` (None if it cannot be told).
+
+        A gunicorn worker that wakes first accepts every pending connection, so which worker
+        answers is up to the kernel; a test that needs several workers pins its connections.
+        """
+        client_port = sock.getsockname()[1]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            inode = _socket_inodes(self.port).get(client_port)
+            if inode:
+                wanted = f"socket:[{inode}]"
+                for pid in self.workers():
+                    fds = Path(f"/proc/{pid}/fd")
+                    with contextlib.suppress(OSError):
+                        if any(os.readlink(fd) == wanted for fd in fds.iterdir()):
+                            return pid
+            time.sleep(0.002)  # polling /proc until the worker has accepted it, not a race
+        return None
+
+
+def _socket_inodes(port: int) -> dict[int, str]:
+    """Server-side sockets of ``port`` on loopback: client port -> socket inode (Linux /proc)."""
+    out = {}
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        cols = line.split()
+        local, remote, inode = cols[1], cols[2], cols[9]
+        if int(local.split(":")[1], 16) == port:
+            out[int(remote.split(":")[1], 16)] = inode
+    return out
+
+
+def children_of(pid: int) -> list[int]:
+    """Pids of the live children of ``pid`` (Linux /proc)."""
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # The process name in parentheses may hold spaces: read past its closing one.
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry.name))
+    return kids
 
 
 class LiveServers(Protocol):
