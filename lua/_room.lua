@@ -33,11 +33,17 @@ local function load_room()
 end
 
 -- Writes back only the counters that changed: most polls change none or two of them.
+-- With `lazy`, accrual alone (bank and last moved, nobody dealt) is not written: accruing later
+-- from the stored bank and last gives the same bank, as min(cap, min(cap, b + x) + y) =
+-- min(cap, b + x + y) for earnings x, y >= 0. Rate changes and pauses book accrual themselves.
 local COUNTERS = {'bank', 'last', 'tk', 'dealt', 'peak'}
-local function save_room(r)
+local function save_room(r, lazy)
   local args, was = {}, r.loaded
+  local skip_accrual = lazy and r.dealt == was[4]
   for i, f in ipairs(COUNTERS) do
-    if r[f] ~= was[i] then args[#args + 1] = f; args[#args + 1] = fmt(r[f]) end
+    if r[f] ~= was[i] and not (skip_accrual and i <= 2) then
+      args[#args + 1] = f; args[#args + 1] = fmt(r[f])
+    end
   end
   if #args > 0 then redis.call('HSET', ROOM, unpack(args)) end
 end
@@ -71,6 +77,27 @@ local function put_spot(vid, s)
   if s.st == 'a' then tail = fmt(s.iat) .. '|' .. fmt(s.exp) .. '|' .. fmt(s.dn) end
   redis.call('HSET', SPOTS, vid, table.concat({fmt(s.t), s.sc, s.st, fmt(s.seen), fmt(s.win),
     s.cnt, s.sj, s.qi, tail}, '|'))
+end
+
+-- A spot whose only change is its poll counter is written with replication off: the counter
+-- lives in the primary's memory alone and never reaches the append-only file or a replica.
+-- A restart or a failover only restarts a ticket's one-minute window; any later replicated
+-- write of the record carries the counter along. It must be the script's last command: on
+-- Redis 6.2 any command after an unreplicated write propagates an empty MULTI/EXEC.
+local function put_spot_counter(vid, s)
+  redis.set_repl(redis.REPL_NONE)
+  put_spot(vid, s)
+end
+
+-- Last-seen, booked ahead: a poll finding `seen` still in the future books nothing; one finding
+-- it past books `seen` = now + abandonAfterSec / 2. A spot is abandoned at seen + abandonAfterSec,
+-- so it is never dropped sooner than abandonAfterSec after its last poll, nor later than 1.5 times,
+-- and a visitor polling every 15 s (abandonAfterSec 300) books one poll in eleven.
+-- Returns whether the spot must be written with replication on.
+local function mark_seen(r, s, now)
+  if s.seen >= now then return false end
+  s.seen = now + r.aban * 500
+  return true
 end
 
 local function drop_spot(vid, s)
