@@ -15,14 +15,14 @@ if s then
   local booked = mark_seen(r, s, now)
   if s.st == 'w' and (s.sj ~= sjti or s.qi ~= qi) then s.sj, s.qi, booked = sjti, qi, true end
   if s.st == 'w' and s.sc ~= score then
-    -- a new session with another score moves buckets but keeps its place in the order
-    local key = redis.call('ZSCORE', bucket(s.sc), vid)
-    redis.call('ZREM', bucket(s.sc), vid)
-    if key then redis.call('ZADD', bucket(score), key, vid); redis.call('SADD', BKS, score) end
+    -- a new session with another score may move between line and held, at its own place
+    local key = unplace(vid, s.sc)
+    if key then place(r, vid, score, key) end
     s.sc, booked = score, true
   end
   if booked then put_spot(vid, s) end
   sweep_step(r, now, SWEEP_STEP) -- after the spot's own `seen`: a visitor never sweeps itself
+  regroup_step(r, REGROUP_CARRIED)
   local dealt = drain(r, now)
   save_room(r, true)
   if dealt > 0 then -- the drain may have admitted this spot: answer what it wrote
@@ -35,8 +35,9 @@ if s then
   return reply
 end
 sweep_step(r, now, SWEEP_STEP) -- before the fullness check: a swept place is free at once
+regroup_step(r, REGROUP_CARRIED)
 drain(r, now)
-local _, _, eligible, held = buckets(r)
+local eligible, held = waiting_counts()
 if eligible + held >= r.maxw then save_room(r, true); return err('QueueFull', 60) end
 local pool = now < r.oa
 if pool and r.tk + 1 >= POOL_TICKETS then save_room(r, true); return err('QueueFull', 60) end
@@ -55,8 +56,7 @@ else
   else
     key = POST_OPEN + r.tk
   end
-  redis.call('ZADD', bucket(score), fmt(key), vid)
-  redis.call('SADD', BKS, score)
+  place(r, vid, score, fmt(key))
   put_spot(vid, s)
 end
 save_room(r)

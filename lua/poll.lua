@@ -21,6 +21,7 @@ if wait then return err('RateLimited', wait) end -- a refused poll changes nothi
 local booked = mark_seen(r, s, now)
 if booked then put_spot(vid, s) end
 sweep_step(r, now, SWEEP_STEP) -- after `seen` is set, so this spot is never the one swept
+regroup_step(r, REGROUP_CARRIED)
 local dealt = 0
 if s.st == 'w' then
   dealt = drain(r, now)
