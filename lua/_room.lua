@@ -1,4 +1,5 @@
--- Shared helpers, prepended to every room script by anteroom.engine.
+-- Shared helpers, prepended to every room script by anteroom.engine (except the standalone
+-- poll_far.lua). Every script: KEYS[1] = the room's key base; ARGV and reply in its header.
 -- Units: times in epoch milliseconds (Redis TIME + the room's clock offset `clk`);
 -- the admission bank in "rate-milliseconds": one admission = 60000 units, one ms at rate R
 -- earns R units, so the arithmetic stays in integers.
@@ -159,7 +160,7 @@ local function accrue(r, now)
 end
 
 -- Admissions dealt per second in a 60-slot ring, for admittedLastMinute and capacity ETAs.
-local function count_admission(now)
+local function count_admissions(now, count)
   local sec = math.floor(now / 1000)
   local slot = tostring(sec % 60)
   local cur = redis.call('HGET', ADM, slot)
@@ -168,7 +169,7 @@ local function count_admission(now)
     local s, c = cur:match('^(%d+):(%d+)$')
     if tonumber(s) == sec then n = tonumber(c) end
   end
-  redis.call('HSET', ADM, slot, sec .. ':' .. (n + 1))
+  redis.call('HSET', ADM, slot, sec .. ':' .. (n + count))
 end
 
 local function admitted_last_minute(now)
@@ -189,17 +190,31 @@ end
 
 local function active_count(now) return redis.call('ZCOUNT', ACTIVE, '(' .. fmt(now), '+inf') end
 
-local function admit(r, vid, s, now)
+-- Admissions are dealt in a batch: each spot is written as it is admitted, then the batch's
+-- active slots, admission count and peak are booked with one command each.
+local function deal(r, vid, s, now, batch)
   s.st, s.iat, s.exp = 'a', now, now + r.ttl * 1000
   r.dealt = r.dealt + 1
   s.dn = r.dealt
   put_spot(vid, s)
-  redis.call('ZADD', ACTIVE, fmt(s.exp), vid)
-  count_admission(now)
+  batch[#batch + 1] = fmt(s.exp)
+  batch[#batch + 1] = vid
+end
+
+local function book_dealt(r, now, batch)
+  if #batch == 0 then return end
+  redis.call('ZADD', ACTIVE, unpack(batch))
+  count_admissions(now, #batch / 2)
   if r.cap > 0 then
     local n = redis.call('ZCARD', ACTIVE)
     if n > r.peak then r.peak = n end
   end
+end
+
+local function admit(r, vid, s, now)
+  local batch = {}
+  deal(r, vid, s, now, batch)
+  book_dealt(r, now, batch)
 end
 
 -- Waiting spots: eligible (the line) and held.
@@ -278,7 +293,7 @@ local function drain(r, now)
   if r.cap > 0 then budget = math.min(budget, r.cap - redis.call('ZCARD', ACTIVE)) end
   if budget < 1 then return 0 end
   local check_revoked = redis.call('HLEN', RVK) > 0
-  local done, scanned = 0, 0
+  local done, scanned, batch = 0, 0, {}
   while done < budget and scanned < MAX_SCAN do
     local want = math.min(budget - done, MAX_SCAN - scanned)
     local items = redis.call('ZRANGE', LINE, 0, want - 1, 'WITHSCORES')
@@ -296,7 +311,7 @@ local function drain(r, now)
       elseif s.seen + r.aban * 1000 <= now or (check_revoked and is_revoked(vid, s.sj, now)) then
         redis.call('HDEL', SPOTS, vid)
       else
-        admit(r, vid, s, now)
+        deal(r, vid, s, now, batch)
         r.bank = r.bank - UNIT
         done = done + 1
       end
@@ -304,6 +319,7 @@ local function drain(r, now)
     scanned = scanned + #read
     redis.call('ZREM', LINE, unpack(read))
   end
+  book_dealt(r, now, batch)
   return done
 end
 

@@ -1,6 +1,7 @@
 -- Enter the line: one spot per (room, vid); a repeated entry returns the same spot. Like poll,
 -- it carries a step of the sweep along, so a full line frees its abandoned places by itself.
 -- ARGV: vid, session jti, score (0-100), network tag ('' unless the room binds it).
+-- Reply: a queue answer (see `answer` in _room.lua) or {'ERR', code, retry s}.
 local vid, sjti, score, qi = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local r = load_room()
 if not r then return err('RoomNotFound') end

@@ -3,6 +3,7 @@
 -- ARGV: vid, ticket, generation, session jti (all from the signed queue token; the jti may be
 -- '' in tickets signed before tickets carried it).
 -- Writes: last-seen only when it is due (see mark_seen); the poll counter unreplicated, last.
+-- Reply: a queue answer (see `answer` in _room.lua) or {'ERR', code, retry s}.
 local vid, ticket, gen, sjti = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] or ''
 local r = load_room()
 if not r or r.gen ~= gen then return err('TicketGone') end

@@ -1,4 +1,5 @@
 -- Change configuration fields. ARGV: field, value, ...
+-- Reply: {'OK'} or {'ERR', 'RoomNotFound', 0}.
 -- A rate change first books the time elapsed at the old rate, so it never causes a burst.
 -- A holdScore change regroups the line: a first bounded step now (a whole line of up to
 -- REGROUP_STEP spots), the rest carried along by enter and poll.
