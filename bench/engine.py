@@ -11,6 +11,9 @@ line of the same length (random order, as the pre-queue's lottery order is) and 
 last-seen time. It runs in the same batches' conditions, so ``ratio_to_floor`` is the figure to
 compare between machines; absolute microseconds depend on the machine and its load.
 
+The 1M model (``model_1m``): the polls a second of a 1M line polling as told (cadence bands),
+times this run's per-poll costs (far and near the head), plus the drain at 100 admissions a second.
+
 AOF bytes per poll: ``aof_current_size`` (``INFO persistence``) before and after every spot of
 a 1,000-spot pre-queue polls every 15 s (the cadence deep in a line) for ten minutes of room clock.
 Run: ``python bench/engine.py [--redis-url URL] [--sizes 1000,100000,1000000]``.
@@ -38,6 +41,10 @@ from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
 
 SIZES = (1_000, 100_000, 1_000_000)
+NEAR_HEAD = 100  # positions that run the full poll (poll_far.lua answers the others)
+# Polls a second of a 1M line polling as told: spots per cadence band / its pollAfterMs.
+CADENCE_1M = {"near": 10 / 1.0 + 90 / 2.5, "far": 900 / 5.0 + 999_000 / 15.0}
+MODEL_RATE_PER_MINUTE = 6_000  # admissions a second in the model: 100
 FLOOR_SCRIPT = """
 -- The floor of a poll. KEYS: room hash, line sorted set, last-seen hash. ARGV: vid, now (ms).
 local status = redis.call('HGET', KEYS[1], 'st')
@@ -121,10 +128,13 @@ def poll_and_floor(engine: Engine, n: int, results: dict[str, Any]) -> float:
 
     polls: list[float] = []
     floors: list[float] = []
+    near: list[float] = []
     for _ in range(10):  # interleaved, so both see the same load on a shared machine
         polls += batch_costs(client, poll, n, 20, 20)
         floors += batch_costs(client, floor_poll, n, 20, 20)
+        near += batch_costs(client, poll, min(n, NEAR_HEAD), 5, 20)
     key = str(n)
+    results["poll_near_head_us_median"][key] = round(statistics.median(near), 2)
     poll_us, floor_us = statistics.median(polls), statistics.median(floors)
     results["poll_us_median"][key] = round(poll_us, 2)
     results["poll_us_p99"][key] = round(p99(polls), 2)
@@ -182,6 +192,31 @@ def aof_bytes_per_poll(engine: Engine, spots: int = 1_000, every_ms: int = 15_00
     return max(0.0, (after - before - shift) / polls)
 
 
+def model_1m(results: dict[str, Any], size: str) -> dict[str, Any]:
+    """Redis core-seconds per second of a 1M line polling as told, from this run's figures.
+
+    Every poll script writes (the per-ticket counter, unreplicated) so all of it is primary
+    work; none can go to a replica yet. ``size`` is the largest line measured.
+    """
+    far = CADENCE_1M["far"] * results["poll_us_median"][size] / 1e6
+    near = CADENCE_1M["near"] * results["poll_near_head_us_median"][size] / 1e6
+    drain = MODEL_RATE_PER_MINUTE / 60 * results["drain200_ms_median"] / 200 / 1e3
+    floor = sum(CADENCE_1M.values()) * results["floor_us"][size] / 1e6
+    total = far + near + drain
+    return {
+        "line_measured": int(size),
+        "polls_per_second": round(sum(CADENCE_1M.values())),
+        "admissions_per_second": MODEL_RATE_PER_MINUTE // 60,
+        "far_poll_cores": round(far, 3),
+        "near_poll_cores": round(near, 3),
+        "drain_cores": round(drain, 3),
+        "primary_cores": round(total, 3),
+        "replica_cores": 0.0,
+        "total_cores": round(total, 3),
+        "floor_cores": round(floor, 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--redis-url")
@@ -200,6 +235,7 @@ def main() -> None:
         "floor_us": {},
         "ratio_to_floor": {},
         "floor_bytes_per_spot": {},
+        "poll_near_head_us_median": {},
     }
     memory = 0.0
     try:
@@ -212,11 +248,13 @@ def main() -> None:
             memory / results["floor_bytes_per_spot"][str(sizes[-1])], 2
         )
         results["aof_bytes_per_poll"] = round(aof_bytes_per_poll(engine), 1)
+        results["model_1m"] = model_1m(results, str(sizes[-1]))
         print(
             f"drain of 200: {results['drain200_ms_median']} ms; {memory:.0f} bytes per spot "
             f"({results['bytes_ratio_to_floor']}x floor); "
             f"{results['aof_bytes_per_poll']} AOF bytes per poll (15 s cadence)"
         )
+        print(f"1M model: {results['model_1m']}")
         out = ROOT / "bench" / "results" / "engine.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=2) + "\n")
