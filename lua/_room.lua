@@ -1,13 +1,17 @@
--- Shared helpers, prepended to every room script by anteroom.engine.
+-- Shared helpers, prepended to every room script by anteroom.engine (except the standalone
+-- poll_far.lua). Every script: KEYS[1] = the room's key base; ARGV and reply in its header.
 -- Units: times in epoch milliseconds (Redis TIME + the room's clock offset `clk`);
 -- the admission bank in "rate-milliseconds": one admission = 60000 units, one ms at rate R
 -- earns R units, so the arithmetic stays in integers.
 -- KEYS[1] is the room's key base "<prefix>r:{<id>}:"; every key below shares its hash tag.
--- Bucket keys (one sorted set per session score) are derived here rather than declared,
--- which is safe in a Cluster because they hash to the same slot as KEYS[1].
+-- The order: eligible waiting spots in one sorted set, LINE, by drain-order key, so a position
+-- is one ZRANK and the drain reads one head. Held spots (score >= holdScore) are kept apart in
+-- one sorted set per score, `b:<score>` (scores listed in BKS), under the same keys, so a
+-- holdScore change moves whole scores back at their original place. Bucket keys are derived
+-- here rather than declared, which is safe in a Cluster: they hash to the slot of KEYS[1].
 local BASE = KEYS[1]
 local ROOM, SPOTS, ACTIVE = BASE .. 'room', BASE .. 'spots', BASE .. 'active'
-local ADM, RVK, BKS = BASE .. 'adm', BASE .. 'rvk', BASE .. 'bks'
+local ADM, RVK, BKS, LINE = BASE .. 'adm', BASE .. 'rvk', BASE .. 'bks', BASE .. 'line'
 local UNIT = 60000
 local MAX_ADMIT, MAX_SCAN = 200, 1000
 local POST_OPEN = 4503599627370496 -- 2^52: post-open keys sort behind every pool key
@@ -20,24 +24,32 @@ local function bucket(score) return BASE .. 'b:' .. score end
 -- table once; filling an empty one field by field rehashes it six times on every call).
 local function load_room()
   local v = redis.call('HMGET', ROOM, 'st', 'seed', 'rid', 'oa', 'rate', 'cap', 'ttl', 'hold',
-    'maxw', 'aban', 'clk', 'fix', 'bank', 'last', 'tk', 'dealt', 'gen', 'peak', 'swt', 'swc')
+    'maxw', 'aban', 'clk', 'fix', 'bank', 'last', 'tk', 'dealt', 'gen', 'peak', 'swt', 'swc',
+    'rel', 'cvk')
   if not v[1] then return nil end
   local n = tonumber
   local r = {st = v[1], seed = v[2], rid = v[3], oa = n(v[4]) or 0, rate = n(v[5]) or 0,
     cap = n(v[6]) or 0, ttl = n(v[7]) or 0, hold = n(v[8]) or 0, maxw = n(v[9]) or 0,
     aban = n(v[10]) or 0, clk = n(v[11]) or 0, fix = n(v[12]) or 0, bank = n(v[13]) or 0,
     last = n(v[14]) or 0, tk = n(v[15]) or 0, dealt = n(v[16]) or 0, gen = n(v[17]) or 0,
-    peak = n(v[18]) or 0, swt = n(v[19]) or 0, swc = v[20] or '0', loaded = false}
+    peak = n(v[18]) or 0, swt = n(v[19]) or 0, swc = v[20] or '0', rel = v[21] or '0',
+    cvk = v[22] or '', loaded = false}
   r.loaded = {r.bank, r.last, r.tk, r.dealt, r.peak}
   return r
 end
 
 -- Writes back only the counters that changed: most polls change none or two of them.
+-- With `lazy`, accrual alone (bank and last moved, nobody dealt) is not written: accruing later
+-- from the stored bank and last gives the same bank, as min(cap, min(cap, b + x) + y) =
+-- min(cap, b + x + y) for earnings x, y >= 0. Rate changes and pauses book accrual themselves.
 local COUNTERS = {'bank', 'last', 'tk', 'dealt', 'peak'}
-local function save_room(r)
+local function save_room(r, lazy)
   local args, was = {}, r.loaded
+  local skip_accrual = lazy and r.dealt == was[4]
   for i, f in ipairs(COUNTERS) do
-    if r[f] ~= was[i] then args[#args + 1] = f; args[#args + 1] = fmt(r[f]) end
+    if r[f] ~= was[i] and not (skip_accrual and i <= 2) then
+      args[#args + 1] = f; args[#args + 1] = fmt(r[f])
+    end
   end
   if #args > 0 then redis.call('HSET', ROOM, unpack(args)) end
 end
@@ -73,9 +85,53 @@ local function put_spot(vid, s)
     s.cnt, s.sj, s.qi, tail}, '|'))
 end
 
+-- A spot whose only change is its poll counter is written with replication off: the counter
+-- lives in the primary's memory alone and never reaches the append-only file or a replica.
+-- A restart or a failover only restarts a ticket's one-minute window; any later replicated
+-- write of the record carries the counter along. It must be the script's last command: on
+-- Redis 6.2 any command after an unreplicated write propagates an empty MULTI/EXEC.
+local function put_spot_counter(vid, s)
+  redis.set_repl(redis.REPL_NONE)
+  put_spot(vid, s)
+end
+
+-- Last-seen, booked ahead: a poll finding `seen` still in the future books nothing; one finding
+-- it past books `seen` = now + abandonAfterSec / 2. A spot is abandoned at seen + abandonAfterSec,
+-- so it is never dropped sooner than abandonAfterSec after its last poll, nor later than 1.5 times,
+-- and a visitor polling every 15 s (abandonAfterSec 300) books one poll in eleven.
+-- Returns whether the spot must be written with replication on.
+local function mark_seen(r, s, now)
+  if s.seen >= now then return false end
+  s.seen = now + r.aban * 500
+  return true
+end
+
+-- A waiting spot is in LINE, or in its score's held bucket (a holdScore change may not have
+-- moved it yet): both are tried, a ZREM of an absent member costs a lookup.
 local function drop_spot(vid, s)
   redis.call('HDEL', SPOTS, vid)
-  if s.st == 'a' then redis.call('ZREM', ACTIVE, vid) else redis.call('ZREM', bucket(s.sc), vid) end
+  if s.st == 'a' then redis.call('ZREM', ACTIVE, vid); return end
+  redis.call('ZREM', LINE, vid)
+  redis.call('ZREM', bucket(s.sc), vid)
+end
+
+-- Files a waiting spot's order key where its score puts it now.
+local function place(r, vid, score, key)
+  if score < r.hold then
+    redis.call('ZADD', LINE, key, vid)
+  else
+    redis.call('ZADD', bucket(score), key, vid)
+    redis.call('SADD', BKS, score)
+  end
+end
+
+-- Takes a waiting spot's order key out of wherever it is filed; returns it (nil if nowhere).
+local function unplace(vid, score)
+  local key = redis.call('ZSCORE', LINE, vid)
+  if key then redis.call('ZREM', LINE, vid); return key end
+  key = redis.call('ZSCORE', bucket(score), vid)
+  if key then redis.call('ZREM', bucket(score), vid) end
+  return key
 end
 
 -- Revocations: field 'j:<session jti>' or 'v:<vid>' -> until (ms on the room's clock). An entry
@@ -104,7 +160,7 @@ local function accrue(r, now)
 end
 
 -- Admissions dealt per second in a 60-slot ring, for admittedLastMinute and capacity ETAs.
-local function count_admission(now)
+local function count_admissions(now, count)
   local sec = math.floor(now / 1000)
   local slot = tostring(sec % 60)
   local cur = redis.call('HGET', ADM, slot)
@@ -113,7 +169,7 @@ local function count_admission(now)
     local s, c = cur:match('^(%d+):(%d+)$')
     if tonumber(s) == sec then n = tonumber(c) end
   end
-  redis.call('HSET', ADM, slot, sec .. ':' .. (n + 1))
+  redis.call('HSET', ADM, slot, sec .. ':' .. (n + count))
 end
 
 local function admitted_last_minute(now)
@@ -134,31 +190,100 @@ end
 
 local function active_count(now) return redis.call('ZCOUNT', ACTIVE, '(' .. fmt(now), '+inf') end
 
-local function admit(r, vid, s, now)
+-- Admissions are dealt in a batch: each spot is written as it is admitted, then the batch's
+-- active slots, admission count and peak are booked with one command each.
+local function deal(r, vid, s, now, batch)
   s.st, s.iat, s.exp = 'a', now, now + r.ttl * 1000
   r.dealt = r.dealt + 1
   s.dn = r.dealt
   put_spot(vid, s)
-  redis.call('ZADD', ACTIVE, fmt(s.exp), vid)
-  count_admission(now)
+  batch[#batch + 1] = fmt(s.exp)
+  batch[#batch + 1] = vid
+end
+
+local function book_dealt(r, now, batch)
+  if #batch == 0 then return end
+  redis.call('ZADD', ACTIVE, unpack(batch))
+  count_admissions(now, #batch / 2)
   if r.cap > 0 then
     local n = redis.call('ZCARD', ACTIVE)
     if n > r.peak then r.peak = n end
   end
 end
 
--- Buckets by score: returns eligible and held bucket lists and their sizes.
-local function buckets(r)
-  local el, held, nel, nheld = {}, {}, 0, 0
-  for _, b in ipairs(redis.call('SMEMBERS', BKS)) do
-    local n = redis.call('ZCARD', bucket(b))
-    if tonumber(b) < r.hold then el[#el + 1] = b; nel = nel + n
-    else held[#held + 1] = b; nheld = nheld + n end
-  end
-  return el, held, nel, nheld
+local function admit(r, vid, s, now)
+  local batch = {}
+  deal(r, vid, s, now, batch)
+  book_dealt(r, now, batch)
 end
 
--- Admit in drain order: a k-way merge of the eligible buckets' heads.
+-- Waiting spots: eligible (the line) and held.
+local function waiting_counts()
+  local held = 0
+  for _, b in ipairs(redis.call('SMEMBERS', BKS)) do held = held + redis.call('ZCARD', bucket(b)) end
+  return redis.call('ZCARD', LINE), held
+end
+
+-- Regrouping after a holdScore change, a bounded step at a time, every spot at its original
+-- order key. `rel` = '1' while held buckets under holdScore may still hold spots (a raise);
+-- `cvk` is the order key a conviction pass (a lowering) has reached in the line, '' if none.
+-- Until a step has reached a spot, the drain still treats it by its score (never admitting a
+-- held spot) and a released spot is moved when it polls; positions of others count spots not
+-- yet moved, so a change to a line longer than one step is exact only once regrouped.
+local REGROUP_STEP, REGROUP_CARRIED = 1000, 200
+local SCORE_PATTERN = '^[^|]*|([^|]*)|'
+
+local function release_step(r, count)
+  local pending = false
+  for _, b in ipairs(redis.call('SMEMBERS', BKS)) do
+    if tonumber(b) < r.hold then
+      local items = {}
+      if count > 0 then items = redis.call('ZRANGE', bucket(b), 0, count - 1, 'WITHSCORES') end
+      if #items > 0 then
+        local pairs_in, ids = {}, {}
+        for i = 1, #items, 2 do
+          pairs_in[#pairs_in + 1] = items[i + 1]; pairs_in[#pairs_in + 1] = items[i]
+          ids[#ids + 1] = items[i]
+        end
+        redis.call('ZADD', LINE, unpack(pairs_in))
+        redis.call('ZREM', bucket(b), unpack(ids))
+        count = count - #ids
+      end
+      if redis.call('EXISTS', bucket(b)) == 1 then pending = true end
+    end
+  end
+  if not pending then r.rel = '0' end
+  return count
+end
+
+local function convict_step(r, count)
+  local lo = r.cvk == '-inf' and '-inf' or '(' .. r.cvk
+  local items = redis.call('ZRANGEBYSCORE', LINE, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, count)
+  for i = 1, #items, 2 do
+    local vid, key = items[i], items[i + 1]
+    local raw = redis.call('HGET', SPOTS, vid)
+    local score = raw and tonumber(raw:match(SCORE_PATTERN))
+    if not score then
+      redis.call('ZREM', LINE, vid) -- an orphaned order entry
+    elseif score >= r.hold then
+      redis.call('ZREM', LINE, vid)
+      place(r, vid, score, key)
+    end
+    r.cvk = key
+  end
+  if #items < 2 * count then r.cvk = '' end
+end
+
+local function regroup_step(r, count)
+  if r.rel ~= '1' and r.cvk == '' then return end -- the common case: nothing to move
+  if r.rel == '1' then count = release_step(r, count) end
+  if r.cvk ~= '' and count > 0 then convict_step(r, count) end
+  redis.call('HSET', ROOM, 'rel', r.rel, 'cvk', r.cvk)
+end
+
+-- Admit in drain order from the head of the line. Every spot read leaves the line: admitted,
+-- dropped (abandoned or revoked, at no cost to the budget), or filed as held (its score is at
+-- or above holdScore, and no regrouping step has reached it yet).
 local function drain(r, now)
   if r.st ~= 'open' or now < r.oa then return 0 end
   accrue(r, now)
@@ -167,42 +292,34 @@ local function drain(r, now)
   free_expired(now)
   if r.cap > 0 then budget = math.min(budget, r.cap - redis.call('ZCARD', ACTIVE)) end
   if budget < 1 then return 0 end
-  local heads = {}
-  for _, b in ipairs(redis.call('SMEMBERS', BKS)) do
-    if tonumber(b) < r.hold then heads[#heads + 1] = {k = bucket(b), items = {}, i = 1, lo = '-inf'} end
-  end
   local check_revoked = redis.call('HLEN', RVK) > 0
-  local done, scanned = 0, 0
+  local done, scanned, batch = 0, 0, {}
   while done < budget and scanned < MAX_SCAN do
-    local best, bs = nil, nil
-    for _, h in ipairs(heads) do
-      if h.i > #h.items and not h.empty then
-        h.items = redis.call('ZRANGEBYSCORE', h.k, h.lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 32)
-        h.i = 1
-        h.empty = #h.items == 0
-      end
-      if not h.empty then
-        local sc = tonumber(h.items[h.i + 1])
-        if not bs or sc < bs then best, bs = h, sc end
+    local want = math.min(budget - done, MAX_SCAN - scanned)
+    local items = redis.call('ZRANGE', LINE, 0, want - 1, 'WITHSCORES')
+    if #items == 0 then break end
+    local read = {}
+    for i = 1, #items, 2 do
+      local vid = items[i]
+      read[#read + 1] = vid
+      local s = get_spot(vid)
+      if not s then
+        -- an orphaned order entry: nothing to admit
+      elseif s.sc >= r.hold then
+        redis.call('ZADD', bucket(s.sc), items[i + 1], vid)
+        redis.call('SADD', BKS, s.sc)
+      elseif s.seen + r.aban * 1000 <= now or (check_revoked and is_revoked(vid, s.sj, now)) then
+        redis.call('HDEL', SPOTS, vid)
+      else
+        deal(r, vid, s, now, batch)
+        r.bank = r.bank - UNIT
+        done = done + 1
       end
     end
-    if not best then break end
-    local vid = best.items[best.i]
-    best.lo = '(' .. best.items[best.i + 1]
-    best.i = best.i + 2
-    scanned = scanned + 1
-    local s = get_spot(vid)
-    redis.call('ZREM', best.k, vid)
-    if not s then
-      -- an orphaned order entry: nothing to admit
-    elseif s.seen + r.aban * 1000 <= now or (check_revoked and is_revoked(vid, s.sj, now)) then
-      redis.call('HDEL', SPOTS, vid) -- abandoned or revoked: dropped at no cost to the budget
-    else
-      admit(r, vid, s, now)
-      r.bank = r.bank - UNIT
-      done = done + 1
-    end
+    scanned = scanned + #read
+    redis.call('ZREM', LINE, unpack(read))
   end
+  book_dealt(r, now, batch)
   return done
 end
 
@@ -281,11 +398,16 @@ local function answer(r, vid, s, now)
   if s.sc >= r.hold then
     return {'held', s.t, -1, -1, fmt(r.oa), 15000, r.st, r.gen, 0, 0, '', s.sj, s.qi, 0, s.sc}
   end
-  local key = redis.call('ZSCORE', bucket(s.sc), vid)
-  local pos = 1
-  for _, b in ipairs(redis.call('SMEMBERS', BKS)) do
-    if tonumber(b) < r.hold then pos = pos + redis.call('ZCOUNT', bucket(b), '-inf', '(' .. key) end
+  local rank = redis.call('ZRANK', LINE, vid)
+  if not rank then -- released by a holdScore raise, not yet moved: it moves now
+    local key = redis.call('ZSCORE', bucket(s.sc), vid)
+    if key then
+      redis.call('ZREM', bucket(s.sc), vid)
+      redis.call('ZADD', LINE, key, vid)
+      rank = redis.call('ZRANK', LINE, vid)
+    end
   end
+  local pos = (rank or 0) + 1
   local eta = -1
   if r.st == 'open' then
     if r.cap > 0 and active_count(now) >= r.cap then

@@ -1,6 +1,7 @@
 -- Enter the line: one spot per (room, vid); a repeated entry returns the same spot. Like poll,
 -- it carries a step of the sweep along, so a full line frees its abandoned places by itself.
 -- ARGV: vid, session jti, score (0-100), network tag ('' unless the room binds it).
+-- Reply: a queue answer (see `answer` in _room.lua) or {'ERR', code, retry s}.
 local vid, sjti, score, qi = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local r = load_room()
 if not r then return err('RoomNotFound') end
@@ -11,28 +12,36 @@ local s = get_spot(vid)
 if s and s.st == 'a' and now > s.exp + 60000 then drop_spot(vid, s); s = nil end
 if s then
   local wait = over_limit(s, now)
-  if wait then put_spot(vid, s); return err('RateLimited', wait) end
-  s.seen = now
-  if s.st == 'w' then s.sj, s.qi = sjti, qi end
+  if wait then return err('RateLimited', wait) end -- a refused entry changes nothing
+  local booked = mark_seen(r, s, now)
+  if s.st == 'w' and (s.sj ~= sjti or s.qi ~= qi) then s.sj, s.qi, booked = sjti, qi, true end
   if s.st == 'w' and s.sc ~= score then
-    -- a new session with another score moves buckets but keeps its place in the order
-    local key = redis.call('ZSCORE', bucket(s.sc), vid)
-    redis.call('ZREM', bucket(s.sc), vid)
-    if key then redis.call('ZADD', bucket(score), key, vid); redis.call('SADD', BKS, score) end
-    s.sc = score
+    -- a new session with another score may move between line and held, at its own place
+    local key = unplace(vid, s.sc)
+    if key then place(r, vid, score, key) end
+    s.sc, booked = score, true
   end
-  put_spot(vid, s)
+  if booked then put_spot(vid, s) end
   sweep_step(r, now, SWEEP_STEP) -- after the spot's own `seen`: a visitor never sweeps itself
-  drain(r, now)
-  save_room(r)
-  return answer(r, vid, get_spot(vid), now)
+  regroup_step(r, REGROUP_CARRIED)
+  local dealt = drain(r, now)
+  save_room(r, true)
+  if dealt > 0 then -- the drain may have admitted this spot: answer what it wrote
+    local counted = s
+    s = get_spot(vid)
+    s.win, s.cnt = counted.win, counted.cnt
+  end
+  local reply = answer(r, vid, s, now)
+  if not booked then put_spot_counter(vid, s) end -- the counter, unreplicated, last
+  return reply
 end
 sweep_step(r, now, SWEEP_STEP) -- before the fullness check: a swept place is free at once
+regroup_step(r, REGROUP_CARRIED)
 drain(r, now)
-local _, _, eligible, held = buckets(r)
-if eligible + held >= r.maxw then save_room(r); return err('QueueFull', 60) end
+local eligible, held = waiting_counts()
+if eligible + held >= r.maxw then save_room(r, true); return err('QueueFull', 60) end
 local pool = now < r.oa
-if pool and r.tk + 1 >= POOL_TICKETS then save_room(r); return err('QueueFull', 60) end
+if pool and r.tk + 1 >= POOL_TICKETS then save_room(r, true); return err('QueueFull', 60) end
 r.tk = r.tk + 1
 s = {t = r.tk, sc = score, st = 'w', seen = now, win = math.floor(now / 60000), cnt = 1,
   sj = sjti, qi = qi}
@@ -48,8 +57,7 @@ else
   else
     key = POST_OPEN + r.tk
   end
-  redis.call('ZADD', bucket(score), fmt(key), vid)
-  redis.call('SADD', BKS, score)
+  place(r, vid, score, fmt(key))
   put_spot(vid, s)
 end
 save_room(r)

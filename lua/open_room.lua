@@ -1,4 +1,5 @@
 -- Open (or resume) a room. ARGV: opensAt in epoch ms ('' for now), a fresh random seed.
+-- Reply: {'OK', status now}.
 -- Resuming a paused room keeps its counters, shuffle and opensAt; paused time earns nothing.
 local r = load_room()
 if not r then return err('RoomNotFound') end

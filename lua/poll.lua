@@ -2,6 +2,8 @@
 -- answers the spot's state.
 -- ARGV: vid, ticket, generation, session jti (all from the signed queue token; the jti may be
 -- '' in tickets signed before tickets carried it).
+-- Writes: last-seen only when it is due (see mark_seen); the poll counter unreplicated, last.
+-- Reply: a queue answer (see `answer` in _room.lua) or {'ERR', code, retry s}.
 local vid, ticket, gen, sjti = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] or ''
 local r = load_room()
 if not r or r.gen ~= gen then return err('TicketGone') end
@@ -16,16 +18,22 @@ end
 if not mine then return err('TicketGone') end
 if s.st == 'a' and now > s.exp + 60000 then drop_spot(vid, s); return err('TicketGone') end
 local wait = over_limit(s, now)
-if wait then put_spot(vid, s); return err('RateLimited', wait) end
-s.seen = now
-put_spot(vid, s)
+if wait then return err('RateLimited', wait) end -- a refused poll changes nothing
+local booked = mark_seen(r, s, now)
+if booked then put_spot(vid, s) end
 sweep_step(r, now, SWEEP_STEP) -- after `seen` is set, so this spot is never the one swept
+regroup_step(r, REGROUP_CARRIED)
+local dealt = 0
 if s.st == 'w' then
-  local dealt = drain(r, now)
-  save_room(r)
+  dealt = drain(r, now)
+  save_room(r, true)
   if dealt > 0 then -- only a drain that dealt can have changed this spot
+    local counted = s
     s = get_spot(vid)
     if not s then return err('TicketGone') end
+    s.win, s.cnt = counted.win, counted.cnt
   end
 end
-return answer(r, vid, s, now)
+local reply = answer(r, vid, s, now)
+if not booked then put_spot_counter(vid, s) end
+return reply

@@ -1,6 +1,7 @@
 -- Refresh an admission: a live active slot is extended by the room's admission TTL.
 -- ARGV: vid, generation ('' for any: the jti names one), admission jti, session jti (`qj` of
 -- the admission). A revoked session's admission is never extended, and its slot is freed.
+-- Reply: a queue answer (see `answer` in _room.lua) or {'ERR', code, retry s}.
 local vid, gen, jti, sjti = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4] or ''
 local r = load_room()
 if not r or (gen and r.gen ~= gen) then return err('TicketGone') end

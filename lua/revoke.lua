@@ -1,5 +1,6 @@
 -- Revoke a session by jti or a visitor by vid in this room. ARGV: kind ('j' or 'v'), value,
 -- lifetime in ms (the longest token life: after it the entry no longer counts).
+-- Reply: 1 when a spot was dropped now, else 0.
 -- A vid's spot is dropped now; a jti's spot when it next polls or refreshes, or the drain meets
 -- it. `rvn` counts revocations, so an instance re-reads this hash only when it changed.
 local kind, value, life = ARGV[1], ARGV[2], tonumber(ARGV[3])

@@ -2,8 +2,9 @@
 
 It is written from SPEC "The queue engine", not from the scripts: a bank capped at one
 second's worth, a lottery pool before opensAt, ticket order after, held spots skipped, abandoned
-spots dropped for free when the drain reaches them, capacity, the per-ticket limit, and the
-sweep that enter and poll carry along at most once a minute.
+spots dropped for free when the drain reaches them (last-seen booked half abandonAfterSec ahead,
+so a spot goes between 1 and 1.5 x abandonAfterSec after its last poll), capacity, the
+per-ticket limit, and the sweep that enter and poll carry along at most once a minute.
 """
 
 from __future__ import annotations
@@ -123,6 +124,12 @@ class Model:
             if gone:
                 self.drop(vid)
 
+    def mark_seen(self, spot: Spot) -> None:
+        """Last-seen is booked ahead, half abandonAfterSec at a time, and only once it has passed:
+        a spot goes between abandonAfterSec and 1.5 x abandonAfterSec after its last poll."""
+        if spot.seen < self.now:
+            spot.seen = self.now + self.abandon_ms // 2
+
     def limited(self, spot: Spot) -> bool:
         window = self.now // 60_000
         if spot.window != window:
@@ -164,7 +171,7 @@ class Model:
         if spot:
             if self.limited(spot):
                 raise ModelError("RateLimited")
-            spot.seen = self.now
+            self.mark_seen(spot)
             if spot.admitted_at is None:
                 spot.score = score
             self.sweep()  # after `seen`: a visitor never sweeps itself
@@ -205,7 +212,7 @@ class Model:
             raise ModelError("TicketGone")
         if self.limited(spot):
             raise ModelError("RateLimited")
-        spot.seen = self.now
+        self.mark_seen(spot)
         self.sweep()
         if spot.admitted_at is None:
             self.drain()

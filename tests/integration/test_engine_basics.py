@@ -268,7 +268,7 @@ def test_key_names(engine: Engine, redis_client: redis.Redis) -> None:
         [
             "anteroom:environments",
             "anteroom:env:{test}:rooms",
-            *(base + k for k in ("room", "spots", "active", "adm", "rvk", "bks", "b:10", "b:80")),
+            *(base + k for k in ("room", "spots", "active", "adm", "rvk", "bks", "line", "b:80")),
         ]
     )
     assert KeySpace("shop:").room_base("q1") == "shop:r:{q1}:"

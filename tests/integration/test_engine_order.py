@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import redis
 
 from anteroom.engine import Engine
 from helpers import make_room
@@ -120,3 +121,31 @@ def test_a_new_session_score_keeps_the_place(engine: Engine) -> None:
     assert engine.poll(room, "c", 3, 1).position == 2
     back = engine.enter(room, "b", "sb3", 30)
     assert (back.ticket, back.position) == (2, 2)
+
+
+def test_a_hold_score_change_regroups_a_long_line_in_bounded_steps(
+    engine: Engine, redis_client: redis.Redis
+) -> None:
+    room = make_room(engine, holdScore=70, ratePerMinute=1)
+    engine.open(room, engine.stats(room).now_ms + 3_600_000)  # a pool: nobody is admitted
+    for i in range(1_300):
+        engine.enter(room, f"v{i}", "s", 80 if i % 2 else 10)  # odd tickets held
+    base = engine.keys.room_base(room)
+    keys = redis_client.zrange(base + "line", 0, -1, withscores=True)
+    keys += redis_client.zrange(base + "b:80", 0, -1, withscores=True)
+    original = [vid for vid, _ in sorted(keys, key=lambda pair: pair[1])]
+    eligible = [e.visitor for e in engine.line(room, 200)]
+    assert redis_client.zcard(base + "line") == 650
+
+    engine.update_room(room, {"holdScore": 90})  # releases 650: one step moves them all
+    assert redis_client.zcard(base + "line") == 1_300
+    assert [e.visitor for e in engine.line(room, 200)] == original[:200]  # at their own places
+
+    engine.update_room(room, {"holdScore": 50})  # holds 650 again: a step reads 1,000 spots
+    assert 650 < redis_client.zcard(base + "line") < 1_300  # only part of it regrouped yet
+    assert [e.visitor for e in engine.line(room, 200)] == eligible  # never shows a held spot
+    for _ in range(2):  # polls carry the rest, a bounded step each
+        engine.poll(room, "v0", 1, 1)
+    assert redis_client.zcard(base + "line") == 650 and engine.stats(room).held == 650
+    last = eligible[-1]  # positions are exact again
+    assert engine.poll(room, last, int(last[1:]) + 1, 1).position == 200

@@ -27,7 +27,7 @@ class KeySpace:
     prefix: str = DEFAULT_PREFIX
 
     def room_base(self, room_id: str) -> str:
-        """Base of a room's keys; the scripts append ``room``, ``spots``, ``b:<score>`` …"""
+        """Base of a room's keys; the scripts append ``room``, ``spots``, ``line`` …"""
         return f"{self.prefix}r:{{{_checked(room_id, 'room id')}}}:"
 
     def room(self, room_id: str) -> str:
@@ -35,12 +35,15 @@ class KeySpace:
         return self.room_base(room_id) + "room"
 
     def room_keys(self, room_id: str) -> dict[str, str]:
-        """Fixed keys of a room (bucket keys ``b:<score>`` are added by the scripts).
+        """Fixed keys of a room (held buckets ``b:<score>`` are added by the scripts).
 
-        ``rvk`` is the one store of revocations: ``j:<session jti>`` / ``v:<vid>`` → until (ms).
+        ``line`` orders the eligible waiting spots, ``b:<score>`` the held ones of one score
+        (scores listed in ``bks``); ``rvk`` is the one store of revocations:
+        ``j:<session jti>`` / ``v:<vid>`` → until (ms).
         """
         base = self.room_base(room_id)
-        return {name: base + name for name in ("room", "spots", "active", "adm", "rvk", "bks")}
+        names = ("room", "spots", "line", "active", "adm", "rvk", "bks")
+        return {name: base + name for name in names}
 
     def env_rooms(self, env: str) -> str:
         """Hash slug → room id of one environment."""

@@ -1,7 +1,8 @@
 """Load the Lua scripts of ``lua/`` and register them with a Redis client.
 
 Every operation script is prefixed with ``_room.lua`` (the shared helpers), so each one
-is a single EVALSHA; redis-py reloads a script after NOSCRIPT (a restarted Redis).
+is a single EVALSHA, except the small standalone ones (``STANDALONE``), which carry only what
+they need; redis-py reloads a script after NOSCRIPT (a restarted Redis).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ OPERATIONS = (
     "close_room",
     "enter",
     "poll",
+    "poll_far",
     "leave",
     "refresh",
     "revoke",
@@ -33,10 +35,16 @@ OPERATIONS = (
 )
 
 
+# Scripts run on nearly every call, kept free of the shared prelude.
+STANDALONE = frozenset({"poll_far"})
+
+
 @cache
 def source(name: str) -> str:
     """Full source of operation ``name``: the shared prelude, then the operation."""
     folder = resource_dir("lua")
+    if name in STANDALONE:
+        return (folder / f"{name}.lua").read_text(encoding="utf-8")
     prelude = (folder / "_room.lua").read_text(encoding="utf-8")
     body = (folder / f"{name}.lua").read_text(encoding="utf-8")
     return f"{prelude}\n-- {name}.lua\n{body}"

@@ -297,7 +297,11 @@ class Engine:
 
         ``session_jti`` (the ticket's ``qj``) lets a revoked session hear so after its spot is gone.
         """
-        return _answer(self._run("poll", room_id, vid, ticket, generation, session_jti))
+        args = (vid, ticket, generation, session_jti)
+        raw = self._run("poll_far", room_id, *args)  # the common case: a spot far from the head
+        if raw[0] == "MORE":  # anything else (nothing was written): the full poll
+            raw = self._run("poll", room_id, *args)
+        return _answer(raw)
 
     def leave(self, room_id: str, vid: str, ticket: int, generation: int) -> bool:
         """Free a waiting spot or an active slot; True when something was freed."""
