@@ -96,13 +96,15 @@ local function put_spot_counter(vid, s)
 end
 
 -- Last-seen, booked ahead: a poll finding `seen` still in the future books nothing; one finding
--- it past books `seen` = now + abandonAfterSec / 2. A spot is abandoned at seen + abandonAfterSec,
--- so it is never dropped sooner than abandonAfterSec after its last poll, nor later than 1.5 times,
+-- it past books `seen` = now + min(abandonAfterSec / 2, 150 s). A spot is abandoned at seen +
+-- abandonAfterSec, so it is never dropped sooner than abandonAfterSec after its last poll, nor
+-- more than that booking later (capped, so a day-long abandonAfterSec is not half a day late),
 -- and a visitor polling every 15 s (abandonAfterSec 300) books one poll in eleven.
 -- Returns whether the spot must be written with replication on.
+local SEEN_BOOKING_MAX = 150000 -- ms; keep in step with poll_far.lua and the reference model
 local function mark_seen(r, s, now)
   if s.seen >= now then return false end
-  s.seen = now + r.aban * 500
+  s.seen = now + math.min(r.aban * 500, SEEN_BOOKING_MAX)
   return true
 end
 

@@ -82,9 +82,10 @@ end
 local poll_after = 15000
 if position <= 1000 then poll_after = 5000 end
 
--- Last-seen is booked half abandonAfterSec ahead, only once it has passed (see mark_seen).
+-- Last-seen is booked min(abandonAfterSec / 2, 150 s) ahead, only once it has passed (see
+-- mark_seen in _room.lua).
 local booked = tonumber(seen) < now
-if booked then seen = string.format('%.0f', now + tonumber(room[9]) * 500) end
+if booked then seen = string.format('%.0f', now + math.min(tonumber(room[9]) * 500, 150000)) end
 local record = table.concat({spot_ticket, score, 'w', seen, string.format('%.0f', minute),
   count + 1, session_jti, network_tag, tail}, '|')
 if not booked then redis.set_repl(redis.REPL_NONE) end

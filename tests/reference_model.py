@@ -19,6 +19,9 @@ POST_OPEN = 2**52
 POOL = 2**24
 
 
+SEEN_BOOKING_MAX_MS = 150_000  # as lua/_room.lua's SEEN_BOOKING_MAX
+
+
 class ModelError(Exception):
     def __init__(self, code: str) -> None:
         super().__init__(code)
@@ -125,10 +128,11 @@ class Model:
                 self.drop(vid)
 
     def mark_seen(self, spot: Spot) -> None:
-        """Last-seen is booked ahead, half abandonAfterSec at a time, and only once it has passed:
-        a spot goes between abandonAfterSec and 1.5 x abandonAfterSec after its last poll."""
+        """Last-seen is booked ahead, min(abandonAfterSec / 2, 150 s) at a time, and only once it
+        has passed: a spot goes at most that booking later than abandonAfterSec after its last
+        poll, never sooner."""
         if spot.seen < self.now:
-            spot.seen = self.now + self.abandon_ms // 2
+            spot.seen = self.now + min(self.abandon_ms // 2, SEEN_BOOKING_MAX_MS)
 
     def limited(self, spot: Spot) -> bool:
         window = self.now // 60_000

@@ -92,3 +92,24 @@ def test_a_silent_visitor_goes_within_half_abandon_time_of_its_due(engine: Engin
     assert engine.stats(room).waiting == 2
     with pytest.raises(eng.TicketGone):
         engine.poll(room, "quiet", 2, 1)
+
+
+def test_a_long_abandon_time_books_last_seen_at_most_150_s_ahead(engine: Engine) -> None:
+    # abandonAfterSec of an hour: booking half of it would keep a silent spot 30 minutes too long.
+    room = make_room(engine, ratePerMinute=1, abandonAfterSec=3_600)
+    engine.set_clock(room, START)
+    engine.open(room)
+    for vid in ("first", "quiet"):
+        engine.enter(room, vid, "s", 10)  # the first entry begins a sweep pass
+    engine.pause(room)  # keep the drain out: only the sweep may drop spots here
+    engine.shift_clock(room, 10_000)
+    engine.poll(room, "quiet", 2, 1)  # its last poll, at 10 s
+    since_last_poll = 0
+    while engine.stats(room).waiting == 2:
+        engine.shift_clock(room, 5_000)
+        since_last_poll += 5_000
+        engine.poll(room, "first", 1, 1)  # carries the sweep, a pass a minute
+        assert since_last_poll <= 3_600_000 + 150_000 + 60_000, "kept too long"
+    assert since_last_poll > 3_600_000  # never sooner than abandonAfterSec
+    with pytest.raises(eng.TicketGone):
+        engine.poll(room, "quiet", 2, 1)

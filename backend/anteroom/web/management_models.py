@@ -33,7 +33,8 @@ FIELD_DOCS = {
     "(http only for localhost, 127.0.0.1 and [::1]).",
     "maxWaiting": "Longest line; beyond it entries get QueueFull.",
     "abandonAfterSec": "A waiting spot not polled for this long is dropped when the drain "
-    "reaches it, and anywhere in the line within a minute more by the room's sweep.",
+    "reaches it, and anywhere in the line by the room's sweep (a pass a minute); never sooner, "
+    "and at most min(abandonAfterSec / 2, 150 s) later, as last-seen is booked ahead.",
     "failMode": "What visitors get while Redis is unreachable: open admits, closed answers 503.",
 }
 # The shape of each room rule that is not an integer range (a new field must be added here).
