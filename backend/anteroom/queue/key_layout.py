@@ -78,5 +78,5 @@ class KeySpace:
         return f"{self.prefix}idn:{_checked(network, 'network tag')}:{int(minute)}"
 
     def limiter_prefix(self) -> str:
-        """Prefix for flask-limiter's counters."""
+        """Prefix of the per-address limit counters (web/address_limits.py)."""
         return f"{self.prefix}lim"
