@@ -40,17 +40,9 @@ from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
 from anteroom.ops.keystore import KeyStore  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
+from helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from live_server import LiveServer  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-blink-features=AutomationControlled",
-]
 # What a visitor's own (not headless) Chrome says; the signal rules refuse HeadlessChrome.
 USER_AGENT = (
     "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "

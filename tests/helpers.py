@@ -8,6 +8,16 @@ from typing import Any
 from anteroom.engine import Engine
 
 TEST_KEYS = "k1:" + "a" * 43 + "="
+# Debian's Chromium, never a downloaded one; the flags keep it off this machine's closed network.
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-blink-features=AutomationControlled",
+]
 
 
 def free_port() -> int:

@@ -12,9 +12,9 @@ from playwright.sync_api import Browser, BrowserContext, Playwright, sync_playwr
 
 from anteroom.engine import Engine
 from anteroom.ops.keystore import KeyStore
+from helpers import CHROMIUM, CHROMIUM_ARGS
 from live_server import LiveServer, LiveServers
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 # A visitor's own browser is not headless; the test browser says what a real one would,
 # since the signal rules would (rightly) refuse a HeadlessChrome user agent and webdriver.
@@ -37,14 +37,7 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
     browser = playwright.chromium.launch(
         executable_path=CHROMIUM,
         headless=True,
-        args=[
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-blink-features=AutomationControlled",
-        ],
+        args=CHROMIUM_ARGS,
     )
     yield browser
     browser.close()
