@@ -69,3 +69,28 @@ def test_a_revoked_deep_spot_hears_so_and_goes(engine: Engine) -> None:
     with pytest.raises(eng.TicketGone):
         engine.poll(room, "v250", 251, 1, session_jti="")
     assert engine.poll(room, "v251", 252, 1).status == "waiting"
+
+
+def evalsha_calls(engine: Engine) -> int:
+    stats = engine.redis.info("commandstats").get("cmdstat_evalsha", {})
+    return int(stats.get("calls", 0))
+
+
+def test_a_spot_near_the_head_polls_in_one_round_trip_when_told(engine: Engine) -> None:
+    room = open_line(engine, 200, ratePerMinute=1)
+    near = engine.stats(room).dealt_total + 5  # fifth in line
+    engine.poll(room, f"v{near - 1}", near, 1)  # both scripts loaded into Redis before counting
+    calls = evalsha_calls(engine)
+    guessed = engine.poll(room, f"v{near - 1}", near, 1)  # no hint: the far poll hands it on
+    assert evalsha_calls(engine) - calls == 2
+    calls = evalsha_calls(engine)
+    told = engine.poll(room, f"v{near - 1}", near, 1, near_head=True)
+    assert evalsha_calls(engine) - calls == 1
+    assert (told.status, told.position, told.eta_seconds) == (
+        guessed.status,
+        guessed.position,
+        guessed.eta_seconds,
+    )
+    # A stale hint costs nothing but the small poll: a deep spot told "near" still answers right.
+    deep = engine.poll(room, "v189", 190, 1, near_head=True)
+    assert deep.position == engine.poll(room, "v189", 190, 1).position

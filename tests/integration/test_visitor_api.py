@@ -76,6 +76,25 @@ def test_a_repeated_entry_is_the_same_spot(client: FlaskClient, api_key: str, ro
     assert v.enter("drop").json["ticket"] == first["ticket"]
 
 
+def test_a_ticket_near_the_head_polls_in_one_round_trip(
+    client: FlaskClient, services: Services, redis_client: redis.Redis, api_key: str
+) -> None:
+    room_id = make_room(services.engine, env="shop", slug="drop", ratePerMinute=1)
+    services.engine.open(room_id)
+    v = Visitor(client, api_key)
+    assert v.enter("drop").json["status"] == "waiting"
+    claims = tokens.decode(services.keyring, str(v.ticket), tokens.TICKET)
+    assert claims["qn"] == 1  # first in line: its ticket says so
+
+    def evalsha_calls() -> int:
+        return int(redis_client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+
+    assert v.poll().json["position"] == 1  # the first also loads the script into Redis
+    calls = evalsha_calls()
+    assert v.poll().json["position"] == 1
+    assert evalsha_calls() - calls == 1
+
+
 def test_idle_room_takes_no_ticket(client: FlaskClient, services: Services, api_key: str) -> None:
     make_room(services.engine, env="shop", slug="later")
     answer = Visitor(client, api_key).enter("later")

@@ -49,6 +49,7 @@ SESSION = "st1"
 # outage admission needs without Redis: `qj` the spot's session jti, `qs` its score, `qi` its
 # network tag (bindIp rooms). It expires (`iat`, `exp`: the room's abandonAfterSec + 60 s, at
 # most a day; see anteroom.queue.room_config.queue_token_life) so no ticket is replayable for ever.
+# `qn` (1) marks a spot last seen near the head or held: a routing hint for the next poll only.
 TICKET = "qt1"
 ADMISSION = "ab1"
 TOKEN_TYPES = frozenset({CHALLENGE, SESSION, TICKET, ADMISSION})
