@@ -49,10 +49,6 @@ class KeySpace:
         """Hash slug → room id of one environment."""
         return f"{self.prefix}env:{{{_checked(env, 'environment')}}}:rooms"
 
-    def env_keys(self, env: str) -> str:
-        """Hash key id → key record of one environment."""
-        return f"{self.prefix}env:{{{_checked(env, 'environment')}}}:keys"
-
     def env_audit(self, env: str) -> str:
         """Stream of audit events of one environment."""
         return f"{self.prefix}env:{{{_checked(env, 'environment')}}}:audit"

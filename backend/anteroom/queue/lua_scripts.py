@@ -53,9 +53,3 @@ def source(name: str) -> str:
 def register(client: redis.Redis) -> dict[str, Script]:
     """All operation scripts, registered on ``client``."""
     return {name: client.register_script(source(name)) for name in OPERATIONS}
-
-
-def load_all(client: redis.Redis) -> None:
-    """Load every script into Redis now (SCRIPT LOAD), so a bad script fails at start-up."""
-    for name in OPERATIONS:
-        client.script_load(source(name))

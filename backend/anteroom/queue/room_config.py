@@ -125,7 +125,6 @@ FIELDS: tuple[Field, ...] = (
     Field("failMode", "fm", "closed", _fail_mode),
 )
 BY_API = {f.api: f for f in FIELDS}
-BY_STORED = {f.stored: f for f in FIELDS}
 MUTABLE = frozenset(f.api for f in FIELDS if f.api != "slug")
 
 

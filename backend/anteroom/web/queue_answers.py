@@ -57,8 +57,8 @@ def room_by_slug(services: Services, env: str, slug: str) -> dict[str, Any]:
     return room
 
 
-def room_by_id(services: Services, room_id: str) -> dict[str, Any] | None:
-    """Configuration of a room by id (cached; known offline), or None."""
+def room_by_id(services: Services, room_id: str) -> dict[str, Any]:
+    """Configuration of a ticket's or admission's room (cached; known offline), or TicketGone."""
 
     def load() -> dict[str, Any] | None:
         try:
@@ -66,7 +66,10 @@ def room_by_id(services: Services, room_id: str) -> dict[str, Any] | None:
         except eng.RoomNotFound:
             return None
 
-    return services.rooms.get(("id", room_id), load, lambda: services.directory.room_by_id(room_id))
+    room = services.rooms.get(("id", room_id), load, lambda: services.directory.room_by_id(room_id))
+    if room is None:
+        raise errors.TicketGone("This room no longer exists.")
+    return room
 
 
 def engine_call(services: Services, fn: Any) -> Any:
