@@ -1,7 +1,9 @@
 import { enterQueue } from "./enter-queue.js";
+import { createTranslator, readCatalog } from "./i18n.js";
 import { storageKey } from "./storage.js";
 import { realClock } from "./timers.js";
 import {
+  aheadText,
   countdownText,
   etaText,
   pageState,
@@ -19,11 +21,12 @@ const IDLE_RECHECK_MS = 30_000;
  * Runs the hosted waiting page. Its configuration is the `data-*` of `<main id="anteroom">`:
  * `data-room` (slug), `data-key` (pk_…), `data-base-url` (default "": same origin),
  * `data-room-name`, `data-redirect-url` (used when an answer carries none), `data-return-url`
- * (where to go back to, already checked by the server against the room's origin). It sets
- * `data-state` on that element and fills, when present, #room-name, #position, #eta,
- * #countdown, #progress, #status-text, #announce (aria-live) and #retry-at, with textContent only.
+ * (where to go back to, already checked by the server against the room's origin), `data-lang`
+ * (the page's language; its catalog is the JSON of #anteroom-i18n). It sets `data-state` on
+ * that element and fills, when present, #room-name, #position, #ahead, #eta, #countdown,
+ * #progress, #status-text, #announce (aria-live) and #retry-at, with textContent only.
  *
- * @param {{document?: Document, location?: Location, sessionStorage?: Storage | null, fetch?: typeof fetch, clock?: import("./timers.js").Clock}} [environment]
+ * @param {{document?: Document, location?: Location, sessionStorage?: Storage | null, fetch?: typeof fetch, clock?: import("./timers.js").Clock, catalog?: import("./i18n.js").Catalog}} [environment]
  *   the page's globals by default; tests pass their own
  * @returns {AbortController | null} aborting it stops the page's queue, or null without #anteroom
  */
@@ -45,6 +48,7 @@ export function startHostedPage(environment = {}) {
     returnUrl: root.dataset.returnUrl ?? "",
   };
   const byId = (/** @type {string} */ id) => document.getElementById(id);
+  const tr = createTranslator(readCatalog(document) ?? environment.catalog ?? {}, root.dataset.lang || "en");
   const controller = new AbortController();
   const startKey = `${storageKey(config.baseUrl, config.room)}:start`;
   /** @type {any} */
@@ -87,7 +91,7 @@ export function startHostedPage(environment = {}) {
     }
     if (controller.signal.aborted) return;
     const left = opensAt - clock.now();
-    setText("countdown", countdownText(left));
+    setText("countdown", countdownText(left, tr));
     // Ticks on the second boundaries of the time left, so the display never skips a second.
     if (left > 0) countdownTimer = clock.setTimeout(tickCountdown, left % 1000 || 1000);
     else render(answer);
@@ -106,8 +110,9 @@ export function startHostedPage(environment = {}) {
     const roomName = answer?.roomName || config.roomName;
     if (answer?.roomName) setText("room-name", answer.roomName);
     const position = typeof answer?.position === "number" ? answer.position : null;
-    setText("position", position === null ? "" : String(position));
-    setText("eta", state === "error" ? null : etaText(answer?.etaSeconds));
+    setText("position", position === null ? "" : tr.number(position));
+    setText("ahead", state === "waiting" ? aheadText(position, tr) : null);
+    setText("eta", state === "error" ? null : etaText(answer?.etaSeconds, tr));
     tickCountdown();
 
     const progress = /** @type {HTMLProgressElement | null} */ (byId("progress"));
@@ -118,7 +123,7 @@ export function startHostedPage(environment = {}) {
       else if (state !== "error") progress.removeAttribute("value");
     }
 
-    const sentence = statusText(state, update, roomName);
+    const sentence = statusText(state, update, roomName, tr);
     setText("status-text", sentence);
     const next = { state, position };
     if (shouldAnnounce(announced, next)) {
@@ -129,7 +134,7 @@ export function startHostedPage(environment = {}) {
     const retryAt = byId("retry-at");
     if (retryAt) {
       const when = state === "error" && typeof update.retryAt === "number" ? new Date(update.retryAt) : null;
-      setText("retry-at", when ? when.toLocaleTimeString() : null);
+      setText("retry-at", when ? when.toLocaleTimeString(tr.locale) : null);
       if (when && "dateTime" in retryAt) /** @type {HTMLTimeElement} */ (retryAt).dateTime = when.toISOString();
     }
   }
@@ -167,7 +172,7 @@ export function startHostedPage(environment = {}) {
   };
 
   root.dataset.state = "connecting";
-  setText("status-text", statusText("connecting", null, config.roomName));
+  setText("status-text", statusText("connecting", null, config.roomName, tr));
   join();
   return controller;
 }

@@ -28,23 +28,34 @@ export function pageState(update, now) {
 
 /**
  * @param {number | null | undefined} etaSeconds
+ * @param {import("./i18n.js").Translator} tr
  * @returns {string | null} null when nothing honest can be said
  */
-export function etaText(etaSeconds) {
+export function etaText(etaSeconds, tr) {
   if (typeof etaSeconds !== "number" || !Number.isFinite(etaSeconds) || etaSeconds < 0) return null;
-  if (etaSeconds < 60) return "less than a minute";
+  if (etaSeconds < 60) return tr.text("eta.soon");
   const minutes = Math.round(etaSeconds / 60);
-  return minutes === 1 ? "about 1 minute" : `about ${minutes} minutes`;
+  return tr.count("eta.minutes", minutes);
 }
 
 /**
  * @param {number} ms time left
- * @returns {string} hh:mm:ss (hours may pass 24)
+ * @param {import("./i18n.js").Translator} tr
+ * @returns {string} hh:mm:ss in the locale's digits (hours may pass 24)
  */
-export function countdownText(ms) {
+export function countdownText(ms, tr) {
   const total = Math.max(0, Math.ceil(ms / 1000));
-  const two = (/** @type {number} */ n) => String(n).padStart(2, "0");
+  const two = (/** @type {number} */ n) => tr.number(n, { minimumIntegerDigits: 2, useGrouping: false });
   return `${two(Math.floor(total / 3600))}:${two(Math.floor(total / 60) % 60)}:${two(total % 60)}`;
+}
+
+/**
+ * "N people ahead of you", by the language's plural rules; null without a position.
+ * @param {number | null} position
+ * @param {import("./i18n.js").Translator} tr
+ */
+export function aheadText(position, tr) {
+  return typeof position === "number" && position >= 1 ? tr.count("ahead", position - 1) : null;
 }
 
 /**
@@ -75,48 +86,40 @@ export function shouldAnnounce(last, next) {
  * @param {PageState} state
  * @param {any} update
  * @param {string} roomName
+ * @param {import("./i18n.js").Translator} tr
  */
-export function statusText(state, update, roomName) {
-  const room = roomName || "the waiting room";
+export function statusText(state, update, roomName, tr) {
+  const room = roomName || tr.text("page.eyebrow");
   switch (state) {
     case "connecting":
-      return `Joining the line for ${room}…`;
+      return tr.text("status.connecting", { room });
     case "prequeue":
-      return "You're in. The line opens soon; your place will be drawn at random among everyone here before the start.";
+      return tr.text("status.prequeue");
     case "waiting":
       return typeof update?.position === "number"
-        ? `You're number ${update.position} in line. Keep this page open; you'll be taken in automatically.`
-        : "You're in line. Keep this page open; you'll be taken in automatically.";
+        ? tr.text("status.waiting", { position: update.position })
+        : tr.text("status.waitingNoPosition");
     case "paused":
-      return "The line is paused for the moment. You keep your place.";
+      return tr.text("status.paused");
     case "held":
-      return "Your place is kept while we check your connection. Keep this page open.";
+      return tr.text("status.held");
     case "idle":
-      return `${room} is not open right now.`;
+      return tr.text("status.idle", { room });
     case "admitted":
-      return "It's your turn! Taking you in…";
+      return tr.text("status.admitted");
     case "error":
-      if (!update?.retryAt) return errorText(update?.error);
-      if (update.error === "QueueFull") return "The line is full right now. We'll try again shortly.";
-      return "We're having trouble reaching the waiting room. You keep your place; we'll try again shortly.";
+      if (!update?.retryAt) return errorText(update?.error, tr);
+      if (update.error === "QueueFull") return tr.text("status.queueFull");
+      return tr.text("status.unreachable");
   }
   return "";
 }
 
-/** @param {string | undefined} code */
-function errorText(code) {
-  switch (code) {
-    case "RoomNotFound":
-      return "This waiting room does not exist.";
-    case "QueueDenied":
-      return "We could not place you in this line.";
-    case "SessionRevoked":
-      return "Your place in line was withdrawn.";
-    case "AddressRequired":
-      return "This line needs to see your network address, and it could not.";
-    default:
-      return "Something went wrong. Please reload the page to try again.";
-  }
+const KNOWN_ERRORS = ["RoomNotFound", "QueueDenied", "SessionRevoked", "AddressRequired"];
+
+/** @param {string | undefined} code @param {import("./i18n.js").Translator} tr */
+function errorText(code, tr) {
+  return tr.text(code && KNOWN_ERRORS.includes(code) ? `error.${code}` : "error.generic");
 }
 
 /**

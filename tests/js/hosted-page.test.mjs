@@ -1,10 +1,13 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
 
+import { readFileSync } from "node:fs";
+
 import { startHostedPage } from "../../frontend/hosted-page.js";
 import { FakeClock, FakeFetch, FakeStorage, installBrowser } from "./fakes.mjs";
 
 const ROOM = "spring-drop";
+const catalogText = (lang) => readFileSync(new URL(`../../translations/${lang}.json`, import.meta.url), "utf8");
 
 class FakeElement {
   constructor(id, tag = "div") {
@@ -35,11 +38,15 @@ class FakeElement {
   }
 }
 
-function page(data) {
+function page(data, lang = "en") {
   const elements = new Map();
   const add = (id, tag) => elements.set(id, new FakeElement(id, tag));
   add("anteroom", "main");
-  for (const id of ["room-name", "position", "eta", "countdown", "status-text", "announce"]) add(id);
+  for (const id of ["room-name", "position", "ahead", "eta", "countdown", "status-text", "announce"]) add(id);
+  // The server embeds the page language's catalog as JSON; so does this fake page.
+  add("anteroom-i18n", "script");
+  elements.get("anteroom-i18n").textContent = catalogText(lang);
+  data = { lang, ...data };
   add("progress", "progress");
   add("retry-at", "time");
   Object.assign(elements.get("anteroom").dataset, data);

@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { countdownText, etaText, pageState, progressValue, shouldAnnounce, withAdmission } from "../../frontend/view.js";
+import { readFileSync } from "node:fs";
+
+import { createTranslator } from "../../frontend/i18n.js";
+import { aheadText, countdownText, etaText, pageState, progressValue, shouldAnnounce, withAdmission } from "../../frontend/view.js";
+
+const translator = (lang) =>
+  createTranslator(JSON.parse(readFileSync(new URL(`../../translations/${lang}.json`, import.meta.url), "utf8")), lang);
+const en = translator("en");
 
 describe("the hosted page's view", () => {
   test("withAdmission keeps the query and puts the token before the fragment", () => {
@@ -28,22 +35,22 @@ describe("the hosted page's view", () => {
   });
 
   test("etaText", () => {
-    assert.equal(etaText(null), null);
-    assert.equal(etaText(undefined), null);
-    assert.equal(etaText(0), "less than a minute");
-    assert.equal(etaText(59), "less than a minute");
-    assert.equal(etaText(60), "about 1 minute");
-    assert.equal(etaText(89), "about 1 minute");
-    assert.equal(etaText(90), "about 2 minutes");
-    assert.equal(etaText(3600), "about 60 minutes");
+    assert.equal(etaText(null, en), null);
+    assert.equal(etaText(undefined, en), null);
+    assert.equal(etaText(0, en), "less than a minute");
+    assert.equal(etaText(59, en), "less than a minute");
+    assert.equal(etaText(60, en), "about 1 minute");
+    assert.equal(etaText(89, en), "about 1 minute");
+    assert.equal(etaText(90, en), "about 2 minutes");
+    assert.equal(etaText(3600, en), "about 60 minutes");
   });
 
   test("countdownText", () => {
-    assert.equal(countdownText(0), "00:00:00");
-    assert.equal(countdownText(-5000), "00:00:00");
-    assert.equal(countdownText(1), "00:00:01");
-    assert.equal(countdownText(61_000), "00:01:01");
-    assert.equal(countdownText(50 * 3600_000 + 59_000), "50:00:59");
+    assert.equal(countdownText(0, en), "00:00:00");
+    assert.equal(countdownText(-5000, en), "00:00:00");
+    assert.equal(countdownText(1, en), "00:00:01");
+    assert.equal(countdownText(61_000, en), "00:01:01");
+    assert.equal(countdownText(50 * 3600_000 + 59_000, en), "50:00:59");
   });
 
   test("progressValue", () => {
@@ -61,5 +68,33 @@ describe("the hosted page's view", () => {
     assert.equal(shouldAnnounce({ state: "waiting", position: 5 }, { state: "waiting", position: 4 }), true);
     assert.equal(shouldAnnounce({ state: "waiting", position: 4 }, { state: "waiting", position: 4 }), false);
     assert.equal(shouldAnnounce({ state: "waiting", position: 4 }, { state: "paused", position: 4 }), true);
+  });
+
+  test("numbers, plurals and durations follow each language's rules", () => {
+    const de = translator("de");
+    const ar = translator("ar");
+    const pl = translator("pl");
+    const ja = translator("ja");
+    assert.equal(en.number(1235), "1,235");
+    assert.equal(de.number(1235), "1.235");
+    assert.equal(aheadText(2, en), "1 person ahead of you");
+    assert.equal(aheadText(3, en), "2 people ahead of you");
+    assert.equal(aheadText(1236, de), "1.235 Personen vor Ihnen");
+    assert.equal(etaText(41 * 60, de), "etwa 41 Minuten");
+    assert.equal(etaText(60, de), "etwa 1 Minute");
+    // Polish: one, few (2–4, 22–24…), many (5–21, 25…).
+    assert.equal(aheadText(2, pl), "1 osoba przed Tobą");
+    assert.equal(aheadText(4, pl), "3 osoby przed Tobą");
+    assert.equal(aheadText(6, pl), "5 osób przed Tobą");
+    assert.equal(aheadText(23, pl), "22 osoby przed Tobą");
+    // Arabic: zero, one, two, few (3–10), many (11–99), other; its own digits.
+    assert.equal(aheadText(1, ar), "لا أحد أمامك");
+    assert.equal(aheadText(3, ar), "شخصان أمامك");
+    assert.equal(aheadText(4, ar), `${ar.number(3)} أشخاص أمامك`);
+    assert.equal(aheadText(12, ar), `${ar.number(11)} شخصًا أمامك`);
+    assert.equal(etaText(2 * 60, ar), "حوالي دقيقتين");
+    // Japanese has one form.
+    assert.equal(aheadText(1236, ja), "あなたの前に 1,235 人");
+    assert.equal(countdownText(61_000, ar), `${ar.number(0, { minimumIntegerDigits: 2 })}:${ar.number(1, { minimumIntegerDigits: 2 })}:${ar.number(1, { minimumIntegerDigits: 2 })}`);
   });
 });

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, current_app, render_template, request
@@ -9,6 +10,7 @@ from flask.typing import ResponseReturnValue
 
 from anteroom.queue.redis_link import StorageError
 from anteroom.service_container import Services
+from anteroom.web import page_languages as languages
 from anteroom.web import queue_answers as visitor
 from anteroom.web.http_errors import ApiError
 
@@ -35,9 +37,25 @@ def secure(response: Response) -> Response:
     return response
 
 
-def error_page(status: int, title: str, message: str, code: str) -> Response:
-    """A plain HTML error page with the right status code."""
-    html = render_template("error.html", title=title, message=message, code=code)
+def page_language() -> str:
+    """The visitor's language: ``?lang=``, else ``Accept-Language``, else English."""
+    return languages.negotiate(request.args.get("lang"), request.accept_languages)
+
+
+def language_context(lang: str) -> dict[str, Any]:
+    """What every page template gets to speak ``lang``: ``lang``, ``dir`` and ``t(key, …)``."""
+
+    def t(key: str, **values: Any) -> str:
+        return languages.translate(lang, key, **values)
+
+    return {"lang": lang, "dir": languages.direction(lang), "t": t}
+
+
+def error_page(status: int, which: str, code: str) -> Response:
+    """A plain HTML error page in the visitor's language (``which``: ``notfound``…)."""
+    context = language_context(page_language())
+    title, message = context["t"](f"{which}.title"), context["t"](f"{which}.message")
+    html = render_template("error.html", title=title, message=message, code=code, **context)
     return secure(Response(html, status=status, mimetype="text/html"))
 
 
@@ -51,16 +69,23 @@ def queue_page(slug: str) -> ResponseReturnValue:
         room = visitor.room_by_slug(s, env, slug)
     except ApiError as exc:
         if exc.code == 404:
-            return error_page(
-                404, "Waiting room not found", "There is no such waiting room.", "RoomNotFound"
-            )
-        return error_page(401, "Unknown key", "This link's key is not valid.", "Unauthorized")
+            return error_page(404, "notfound", "RoomNotFound")
+        return error_page(401, "badkey", "Unauthorized")
     except StorageError:
-        return error_page(
-            503, "Please try again", "The waiting room is unavailable for a moment.", "Unavailable"
-        )
+        return error_page(503, "unavailable", "Unavailable")
     return_url = safe_return_url(request.args.get("return", ""), room["redirectUrl"])
-    html = render_template("queue.html", room=room, api_key=api_key, return_url=return_url)
+    lang = page_language()
+    html = render_template(
+        "queue.html",
+        room=room,
+        title=room["name"],
+        api_key=api_key,
+        return_url=return_url,
+        languages=languages.choices(),
+        # Embedded as JSON (|tojson escapes <, > and &) for the script: the one catalog.
+        catalog=languages.catalog(lang),
+        **language_context(lang),
+    )
     return secure(Response(html, mimetype="text/html"))
 
 
