@@ -6,6 +6,7 @@ import {
   aheadText,
   countdownText,
   etaText,
+  localText,
   pageState,
   progressValue,
   shouldAnnounce,
@@ -24,7 +25,8 @@ const IDLE_RECHECK_MS = 30_000;
  * (where to go back to, already checked by the server against the room's origin), `data-lang`
  * (the page's language; its catalog is the JSON of #anteroom-i18n). It sets `data-state` on
  * that element and fills, when present, #room-name, #position, #ahead, #eta, #countdown,
- * #progress, #status-text, #announce (aria-live) and #retry-at, with textContent only.
+ * #progress, #status-text, #notice (shown with its section, `.notice`, when the room has one),
+ * #announce (aria-live) and #retry-at, with textContent only.
  *
  * @param {{document?: Document, location?: Location, sessionStorage?: Storage | null, fetch?: typeof fetch, clock?: import("./timers.js").Clock, catalog?: import("./i18n.js").Catalog}} [environment]
  *   the page's globals by default; tests pass their own
@@ -55,6 +57,9 @@ export function startHostedPage(environment = {}) {
   let answer = null;
   /** @type {{state: string, position: number | null} | null} */
   let announced = null;
+  const lang = root.dataset.lang || "en";
+  /** @type {string | null} */
+  let noticeShown = null;
   /** @type {unknown} */
   let countdownTimer;
   /** @type {unknown} */
@@ -123,13 +128,26 @@ export function startHostedPage(environment = {}) {
       else if (state !== "error") progress.removeAttribute("value");
     }
 
-    const sentence = statusText(state, update, roomName, tr);
+    // A closed room says what its operator wrote ("Sold out — thank you for waiting").
+    const closed = state === "idle" ? localText(answer?.closedMessage, lang) : null;
+    const sentence = closed ?? statusText(state, update, roomName, tr);
     setText("status-text", sentence);
     const next = { state, position };
+    const spoken = [];
     if (shouldAnnounce(announced, next)) {
       announced = next;
-      setText("announce", sentence);
+      spoken.push(sentence);
     }
+    // The notice is read out once when it appears or changes, through the one polite region.
+    const notice = update.status === "error" ? noticeShown : localText(answer?.notice, lang);
+    if (notice !== noticeShown) {
+      noticeShown = notice;
+      const section = byId("notice")?.parentElement;
+      if (section) section.hidden = notice === null;
+      setText("notice", notice ?? "");
+      if (notice !== null) spoken.push(`${tr.text("page.notice")}: ${notice}`);
+    }
+    if (spoken.length) setText("announce", spoken.join(" "));
 
     const retryAt = byId("retry-at");
     if (retryAt) {

@@ -123,6 +123,21 @@ function errorText(code, tr) {
 }
 
 /**
+ * An operator's text for the line (a room's `notice` or `closedMessage`) in the page's
+ * language: plain text as is; texts by language: the page's, else English, else the first.
+ * @param {unknown} value
+ * @param {string} lang
+ * @returns {string | null}
+ */
+export function localText(value, lang) {
+  if (typeof value === "string") return value || null;
+  if (!value || typeof value !== "object") return null;
+  const texts = /** @type {Record<string, unknown>} */ (value);
+  const chosen = texts[lang] ?? texts.en ?? Object.values(texts)[0];
+  return typeof chosen === "string" && chosen ? chosen : null;
+}
+
+/**
  * `url` with `abq=<token>` added to its query, before any #fragment.
  * @param {string} url
  * @param {string} token

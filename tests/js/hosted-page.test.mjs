@@ -42,7 +42,10 @@ function page(data, lang = "en") {
   const elements = new Map();
   const add = (id, tag) => elements.set(id, new FakeElement(id, tag));
   add("anteroom", "main");
-  for (const id of ["room-name", "position", "ahead", "eta", "countdown", "status-text", "announce"]) add(id);
+  for (const id of ["room-name", "position", "ahead", "eta", "countdown", "status-text", "announce", "notice"]) add(id);
+  const section = new FakeElement("notice-section", "section");
+  section.hidden = true;
+  elements.get("notice").parentElement = section;
   // The server embeds the page language's catalog as JSON; so does this fake page.
   add("anteroom-i18n", "script");
   elements.get("anteroom-i18n").textContent = catalogText(lang);
@@ -54,6 +57,7 @@ function page(data, lang = "en") {
   return {
     elements,
     get: (id) => elements.get(id),
+    section,
     assigned,
     document: { getElementById: (id) => elements.get(id) ?? null },
     location: { assign: (url) => assigned.push(url) },
@@ -204,5 +208,41 @@ describe("the hosted page", () => {
     start(new FakeFetch(clock, {}), view);
     await clock.advance(0);
     assert.equal(view.get("anteroom").dataset.state, "error");
+  });
+
+  test("a notice shows at the next poll, in the page's language, and is announced once", async () => {
+    const notice = { en: "Sizes S and M are sold out.", de: "Größen S und M sind ausverkauft." };
+    const fake = new FakeFetch(clock, {
+      "/api/v1/queue/enter": [answer({ notice: null })],
+      "/api/v1/queue/poll": [answer({ notice }), answer({ notice, position: 10 }), answer({ notice: null, position: 9 })],
+    });
+    const view = page({ room: ROOM, key: "pk_test_1" }, "de");
+    start(fake, view);
+    await clock.advance(0);
+    assert.equal(view.section.hidden, true);
+    assert.equal(view.get("position").textContent, "11");
+    await clock.advance(1000);
+    assert.equal(view.section.hidden, false);
+    assert.equal(view.get("notice").textContent, notice.de);
+    assert.match(view.get("announce").textContent, /Nachricht des Veranstalters: Größen S und M/);
+    const writes = [];
+    Object.defineProperty(view.get("announce"), "textContent", { get: () => writes.at(-1) ?? "", set: (v) => writes.push(v) });
+    await clock.advance(1000);
+    assert.deepEqual(writes, [], "the same notice is not read out again (nor a one-step move)");
+    await clock.advance(1000);
+    assert.equal(view.section.hidden, true, "a withdrawn notice goes away");
+  });
+
+  test("a closed room shows its closing message instead of the idle sentence", async () => {
+    const closedMessage = { en: "Sold out — thank you for waiting", ja: "完売しました。お待ちいただきありがとうございました" };
+    const fake = new FakeFetch(clock, {
+      "/api/v1/queue/enter": [answer({ status: "idle", position: null, queueToken: null, closedMessage })],
+    });
+    const view = page({ room: ROOM, key: "pk_test_1", roomName: "Spring drop" }, "ja");
+    start(fake, view);
+    await clock.advance(0);
+    assert.equal(view.get("anteroom").dataset.state, "idle");
+    assert.equal(view.get("status-text").textContent, closedMessage.ja);
+    assert.equal(view.get("announce").textContent, closedMessage.ja);
   });
 });

@@ -17,12 +17,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from anteroom.queue.room_config import PAGE_LANGUAGES
 from anteroom.resources import resource_dir
 
-# BCP 47 tags, as the catalogs are named; the first is the fallback.
-LANGUAGES: tuple[str, ...] = (
-    "en", "es", "fr", "de", "it", "pt-BR", "nl", "pl", "tr", "ja", "ko", "zh-CN", "ar",
-)  # fmt: skip
+# BCP 47 tags, as the catalogs are named; the first is the fallback. Stated with the room
+# rules, since a room's texts for visitors may be given in each of them.
+LANGUAGES: tuple[str, ...] = PAGE_LANGUAGES
 DEFAULT = LANGUAGES[0]
 # A bare or regional tag that names one of ours by another spelling (zh-Hans, zh-SG, pt-PT…).
 ALIASES = {"pt": "pt-BR", "zh": "zh-CN", "zh-hans": "zh-CN", "zh-sg": "zh-CN"}
