@@ -112,8 +112,9 @@ export function startHostedPage(environment = {}) {
     if (update.status === "error") root.dataset.error = update.error ?? "";
     else delete root.dataset.error;
 
-    const roomName = answer?.roomName || config.roomName;
-    if (answer?.roomName) setText("room-name", answer.roomName);
+    // The server's name wins: it is the theme's title when the room has one.
+    const roomName = config.roomName || answer?.roomName;
+    if (roomName) setText("room-name", roomName);
     const position = typeof answer?.position === "number" ? answer.position : null;
     setText("position", position === null ? "" : tr.number(position));
     setText("ahead", state === "waiting" ? aheadText(position, tr) : null);

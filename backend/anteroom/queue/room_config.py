@@ -135,6 +135,93 @@ def visitor_text_problem(value: Any) -> str | None:
     return why and f"{why}, or an object of such texts by language, or null"
 
 
+THEME_KEYS = ("logoUrl", "accentColor", "backgroundColor", "title")
+COLOR_PATTERN = re.compile(r"^#(?:[0-9a-fA-F]{3}){1,2}$")
+# What the page uses when a theme leaves a colour out: its own accent on a white card.
+DEFAULT_ACCENT, DEFAULT_BACKGROUND = "#2a5bd7", "#ffffff"
+MIN_CONTRAST = 4.5  # WCAG 2 AA for body text: the accent is used for text on the background
+_HOST = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
+
+
+def _rgb(color: str) -> tuple[int, int, int]:
+    digits = color[1:]
+    if len(digits) == 3:
+        digits = "".join(c * 2 for c in digits)
+    return int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16)
+
+
+def luminance(color: str) -> float:
+    """Relative luminance of a ``#rgb``/``#rrggbb`` colour (WCAG 2)."""
+
+    def channel(value: int) -> float:
+        c = value / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(v) for v in _rgb(color))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(one: str, other: str) -> float:
+    """WCAG 2 contrast ratio of two colours, from 1 to 21."""
+    a, b = sorted((luminance(one), luminance(other)), reverse=True)
+    return (a + 0.05) / (b + 0.05)
+
+
+def logo_origin(url: str) -> str:
+    """The origin (``https://host[:port]``) of a checked ``logoUrl``, as a CSP source."""
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"https://{parts.hostname}{port}"
+
+
+def _logo_url(value: Any) -> str | None:
+    why = "must be an absolute https URL of an image"
+    if not isinstance(value, str) or len(value) > REDIRECT_URL_MAX_LENGTH:
+        return why
+    if value != value.strip() or any(ord(c) <= 32 or ord(c) == 127 for c in value):
+        return why
+    try:
+        parts = urlsplit(value)
+        host, _ = parts.hostname, parts.port  # a bad port raises here
+    except ValueError:
+        return why
+    if parts.scheme.lower() != "https" or not host or parts.username or parts.password:
+        return why
+    if not _HOST.fullmatch(host) or any(c in value for c in "\"'<>`"):
+        return "must be an https URL with a plain host name (IDN as punycode)"
+    return None
+
+
+def theme_problem(value: Any) -> str | None:
+    """Why ``value`` is not a room theme: null, or an object of ``logoUrl`` (https),
+    ``accentColor`` and ``backgroundColor`` (``#rrggbb``, readable together) and ``title``."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not value:
+        return "must be an object of " + ", ".join(THEME_KEYS) + ", or null"
+    for key, item in value.items():
+        if key not in THEME_KEYS:
+            return f"{key}: unknown field (known: {', '.join(THEME_KEYS)})"
+        if key == "logoUrl":
+            why = _logo_url(item)
+        elif key == "title":
+            why = _name(item) or (_CONTROL.search(item) and "must be plain text") or None
+        else:
+            ok = isinstance(item, str) and COLOR_PATTERN.fullmatch(item)
+            why = None if ok else "must be a colour #rgb or #rrggbb"
+        if why:
+            return f"{key}: {why}"
+    accent = value.get("accentColor", DEFAULT_ACCENT)
+    background = value.get("backgroundColor", DEFAULT_BACKGROUND)
+    ratio = contrast(accent, background)
+    if ratio < MIN_CONTRAST:
+        return (
+            f"accentColor {accent} on backgroundColor {background} has a contrast of "
+            f"{ratio:.2f}:1; at least {MIN_CONTRAST}:1 is needed to be readable"
+        )
+    return None
+
+
 def _json_or_empty(value: Any) -> str:
     return "" if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -179,6 +266,7 @@ FIELDS: tuple[Field, ...] = (
         _json_or_empty,
         _from_json_or_empty,
     ),
+    Field("theme", "thm", None, theme_problem, False, _json_or_empty, _from_json_or_empty),
 )
 BY_API = {f.api: f for f in FIELDS}
 MUTABLE = frozenset(f.api for f in FIELDS if f.api != "slug")

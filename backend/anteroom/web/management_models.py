@@ -41,6 +41,11 @@ FIELD_DOCS = {
     '(`{"en": …, "de": …}`: a visitor gets theirs, else English, else the first); null: none.',
     "closedMessage": 'Shown instead of the idle state when the room closes ("Sold out — thank '
     'you for waiting"): plain text or texts by language, as `notice`; null: the default.',
+    "theme": "The hosted page's branding; null: none. `logoUrl`: an https image shown at "
+    "160 by 48 px with alt text (its origin is added to this room's CSP img-src, nothing else); "
+    "`accentColor`, `backgroundColor`: #rgb or #rrggbb, refused unless the accent reaches a "
+    "4.5:1 contrast on the background (defaults #2a5bd7 on #ffffff); `title`: shown instead of "
+    "`name` (1 to 200 characters).",
 }
 # The shape of each room rule that is not an integer range (a new field must be added here).
 FIELD_TYPES: dict[str, Any] = {
@@ -58,6 +63,7 @@ FIELD_TYPES: dict[str, Any] = {
     "failMode": Literal[rooms.FAIL_MODES],  # type: ignore[valid-type]
     "notice": VisitorText,
     "closedMessage": VisitorText,
+    "theme": dict[str, str] | None,  # keys and values: checked by rooms.theme_problem
 }
 
 
