@@ -1,3 +1,12 @@
+import { createApi } from "./api.js";
+import {
+  HOLD_MAX_MS,
+  REFRESH_AHEAD_MS,
+  admissionExpiry,
+  callState,
+  createCallback,
+  waitsForVisibility,
+} from "./callback.js";
 import { enterQueue } from "./enter-queue.js";
 import { createTranslator, readCatalog } from "./i18n.js";
 import { storageKey } from "./storage.js";
@@ -28,7 +37,10 @@ const IDLE_RECHECK_MS = 30_000;
  * #progress, #status-text, #notice (shown with its section, `.notice`, when the room has one),
  * #announce (aria-live) and #retry-at, with textContent only.
  *
- * @param {{document?: Document, location?: Location, sessionStorage?: Storage | null, fetch?: typeof fetch, clock?: import("./timers.js").Clock, catalog?: import("./i18n.js").Catalog}} [environment]
+ * In a background tab it calls the visitor back (callback.js): title and favicon at the front
+ * ten and on admission, a notification and a sound if they asked with a click on #alert.
+ *
+ * @param {{document?: Document, location?: Location, sessionStorage?: Storage | null, fetch?: typeof fetch, clock?: import("./timers.js").Clock, catalog?: import("./i18n.js").Catalog, Notification?: any, AudioContext?: any}} [environment]
  *   the page's globals by default; tests pass their own
  * @returns {AbortController | null} aborting it stops the page's queue, or null without #anteroom
  */
@@ -51,6 +63,22 @@ export function startHostedPage(environment = {}) {
   };
   const byId = (/** @type {string} */ id) => document.getElementById(id);
   const tr = createTranslator(readCatalog(document) ?? environment.catalog ?? {}, root.dataset.lang || "en");
+  const hidden = () => document.visibilityState === "hidden";
+  const callback = createCallback({
+    document,
+    tr,
+    roomName: () => config.roomName || answer?.roomName || "",
+    Notification: environment.Notification,
+    AudioContext: environment.AudioContext,
+  });
+  /** @type {{state: string, position: number | null, sentence: string}} */
+  let shownNow = { state: "connecting", position: null, sentence: "" };
+  /** @type {(() => void) | null} */
+  let onVisible = null;
+  document.addEventListener?.("visibilitychange", () => {
+    callback.show(callState(hidden(), shownNow.state, shownNow.position), shownNow.sentence);
+    onVisible?.();
+  });
   const controller = new AbortController();
   const startKey = `${storageKey(config.baseUrl, config.room)}:start`;
   /** @type {any} */
@@ -64,9 +92,13 @@ export function startHostedPage(environment = {}) {
   let countdownTimer;
   /** @type {unknown} */
   let recheckTimer;
+  /** @type {unknown} */
+  let holdTimer;
   controller.signal.addEventListener("abort", () => {
     clock.clearTimeout(countdownTimer);
     clock.clearTimeout(recheckTimer);
+    clock.clearTimeout(holdTimer);
+    onVisible = null;
   });
 
   const setText = (/** @type {string} */ id, /** @type {string | null} */ text) => {
@@ -149,6 +181,8 @@ export function startHostedPage(environment = {}) {
       if (notice !== null) spoken.push(`${tr.text("page.notice")}: ${notice}`);
     }
     if (spoken.length) setText("announce", spoken.join(" "));
+    shownNow = { state, position, sentence };
+    callback.show(callState(hidden(), state, position), sentence);
 
     const retryAt = byId("retry-at");
     if (retryAt) {
@@ -184,10 +218,53 @@ export function startHostedPage(environment = {}) {
         recheckTimer = clock.setTimeout(join, IDLE_RECHECK_MS * (1 + Math.random()));
       } else if (final.status === "admitted") {
         const target = config.returnUrl || final.redirectUrl || config.redirectUrl;
-        if (target && typeof final.token === "string") location.assign(withAdmission(target, final.token));
+        if (target && typeof final.token === "string") admit(target, final.token);
         else fail({ code: "BadResponse" });
       }
     }, fail);
+  };
+
+  /**
+   * Goes to the site with the admission, at once unless the tab is hidden and the admission
+   * would likely expire before the visitor sees it (callback.SEEN_WITHIN_MS): then it is held,
+   * refreshed before it expires, and used as soon as the tab is visible (or after HOLD_MAX_MS).
+   * @param {string} target
+   * @param {string} token
+   */
+  const admit = (target, token) => {
+    const go = () => {
+      clock.clearTimeout(holdTimer);
+      onVisible = null;
+      if (!controller.signal.aborted) location.assign(withAdmission(target, token));
+    };
+    if (!waitsForVisibility(hidden(), admissionExpiry(token), clock.now())) return go();
+    const heldSince = clock.now();
+    const api = createApi({
+      baseUrl: config.baseUrl,
+      apiKey: config.apiKey,
+      fetch: environment.fetch ?? globalThis.fetch.bind(globalThis),
+      clock,
+    });
+    const refresh = async () => {
+      if (clock.now() - heldSince >= HOLD_MAX_MS) return go();
+      try {
+        const fresh = await api.post("/api/v1/admission/refresh", { token }, controller.signal);
+        if (typeof fresh?.token !== "string") return go();
+        token = fresh.token;
+      } catch {
+        return go(); // what we hold is still the visitor's best chance
+      }
+      if (!hidden()) return go();
+      schedule();
+    };
+    const schedule = () => {
+      const expiresAt = admissionExpiry(token) ?? clock.now();
+      holdTimer = clock.setTimeout(refresh, Math.max(0, expiresAt - REFRESH_AHEAD_MS - clock.now()));
+    };
+    onVisible = () => {
+      if (!hidden()) go();
+    };
+    schedule();
   };
 
   root.dataset.state = "connecting";
