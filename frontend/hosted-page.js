@@ -14,8 +14,10 @@ import { realClock } from "./timers.js";
 import {
   aheadText,
   countdownText,
+  etaRange,
   etaText,
   localText,
+  observedRates,
   pageState,
   progressValue,
   shouldAnnounce,
@@ -88,6 +90,8 @@ export function startHostedPage(environment = {}) {
   const lang = root.dataset.lang || "en";
   /** @type {string | null} */
   let noticeShown = null;
+  /** @type {{at: number, position: number}[]} positions seen while the line moved (or not) */
+  let samples = [];
   /** @type {unknown} */
   let countdownTimer;
   /** @type {unknown} */
@@ -124,11 +128,16 @@ export function startHostedPage(environment = {}) {
     const opensAt = answer?.opensAt;
     if (root.dataset.state !== "prequeue" || typeof opensAt !== "number") {
       setText("countdown", null);
+      setText("opens-at", null);
       return;
     }
     if (controller.signal.aborted) return;
     const left = opensAt - clock.now();
     setText("countdown", countdownText(left, tr));
+    // Before the opening, an ETA would be a guess: it says when the line opens instead.
+    setText("eta", tr.text("opens.in", { time: countdownText(left, tr) }));
+    // The opening in the visitor's own time zone, beside the countdown.
+    setText("opens-at", tr.text("opens.at", { time: tr.time(opensAt, clock.now()) }));
     // Ticks on the second boundaries of the time left, so the display never skips a second.
     if (left > 0) countdownTimer = clock.setTimeout(tickCountdown, left % 1000 || 1000);
     else render(answer);
@@ -150,7 +159,15 @@ export function startHostedPage(environment = {}) {
     const position = typeof answer?.position === "number" ? answer.position : null;
     setText("position", position === null ? "" : tr.number(position));
     setText("ahead", state === "waiting" ? aheadText(position, tr) : null);
-    setText("eta", state === "error" ? null : etaText(answer?.etaSeconds, tr));
+    if (state === "waiting" && position !== null) {
+      const now = clock.now();
+      samples.push({ at: now, position });
+      samples = samples.filter((sample) => now - sample.at <= 15 * 60_000);
+    } else if (state !== "error") {
+      samples = []; // a pause or a pre-queue is no measure of the pace
+    }
+    const range = state === "waiting" ? etaRange(answer?.etaSeconds, position, observedRates(samples)) : null;
+    if (state !== "prequeue") setText("eta", state === "error" ? null : etaText(answer?.etaSeconds, tr, range));
     tickCountdown();
 
     const progress = /** @type {HTMLProgressElement | null} */ (byId("progress"));
@@ -165,11 +182,14 @@ export function startHostedPage(environment = {}) {
     const closed = state === "idle" ? localText(answer?.closedMessage, lang) : null;
     const sentence = closed ?? statusText(state, update, roomName, tr);
     setText("status-text", sentence);
-    const next = { state, position };
+    const next = { state, position, at: clock.now() };
     const spoken = [];
     if (shouldAnnounce(announced, next)) {
       announced = next;
       spoken.push(sentence);
+      if (state === "prequeue" && typeof answer?.opensAt === "number") {
+        spoken.push(tr.text("opens.at", { time: tr.time(answer.opensAt, clock.now()) }));
+      }
     }
     // The notice is read out once when it appears or changes, through the one polite region.
     const notice = update.status === "error" ? noticeShown : localText(answer?.notice, lang);

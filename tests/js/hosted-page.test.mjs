@@ -42,7 +42,7 @@ function page(data, lang = "en") {
   const elements = new Map();
   const add = (id, tag) => elements.set(id, new FakeElement(id, tag));
   add("anteroom", "main");
-  for (const id of ["room-name", "position", "ahead", "eta", "countdown", "status-text", "announce", "notice"]) add(id);
+  for (const id of ["room-name", "position", "ahead", "eta", "countdown", "opens-at", "status-text", "announce", "notice"]) add(id);
   const section = new FakeElement("notice-section", "section");
   section.hidden = true;
   elements.get("notice").parentElement = section;
@@ -152,11 +152,19 @@ describe("the hosted page", () => {
     const controller = start(fake, view);
     await clock.advance(0);
     assert.equal(view.get("anteroom").dataset.state, "prequeue");
-    assert.equal(view.get("countdown").textContent, "00:01:03");
+    assert.equal(view.get("countdown").textContent, "01:03");
+    assert.equal(view.get("eta").textContent, "opening in 01:03");
+    assert.equal(
+      view.get("opens-at").textContent,
+      `Opens at ${new Intl.DateTimeFormat("en", { timeStyle: "short" }).format(opensAt)}`,
+      "in the visitor's own time zone",
+    );
+    assert.match(view.get("announce").textContent, /^You're in\. .* Opens at /);
     await clock.advance(500);
-    assert.equal(view.get("countdown").textContent, "00:01:02");
+    assert.equal(view.get("countdown").textContent, "01:02");
     await clock.advance(1000);
-    assert.equal(view.get("countdown").textContent, "00:01:01");
+    assert.equal(view.get("countdown").textContent, "01:01");
+    assert.equal(view.get("eta").textContent, "opening in 01:01");
     await clock.advance(62_000);
     assert.equal(view.get("anteroom").dataset.state, "waiting");
     assert.equal(view.get("countdown").hidden, true);
@@ -244,5 +252,23 @@ describe("the hosted page", () => {
     assert.equal(view.get("anteroom").dataset.state, "idle");
     assert.equal(view.get("status-text").textContent, closedMessage.ja);
     assert.equal(view.get("announce").textContent, closedMessage.ja);
+  });
+
+  test("the ETA becomes a range once the pace seen has varied", async () => {
+    const at = (position, etaSeconds) => answer({ position, etaSeconds, pollAfterMs: 30_000 });
+    const fake = new FakeFetch(clock, {
+      "/api/v1/queue/enter": [at(300, 1800)],
+      "/api/v1/queue/poll": [at(295, 1770), at(290, 1740), at(288, 1728), at(285, 1710), at(280, 1680), at(275, 1650)],
+    });
+    const view = page({ room: ROOM, key: "pk_test_1" });
+    start(fake, view);
+    await clock.advance(0);
+    assert.equal(view.get("eta").textContent, "about 30 minutes");
+    assert.equal(view.get("ahead").textContent, "299 people ahead of you");
+    await clock.advance(90_000);
+    assert.equal(view.get("eta").textContent, "about 29 minutes", "one minute seen: no range yet");
+    await clock.advance(60_000);
+    // 10 a minute, then 5: 280 ahead at 5 to 10 a minute.
+    assert.equal(view.get("eta").textContent, "about 28–56 minutes");
   });
 });

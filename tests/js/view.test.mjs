@@ -4,7 +4,7 @@ import { describe, test } from "node:test";
 import { readFileSync } from "node:fs";
 
 import { createTranslator } from "../../frontend/i18n.js";
-import { aheadText, countdownText, etaText, pageState, progressValue, shouldAnnounce, withAdmission } from "../../frontend/view.js";
+import { aheadText, countdownText, etaRange, etaText, observedRates, pageState, progressValue, shouldAnnounce, withAdmission } from "../../frontend/view.js";
 
 const translator = (lang) =>
   createTranslator(JSON.parse(readFileSync(new URL(`../../translations/${lang}.json`, import.meta.url), "utf8")), lang);
@@ -43,13 +43,43 @@ describe("the hosted page's view", () => {
     assert.equal(etaText(89, en), "about 1 minute");
     assert.equal(etaText(90, en), "about 2 minutes");
     assert.equal(etaText(3600, en), "about 60 minutes");
+    assert.equal(etaText(89 * 60, en), "about 89 minutes");
+    assert.equal(etaText(90 * 60, en), "about 1.5 hours");
+    assert.equal(etaText(150 * 60, translator("de")), "etwa 2,5 Stunden");
+    assert.equal(etaText(60 * 60 * 3, en), "about 3 hours");
+  });
+
+  test("the ETA is a range once the line's pace has varied", () => {
+    const minute = 60_000;
+    // 10 a minute, then 5 a minute: at position 400 that is 40 to 80 minutes.
+    const varied = [
+      { at: 0, position: 500 },
+      { at: 30_000, position: 495 },
+      { at: minute, position: 490 },
+      { at: 2 * minute, position: 485 },
+      { at: 3 * minute, position: 475 },
+    ];
+    assert.deepEqual(observedRates(varied), [10 / minute, 5 / minute, 10 / minute]);
+    const range = etaRange(3600, 400, observedRates(varied));
+    assert.deepEqual(range, { low: 2400, high: 4800 });
+    assert.equal(etaText(3600, en, range), "about 40–80 minutes");
+    assert.equal(etaText(3600, translator("ar"), range), `حوالي ${translator("ar").number(40)}–${translator("ar").number(80)} دقيقة`);
+    // A steady pace (within a quarter), too little seen, or a stalled line: the single estimate.
+    const steady = [{ at: 0, position: 500 }, { at: minute, position: 490 }, { at: 2 * minute, position: 481 }];
+    assert.equal(etaRange(3600, 400, observedRates(steady)), null);
+    assert.equal(etaRange(3600, 400, observedRates(varied.slice(0, 3))), null);
+    assert.equal(etaRange(3600, 400, [0, 0, 5 / minute]), null);
+    assert.equal(etaText(3600, en, null), "about 60 minutes");
+    // The range always holds the server's own estimate.
+    assert.deepEqual(etaRange(6000, 400, [10 / minute, 5 / minute]), { low: 2400, high: 6000 });
   });
 
   test("countdownText", () => {
-    assert.equal(countdownText(0, en), "00:00:00");
-    assert.equal(countdownText(-5000, en), "00:00:00");
-    assert.equal(countdownText(1, en), "00:00:01");
-    assert.equal(countdownText(61_000, en), "00:01:01");
+    assert.equal(countdownText(0, en), "00:00");
+    assert.equal(countdownText(-5000, en), "00:00");
+    assert.equal(countdownText(1, en), "00:01");
+    assert.equal(countdownText(754_000, en), "12:34");
+    assert.equal(countdownText(3600_000 + 61_000, en), "1:01:01");
     assert.equal(countdownText(50 * 3600_000 + 59_000, en), "50:00:59");
   });
 
@@ -68,6 +98,12 @@ describe("the hosted page's view", () => {
     assert.equal(shouldAnnounce({ state: "waiting", position: 5 }, { state: "waiting", position: 4 }), true);
     assert.equal(shouldAnnounce({ state: "waiting", position: 4 }, { state: "waiting", position: 4 }), false);
     assert.equal(shouldAnnounce({ state: "waiting", position: 4 }, { state: "paused", position: 4 }), true);
+    // Not more than every 30 s for a moving position, whatever it moved by (the last five aside).
+    const at = (position, ms) => ({ state: "waiting", position, at: ms });
+    assert.equal(shouldAnnounce(at(500, 0), at(300, 29_999)), false);
+    assert.equal(shouldAnnounce(at(500, 0), at(300, 30_000)), true);
+    assert.equal(shouldAnnounce(at(6, 0), at(5, 1000)), true);
+    assert.equal(shouldAnnounce(at(500, 0), { state: "admitted", position: null, at: 1 }), true);
   });
 
   test("numbers, plurals and durations follow each language's rules", () => {
@@ -95,6 +131,6 @@ describe("the hosted page's view", () => {
     assert.equal(etaText(2 * 60, ar), "حوالي دقيقتين");
     // Japanese has one form.
     assert.equal(aheadText(1236, ja), "あなたの前に 1,235 人");
-    assert.equal(countdownText(61_000, ar), `${ar.number(0, { minimumIntegerDigits: 2 })}:${ar.number(1, { minimumIntegerDigits: 2 })}:${ar.number(1, { minimumIntegerDigits: 2 })}`);
+    assert.equal(countdownText(61_000, ar), `${ar.number(1, { minimumIntegerDigits: 2 })}:${ar.number(1, { minimumIntegerDigits: 2 })}`);
   });
 });
