@@ -63,7 +63,23 @@ FIELD_TYPES: dict[str, Any] = {
     "failMode": Literal[rooms.FAIL_MODES],  # type: ignore[valid-type]
     "notice": VisitorText,
     "closedMessage": VisitorText,
-    "theme": dict[str, str] | None,  # keys and values: checked by rooms.theme_problem
+    # Checked by rooms.theme_problem (which names the key at fault); the schema documents it.
+    "theme": Annotated[
+        dict[str, str],
+        Field(
+            min_length=1,
+            json_schema_extra={
+                "additionalProperties": False,
+                "properties": {
+                    "logoUrl": {"type": "string", "format": "uri", "pattern": "^https://"},
+                    "accentColor": {"type": "string", "pattern": rooms.COLOR_PATTERN.pattern},
+                    "backgroundColor": {"type": "string", "pattern": rooms.COLOR_PATTERN.pattern},
+                    "title": {"type": "string", "minLength": 1, "maxLength": rooms.NAME_MAX_LENGTH},
+                },
+            },
+        ),
+    ]
+    | None,
 }
 
 
