@@ -43,10 +43,11 @@ $(JS_STAMP): $(wildcard package.json package-lock.json)
 $(AGENT): $(JS_STAMP) $(wildcard frontend/*.js frontend/*.mjs)
 	@if [ -f package.json ]; then npm run build; fi
 
-# The browser end-to-end tests drive Debian's Chromium (never a downloaded one).
+# The browser end-to-end tests drive Debian's Chromium (never a downloaded one); the CJK fonts
+# let the hosted page's Japanese, Korean and Chinese screenshots show their text.
 $(CHROMIUM):
 	$(SUDO) apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium fonts-noto-cjk
 
 clean:
 	rm -rf $(VENV) node_modules build dist

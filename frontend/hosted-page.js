@@ -1,9 +1,23 @@
+import { createApi } from "./api.js";
+import {
+  HOLD_MAX_MS,
+  REFRESH_AHEAD_MS,
+  admissionExpiry,
+  callState,
+  createCallback,
+  waitsForVisibility,
+} from "./callback.js";
 import { enterQueue } from "./enter-queue.js";
+import { createTranslator, readCatalog } from "./i18n.js";
 import { storageKey } from "./storage.js";
 import { realClock } from "./timers.js";
 import {
+  aheadText,
   countdownText,
+  etaRange,
   etaText,
+  localText,
+  observedRates,
   pageState,
   progressValue,
   shouldAnnounce,
@@ -19,11 +33,16 @@ const IDLE_RECHECK_MS = 30_000;
  * Runs the hosted waiting page. Its configuration is the `data-*` of `<main id="anteroom">`:
  * `data-room` (slug), `data-key` (pk_…), `data-base-url` (default "": same origin),
  * `data-room-name`, `data-redirect-url` (used when an answer carries none), `data-return-url`
- * (where to go back to, already checked by the server against the room's origin). It sets
- * `data-state` on that element and fills, when present, #room-name, #position, #eta,
- * #countdown, #progress, #status-text, #announce (aria-live) and #retry-at, with textContent only.
+ * (where to go back to, already checked by the server against the room's origin), `data-lang`
+ * (the page's language; its catalog is the JSON of #anteroom-i18n). It sets `data-state` on
+ * that element and fills, when present, #room-name, #position, #ahead, #eta, #countdown,
+ * #progress, #status-text, #notice (shown with its section, `.notice`, when the room has one),
+ * #announce (aria-live) and #retry-at, with textContent only.
  *
- * @param {{document?: Document, location?: Location, sessionStorage?: Storage | null, fetch?: typeof fetch, clock?: import("./timers.js").Clock}} [environment]
+ * In a background tab it calls the visitor back (callback.js): title and favicon at the front
+ * ten and on admission, a notification and a sound if they asked with a click on #alert.
+ *
+ * @param {{document?: Document, location?: Location, sessionStorage?: Storage | null, fetch?: typeof fetch, clock?: import("./timers.js").Clock, catalog?: import("./i18n.js").Catalog, Notification?: any, AudioContext?: any}} [environment]
  *   the page's globals by default; tests pass their own
  * @returns {AbortController | null} aborting it stops the page's queue, or null without #anteroom
  */
@@ -45,19 +64,45 @@ export function startHostedPage(environment = {}) {
     returnUrl: root.dataset.returnUrl ?? "",
   };
   const byId = (/** @type {string} */ id) => document.getElementById(id);
+  const tr = createTranslator(readCatalog(document) ?? environment.catalog ?? {}, root.dataset.lang || "en");
+  const hidden = () => document.visibilityState === "hidden";
+  const callback = createCallback({
+    document,
+    tr,
+    roomName: () => config.roomName || answer?.roomName || "",
+    Notification: environment.Notification,
+    AudioContext: environment.AudioContext,
+  });
+  /** @type {{state: string, position: number | null, sentence: string}} */
+  let shownNow = { state: "connecting", position: null, sentence: "" };
+  /** @type {(() => void) | null} */
+  let onVisible = null;
+  document.addEventListener?.("visibilitychange", () => {
+    callback.show(callState(hidden(), shownNow.state, shownNow.position), shownNow.sentence);
+    onVisible?.();
+  });
   const controller = new AbortController();
   const startKey = `${storageKey(config.baseUrl, config.room)}:start`;
   /** @type {any} */
   let answer = null;
   /** @type {{state: string, position: number | null} | null} */
   let announced = null;
+  const lang = root.dataset.lang || "en";
+  /** @type {string | null} */
+  let noticeShown = null;
+  /** @type {{at: number, position: number}[]} positions seen while the line moved (or not) */
+  let samples = [];
   /** @type {unknown} */
   let countdownTimer;
   /** @type {unknown} */
   let recheckTimer;
+  /** @type {unknown} */
+  let holdTimer;
   controller.signal.addEventListener("abort", () => {
     clock.clearTimeout(countdownTimer);
     clock.clearTimeout(recheckTimer);
+    clock.clearTimeout(holdTimer);
+    onVisible = null;
   });
 
   const setText = (/** @type {string} */ id, /** @type {string | null} */ text) => {
@@ -83,11 +128,16 @@ export function startHostedPage(environment = {}) {
     const opensAt = answer?.opensAt;
     if (root.dataset.state !== "prequeue" || typeof opensAt !== "number") {
       setText("countdown", null);
+      setText("opens-at", null);
       return;
     }
     if (controller.signal.aborted) return;
     const left = opensAt - clock.now();
-    setText("countdown", countdownText(left));
+    setText("countdown", countdownText(left, tr));
+    // Before the opening, an ETA would be a guess: it says when the line opens instead.
+    setText("eta", tr.text("opens.in", { time: countdownText(left, tr) }));
+    // The opening in the visitor's own time zone, beside the countdown.
+    setText("opens-at", tr.text("opens.at", { time: tr.time(opensAt, clock.now()) }));
     // Ticks on the second boundaries of the time left, so the display never skips a second.
     if (left > 0) countdownTimer = clock.setTimeout(tickCountdown, left % 1000 || 1000);
     else render(answer);
@@ -103,11 +153,21 @@ export function startHostedPage(environment = {}) {
     if (update.status === "error") root.dataset.error = update.error ?? "";
     else delete root.dataset.error;
 
-    const roomName = answer?.roomName || config.roomName;
-    if (answer?.roomName) setText("room-name", answer.roomName);
+    // The server's name wins: it is the theme's title when the room has one.
+    const roomName = config.roomName || answer?.roomName;
+    if (roomName) setText("room-name", roomName);
     const position = typeof answer?.position === "number" ? answer.position : null;
-    setText("position", position === null ? "" : String(position));
-    setText("eta", state === "error" ? null : etaText(answer?.etaSeconds));
+    setText("position", position === null ? "" : tr.number(position));
+    setText("ahead", state === "waiting" ? aheadText(position, tr) : null);
+    if (state === "waiting" && position !== null) {
+      const now = clock.now();
+      samples.push({ at: now, position });
+      samples = samples.filter((sample) => now - sample.at <= 15 * 60_000);
+    } else if (state !== "error") {
+      samples = []; // a pause or a pre-queue is no measure of the pace
+    }
+    const range = state === "waiting" ? etaRange(answer?.etaSeconds, position, observedRates(samples)) : null;
+    if (state !== "prequeue") setText("eta", state === "error" ? null : etaText(answer?.etaSeconds, tr, range));
     tickCountdown();
 
     const progress = /** @type {HTMLProgressElement | null} */ (byId("progress"));
@@ -118,18 +178,36 @@ export function startHostedPage(environment = {}) {
       else if (state !== "error") progress.removeAttribute("value");
     }
 
-    const sentence = statusText(state, update, roomName);
+    // A closed room says what its operator wrote ("Sold out — thank you for waiting").
+    const closed = state === "idle" ? localText(answer?.closedMessage, lang) : null;
+    const sentence = closed ?? statusText(state, update, roomName, tr);
     setText("status-text", sentence);
-    const next = { state, position };
+    const next = { state, position, at: clock.now() };
+    const spoken = [];
     if (shouldAnnounce(announced, next)) {
       announced = next;
-      setText("announce", sentence);
+      spoken.push(sentence);
+      if (state === "prequeue" && typeof answer?.opensAt === "number") {
+        spoken.push(tr.text("opens.at", { time: tr.time(answer.opensAt, clock.now()) }));
+      }
     }
+    // The notice is read out once when it appears or changes, through the one polite region.
+    const notice = update.status === "error" ? noticeShown : localText(answer?.notice, lang);
+    if (notice !== noticeShown) {
+      noticeShown = notice;
+      const section = byId("notice")?.parentElement;
+      if (section) section.hidden = notice === null;
+      setText("notice", notice ?? "");
+      if (notice !== null) spoken.push(`${tr.text("page.notice")}: ${notice}`);
+    }
+    if (spoken.length) setText("announce", spoken.join(" "));
+    shownNow = { state, position, sentence };
+    callback.show(callState(hidden(), state, position), sentence);
 
     const retryAt = byId("retry-at");
     if (retryAt) {
       const when = state === "error" && typeof update.retryAt === "number" ? new Date(update.retryAt) : null;
-      setText("retry-at", when ? when.toLocaleTimeString() : null);
+      setText("retry-at", when ? when.toLocaleTimeString(tr.locale) : null);
       if (when && "dateTime" in retryAt) /** @type {HTMLTimeElement} */ (retryAt).dateTime = when.toISOString();
     }
   }
@@ -160,14 +238,57 @@ export function startHostedPage(environment = {}) {
         recheckTimer = clock.setTimeout(join, IDLE_RECHECK_MS * (1 + Math.random()));
       } else if (final.status === "admitted") {
         const target = config.returnUrl || final.redirectUrl || config.redirectUrl;
-        if (target && typeof final.token === "string") location.assign(withAdmission(target, final.token));
+        if (target && typeof final.token === "string") admit(target, final.token);
         else fail({ code: "BadResponse" });
       }
     }, fail);
   };
 
+  /**
+   * Goes to the site with the admission, at once unless the tab is hidden and the admission
+   * would likely expire before the visitor sees it (callback.SEEN_WITHIN_MS): then it is held,
+   * refreshed before it expires, and used as soon as the tab is visible (or after HOLD_MAX_MS).
+   * @param {string} target
+   * @param {string} token
+   */
+  const admit = (target, token) => {
+    const go = () => {
+      clock.clearTimeout(holdTimer);
+      onVisible = null;
+      if (!controller.signal.aborted) location.assign(withAdmission(target, token));
+    };
+    if (!waitsForVisibility(hidden(), admissionExpiry(token), clock.now())) return go();
+    const heldSince = clock.now();
+    const api = createApi({
+      baseUrl: config.baseUrl,
+      apiKey: config.apiKey,
+      fetch: environment.fetch ?? globalThis.fetch.bind(globalThis),
+      clock,
+    });
+    const refresh = async () => {
+      if (clock.now() - heldSince >= HOLD_MAX_MS) return go();
+      try {
+        const fresh = await api.post("/api/v1/admission/refresh", { token }, controller.signal);
+        if (typeof fresh?.token !== "string") return go();
+        token = fresh.token;
+      } catch {
+        return go(); // what we hold is still the visitor's best chance
+      }
+      if (!hidden()) return go();
+      schedule();
+    };
+    const schedule = () => {
+      const expiresAt = admissionExpiry(token) ?? clock.now();
+      holdTimer = clock.setTimeout(refresh, Math.max(0, expiresAt - REFRESH_AHEAD_MS - clock.now()));
+    };
+    onVisible = () => {
+      if (!hidden()) go();
+    };
+    schedule();
+  };
+
   root.dataset.state = "connecting";
-  setText("status-text", statusText("connecting", null, config.roomName));
+  setText("status-text", statusText("connecting", null, config.roomName, tr));
   join();
   return controller;
 }

@@ -26,25 +26,90 @@ export function pageState(update, now) {
   }
 }
 
+/** Spans shorter than this say little about the pace of the line. */
+export const RATE_SPAN_MS = 60_000;
+/** Paces this far apart (fastest / slowest) make the ETA a range. */
+export const RATE_VARIATION = 1.25;
+
+/**
+ * The line's pace as this page saw it: positions gained per ms over successive spans of at
+ * least RATE_SPAN_MS, from `samples` of `{at, position}` taken while waiting.
+ * @param {{at: number, position: number}[]} samples oldest first
+ * @returns {number[]}
+ */
+export function observedRates(samples) {
+  const rates = [];
+  let from = samples[0];
+  for (const sample of samples.slice(1)) {
+    if (sample.at - from.at < RATE_SPAN_MS) continue;
+    rates.push(Math.max(0, from.position - sample.position) / (sample.at - from.at));
+    from = sample;
+  }
+  return rates;
+}
+
+/**
+ * A range around the server's ETA when the pace varied: from the fastest pace seen to the
+ * slowest that still moved; null when it was steady or too little was seen.
+ * @param {number | null | undefined} etaSeconds the server's estimate
+ * @param {number | null} position
+ * @param {number[]} rates from observedRates
+ * @returns {{low: number, high: number} | null} seconds
+ */
+export function etaRange(etaSeconds, position, rates) {
+  if (typeof etaSeconds !== "number" || typeof position !== "number" || rates.length < 2) return null;
+  const moving = rates.filter((rate) => rate > 0);
+  if (moving.length < 2) return null;
+  const fastest = Math.max(...moving);
+  const slowest = Math.min(...moving);
+  if (fastest < slowest * RATE_VARIATION) return null;
+  const low = Math.min(etaSeconds, position / fastest / 1000);
+  const high = Math.max(etaSeconds, position / slowest / 1000);
+  return { low, high };
+}
+
 /**
  * @param {number | null | undefined} etaSeconds
+ * @param {import("./i18n.js").Translator} tr
+ * @param {{low: number, high: number} | null} [range] from etaRange
  * @returns {string | null} null when nothing honest can be said
  */
-export function etaText(etaSeconds) {
+export function etaText(etaSeconds, tr, range = null) {
   if (typeof etaSeconds !== "number" || !Number.isFinite(etaSeconds) || etaSeconds < 0) return null;
-  if (etaSeconds < 60) return "less than a minute";
+  if (range && range.low >= 60 && range.high < 90 * 60) {
+    const low = Math.round(range.low / 60);
+    const high = Math.round(range.high / 60);
+    if (high > low) return tr.count("eta.range", high, { low, high });
+  }
+  if (etaSeconds < 60) return tr.text("eta.soon");
   const minutes = Math.round(etaSeconds / 60);
-  return minutes === 1 ? "about 1 minute" : `about ${minutes} minutes`;
+  if (minutes >= 90) {
+    const hours = Math.round((minutes / 60) * 2) / 2; // to the half hour: it is an estimate
+    return tr.count("eta.hours", hours);
+  }
+  return tr.count("eta.minutes", minutes);
 }
 
 /**
  * @param {number} ms time left
- * @returns {string} hh:mm:ss (hours may pass 24)
+ * @param {import("./i18n.js").Translator} tr
+ * @returns {string} mm:ss, or h:mm:ss from an hour on (hours may pass 24), in the locale's digits
  */
-export function countdownText(ms) {
+export function countdownText(ms, tr) {
   const total = Math.max(0, Math.ceil(ms / 1000));
-  const two = (/** @type {number} */ n) => String(n).padStart(2, "0");
-  return `${two(Math.floor(total / 3600))}:${two(Math.floor(total / 60) % 60)}:${two(total % 60)}`;
+  const two = (/** @type {number} */ n) => tr.number(n, { minimumIntegerDigits: 2, useGrouping: false });
+  const hours = Math.floor(total / 3600);
+  const rest = `${two(Math.floor(total / 60) % 60)}:${two(total % 60)}`;
+  return hours ? `${tr.number(hours, { useGrouping: false })}:${rest}` : rest;
+}
+
+/**
+ * "N people ahead of you", by the language's plural rules; null without a position.
+ * @param {number | null} position
+ * @param {import("./i18n.js").Translator} tr
+ */
+export function aheadText(position, tr) {
+  return typeof position === "number" && position >= 1 ? tr.count("ahead", position - 1) : null;
 }
 
 /**
@@ -57,17 +122,23 @@ export function progressValue(startPosition, position) {
   return Math.min(1, Math.max(0, (startPosition - position) / span));
 }
 
+/** A position is announced at most this often (state changes and the last five: always). */
+export const ANNOUNCE_MIN_MS = 30_000;
+
 /**
  * A screen-reader announcement is due on every change of state, and for a position once it has
- * moved by a tenth since the last one announced (every step within the last five).
- * @param {{state: string, position: number | null} | null} last what was announced last
- * @param {{state: string, position: number | null}} next
+ * moved by a tenth since the last one announced and ANNOUNCE_MIN_MS have passed (every step
+ * within the last five).
+ * @param {{state: string, position: number | null, at?: number} | null} last what was announced last
+ * @param {{state: string, position: number | null, at?: number}} next
  */
 export function shouldAnnounce(last, next) {
   if (!last || last.state !== next.state) return true;
   if (next.position === null || last.position === null) return next.position !== last.position;
   if (next.position === last.position) return false;
-  return next.position <= 5 || Math.abs(last.position - next.position) >= Math.ceil(last.position / 10);
+  if (next.position <= 5) return true;
+  const recent = typeof last.at === "number" && typeof next.at === "number" && next.at - last.at < ANNOUNCE_MIN_MS;
+  return !recent && Math.abs(last.position - next.position) >= Math.ceil(last.position / 10);
 }
 
 /**
@@ -75,48 +146,55 @@ export function shouldAnnounce(last, next) {
  * @param {PageState} state
  * @param {any} update
  * @param {string} roomName
+ * @param {import("./i18n.js").Translator} tr
  */
-export function statusText(state, update, roomName) {
-  const room = roomName || "the waiting room";
+export function statusText(state, update, roomName, tr) {
+  const room = roomName || tr.text("page.eyebrow");
   switch (state) {
     case "connecting":
-      return `Joining the line for ${room}…`;
+      return tr.text("status.connecting", { room });
     case "prequeue":
-      return "You're in. The line opens soon; your place will be drawn at random among everyone here before the start.";
+      return tr.text("status.prequeue");
     case "waiting":
       return typeof update?.position === "number"
-        ? `You're number ${update.position} in line. Keep this page open; you'll be taken in automatically.`
-        : "You're in line. Keep this page open; you'll be taken in automatically.";
+        ? tr.text("status.waiting", { position: update.position })
+        : tr.text("status.waitingNoPosition");
     case "paused":
-      return "The line is paused for the moment. You keep your place.";
+      return tr.text("status.paused");
     case "held":
-      return "Your place is kept while we check your connection. Keep this page open.";
+      return tr.text("status.held");
     case "idle":
-      return `${room} is not open right now.`;
+      return tr.text("status.idle", { room });
     case "admitted":
-      return "It's your turn! Taking you in…";
+      return tr.text("status.admitted");
     case "error":
-      if (!update?.retryAt) return errorText(update?.error);
-      if (update.error === "QueueFull") return "The line is full right now. We'll try again shortly.";
-      return "We're having trouble reaching the waiting room. You keep your place; we'll try again shortly.";
+      if (!update?.retryAt) return errorText(update?.error, tr);
+      if (update.error === "QueueFull") return tr.text("status.queueFull");
+      return tr.text("status.unreachable");
   }
   return "";
 }
 
-/** @param {string | undefined} code */
-function errorText(code) {
-  switch (code) {
-    case "RoomNotFound":
-      return "This waiting room does not exist.";
-    case "QueueDenied":
-      return "We could not place you in this line.";
-    case "SessionRevoked":
-      return "Your place in line was withdrawn.";
-    case "AddressRequired":
-      return "This line needs to see your network address, and it could not.";
-    default:
-      return "Something went wrong. Please reload the page to try again.";
-  }
+const KNOWN_ERRORS = ["RoomNotFound", "QueueDenied", "SessionRevoked", "AddressRequired"];
+
+/** @param {string | undefined} code @param {import("./i18n.js").Translator} tr */
+function errorText(code, tr) {
+  return tr.text(code && KNOWN_ERRORS.includes(code) ? `error.${code}` : "error.generic");
+}
+
+/**
+ * An operator's text for the line (a room's `notice` or `closedMessage`) in the page's
+ * language: plain text as is; texts by language: the page's, else English, else the first.
+ * @param {unknown} value
+ * @param {string} lang
+ * @returns {string | null}
+ */
+export function localText(value, lang) {
+  if (typeof value === "string") return value || null;
+  if (!value || typeof value !== "object") return null;
+  const texts = /** @type {Record<string, unknown>} */ (value);
+  const chosen = texts[lang] ?? texts.en ?? Object.values(texts)[0];
+  return typeof chosen === "string" && chosen ? chosen : null;
 }
 
 /**

@@ -30,6 +30,7 @@ class Settings:
     limit_identify: str = "60/minute"
     limit_enter: str = "60/minute"
     pow_difficulty: int = 18
+    templates_dir: str = ""  # an operator's page templates, looked up before the built-in ones
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod

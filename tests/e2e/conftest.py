@@ -48,7 +48,8 @@ def new_context(browser: Browser) -> Iterator[object]:
     contexts: list[BrowserContext] = []
 
     def make(**options: object) -> BrowserContext:
-        context = browser.new_context(user_agent=USER_AGENT, locale="en-GB", **options)
+        # A test may speak another language (locale also sets Accept-Language).
+        context = browser.new_context(**({"user_agent": USER_AGENT, "locale": "en-GB"} | options))
         contexts.append(context)
         return context
 

@@ -60,6 +60,7 @@ def test_wheel_ships_lua_templates_and_static(tmp_path: Path) -> None:
     lua = {p.name for p in (ROOT / "lua").glob("*.lua")}
     assert {f"anteroom/lua/{name}" for name in lua} <= names
     assert {"anteroom/templates/queue.html", "anteroom/static/anteroom.css"} <= names
+    assert "anteroom/translations/ar.json" in names
     assert {f"anteroom/{name}" for name in AGENT} <= names  # the built agent
 
 

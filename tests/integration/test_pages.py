@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from flask.testing import FlaskClient
 
 from anteroom.config import Settings
 from anteroom.ops.demo_seed import ensure_demo
 from anteroom.service_container import Services
+from anteroom.web import page_languages as languages
 from anteroom.web.app_factory import create_app
 from helpers import make_room
 from visitor_client import Visitor
@@ -103,3 +106,39 @@ def test_demo_shop_and_checkout(demo_client: FlaskClient) -> None:
 
 def test_demo_pages_only_in_demo_mode(client: FlaskClient) -> None:
     assert client.get("/demo/shop").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("query", "accept", "lang", "text"),
+    [
+        ("", "de-DE,de;q=0.9,en;q=0.5", "de", "Ihr Platz in der Schlange"),
+        ("&lang=ja", "de-DE,de;q=0.9", "ja", "列でのあなたの順番"),
+        ("", "ar-EG", "ar", "مكانك في الطابور"),
+        ("", "sv-SE", "en", "Your place in line"),
+        ("&lang=xx", "fr-CA", "fr", "Votre place dans la file"),
+    ],
+)
+def test_hosted_page_speaks_the_visitors_language(
+    client: FlaskClient, services: Services, api_key: str, query: str, accept: str, lang: str,
+    text: str,
+) -> None:  # fmt: skip
+    make_room(services.engine, env="shop", slug="drop", name="Spring <drop>")
+    response = client.get(f"/queue/drop?key={api_key}{query}", headers={"Accept-Language": accept})
+    html = response.get_data(as_text=True)
+    assert f'<html lang="{lang}" dir="{"rtl" if lang == "ar" else "ltr"}">' in html
+    assert text in html and 'data-lang="' + lang + '"' in html
+    # The script gets the same catalog, embedded as JSON it can parse.
+    embedded = html.split('<script type="application/json" id="anteroom-i18n">', 1)[1]
+    catalog = json.loads(embedded.split("</script>", 1)[0])
+    assert catalog == languages.catalog(lang)
+    # The switcher keeps the key and offers every language, the current one selected.
+    assert f'<option value="{lang}" lang="{lang}" selected>' in html
+    assert html.count("<option ") == len(languages.LANGUAGES)
+    assert f'name="key" value="{api_key}"' in html
+
+
+def test_error_pages_speak_the_visitors_language(client: FlaskClient, services: Services) -> None:
+    response = client.get("/queue/drop?key=pk_nope&lang=es")
+    assert response.status_code == 401
+    html = response.get_data(as_text=True)
+    assert '<html lang="es"' in html and "Clave desconocida" in html

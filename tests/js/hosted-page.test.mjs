@@ -1,10 +1,13 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
 
+import { readFileSync } from "node:fs";
+
 import { startHostedPage } from "../../frontend/hosted-page.js";
 import { FakeClock, FakeFetch, FakeStorage, installBrowser } from "./fakes.mjs";
 
 const ROOM = "spring-drop";
+const catalogText = (lang) => readFileSync(new URL(`../../translations/${lang}.json`, import.meta.url), "utf8");
 
 class FakeElement {
   constructor(id, tag = "div") {
@@ -35,11 +38,18 @@ class FakeElement {
   }
 }
 
-function page(data) {
+function page(data, lang = "en") {
   const elements = new Map();
   const add = (id, tag) => elements.set(id, new FakeElement(id, tag));
   add("anteroom", "main");
-  for (const id of ["room-name", "position", "eta", "countdown", "status-text", "announce"]) add(id);
+  for (const id of ["room-name", "position", "ahead", "eta", "countdown", "opens-at", "status-text", "announce", "notice"]) add(id);
+  const section = new FakeElement("notice-section", "section");
+  section.hidden = true;
+  elements.get("notice").parentElement = section;
+  // The server embeds the page language's catalog as JSON; so does this fake page.
+  add("anteroom-i18n", "script");
+  elements.get("anteroom-i18n").textContent = catalogText(lang);
+  data = { lang, ...data };
   add("progress", "progress");
   add("retry-at", "time");
   Object.assign(elements.get("anteroom").dataset, data);
@@ -47,6 +57,7 @@ function page(data) {
   return {
     elements,
     get: (id) => elements.get(id),
+    section,
     assigned,
     document: { getElementById: (id) => elements.get(id) ?? null },
     location: { assign: (url) => assigned.push(url) },
@@ -141,11 +152,19 @@ describe("the hosted page", () => {
     const controller = start(fake, view);
     await clock.advance(0);
     assert.equal(view.get("anteroom").dataset.state, "prequeue");
-    assert.equal(view.get("countdown").textContent, "00:01:03");
+    assert.equal(view.get("countdown").textContent, "01:03");
+    assert.equal(view.get("eta").textContent, "opening in 01:03");
+    assert.equal(
+      view.get("opens-at").textContent,
+      `Opens at ${new Intl.DateTimeFormat("en", { timeStyle: "short" }).format(opensAt)}`,
+      "in the visitor's own time zone",
+    );
+    assert.match(view.get("announce").textContent, /^You're in\. .* Opens at /);
     await clock.advance(500);
-    assert.equal(view.get("countdown").textContent, "00:01:02");
+    assert.equal(view.get("countdown").textContent, "01:02");
     await clock.advance(1000);
-    assert.equal(view.get("countdown").textContent, "00:01:01");
+    assert.equal(view.get("countdown").textContent, "01:01");
+    assert.equal(view.get("eta").textContent, "opening in 01:01");
     await clock.advance(62_000);
     assert.equal(view.get("anteroom").dataset.state, "waiting");
     assert.equal(view.get("countdown").hidden, true);
@@ -197,5 +216,59 @@ describe("the hosted page", () => {
     start(new FakeFetch(clock, {}), view);
     await clock.advance(0);
     assert.equal(view.get("anteroom").dataset.state, "error");
+  });
+
+  test("a notice shows at the next poll, in the page's language, and is announced once", async () => {
+    const notice = { en: "Sizes S and M are sold out.", de: "Größen S und M sind ausverkauft." };
+    const fake = new FakeFetch(clock, {
+      "/api/v1/queue/enter": [answer({ notice: null })],
+      "/api/v1/queue/poll": [answer({ notice }), answer({ notice, position: 10 }), answer({ notice: null, position: 9 })],
+    });
+    const view = page({ room: ROOM, key: "pk_test_1" }, "de");
+    start(fake, view);
+    await clock.advance(0);
+    assert.equal(view.section.hidden, true);
+    assert.equal(view.get("position").textContent, "11");
+    await clock.advance(1000);
+    assert.equal(view.section.hidden, false);
+    assert.equal(view.get("notice").textContent, notice.de);
+    assert.match(view.get("announce").textContent, /Nachricht des Veranstalters: Größen S und M/);
+    const writes = [];
+    Object.defineProperty(view.get("announce"), "textContent", { get: () => writes.at(-1) ?? "", set: (v) => writes.push(v) });
+    await clock.advance(1000);
+    assert.deepEqual(writes, [], "the same notice is not read out again (nor a one-step move)");
+    await clock.advance(1000);
+    assert.equal(view.section.hidden, true, "a withdrawn notice goes away");
+  });
+
+  test("a closed room shows its closing message instead of the idle sentence", async () => {
+    const closedMessage = { en: "Sold out — thank you for waiting", ja: "完売しました。お待ちいただきありがとうございました" };
+    const fake = new FakeFetch(clock, {
+      "/api/v1/queue/enter": [answer({ status: "idle", position: null, queueToken: null, closedMessage })],
+    });
+    const view = page({ room: ROOM, key: "pk_test_1", roomName: "Spring drop" }, "ja");
+    start(fake, view);
+    await clock.advance(0);
+    assert.equal(view.get("anteroom").dataset.state, "idle");
+    assert.equal(view.get("status-text").textContent, closedMessage.ja);
+    assert.equal(view.get("announce").textContent, closedMessage.ja);
+  });
+
+  test("the ETA becomes a range once the pace seen has varied", async () => {
+    const at = (position, etaSeconds) => answer({ position, etaSeconds, pollAfterMs: 30_000 });
+    const fake = new FakeFetch(clock, {
+      "/api/v1/queue/enter": [at(300, 1800)],
+      "/api/v1/queue/poll": [at(295, 1770), at(290, 1740), at(288, 1728), at(285, 1710), at(280, 1680), at(275, 1650)],
+    });
+    const view = page({ room: ROOM, key: "pk_test_1" });
+    start(fake, view);
+    await clock.advance(0);
+    assert.equal(view.get("eta").textContent, "about 30 minutes");
+    assert.equal(view.get("ahead").textContent, "299 people ahead of you");
+    await clock.advance(90_000);
+    assert.equal(view.get("eta").textContent, "about 29 minutes", "one minute seen: no range yet");
+    await clock.advance(60_000);
+    // 10 a minute, then 5: 280 ahead at 5 to 10 a minute.
+    assert.equal(view.get("eta").textContent, "about 28–56 minutes");
   });
 });

@@ -7,6 +7,7 @@ at once, so an operator fixes a request in one round.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,6 +18,14 @@ SLUG_PATTERN = re.compile(r"^[a-z0-9-]{3,64}$")
 NAME_MAX_LENGTH = 200
 REDIRECT_URL_MAX_LENGTH = 2000
 FAIL_MODES = ("open", "closed")
+# The hosted page's languages (its catalogs are translations/<code>.json): a room's texts for
+# visitors (notice, closedMessage) may be given per language in these.
+PAGE_LANGUAGES: tuple[str, ...] = (
+    "en", "es", "fr", "de", "it", "pt-BR", "nl", "pl", "tr", "ja", "ko", "zh-CN", "ar",
+)  # fmt: skip
+TEXT_MAX_LENGTH = 500
+# Plain text: any character but the control ones (a line break or a tab is fine).
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 class ValidationError(ValueError):
@@ -100,15 +109,138 @@ def redirect_url_problem(value: Any) -> str | None:
     return None
 
 
+def _plain_text(value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip() or len(value) > TEXT_MAX_LENGTH:
+        return f"must be plain text of 1 to {TEXT_MAX_LENGTH} characters"
+    if _CONTROL.search(value):
+        return "must be plain text (no control characters)"
+    return None
+
+
+def visitor_text_problem(value: Any) -> str | None:
+    """Why ``value`` is not a text for the waiting page: null, plain text of up to 500
+    characters, or an object of such texts by language (``{"en": …, "de": …}``)."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        if not value:
+            return "must name at least one language"
+        for lang, text in value.items():
+            if lang not in PAGE_LANGUAGES:
+                return f"{lang!r} is not a language of the page ({', '.join(PAGE_LANGUAGES)})"
+            if why := _plain_text(text):
+                return f"{lang}: {why}"
+        return None
+    why = _plain_text(value)
+    return why and f"{why}, or an object of such texts by language, or null"
+
+
+THEME_KEYS = ("logoUrl", "accentColor", "backgroundColor", "title")
+COLOR_PATTERN = re.compile(r"^#(?:[0-9a-fA-F]{3}){1,2}$")
+# What the page uses when a theme leaves a colour out: its own accent on a white card.
+DEFAULT_ACCENT, DEFAULT_BACKGROUND = "#2a5bd7", "#ffffff"
+MIN_CONTRAST = 4.5  # WCAG 2 AA for body text: the accent is used for text on the background
+_HOST = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
+
+
+def _rgb(color: str) -> tuple[int, int, int]:
+    digits = color[1:]
+    if len(digits) == 3:
+        digits = "".join(c * 2 for c in digits)
+    return int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16)
+
+
+def luminance(color: str) -> float:
+    """Relative luminance of a ``#rgb``/``#rrggbb`` colour (WCAG 2)."""
+
+    def channel(value: int) -> float:
+        c = value / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (channel(v) for v in _rgb(color))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(one: str, other: str) -> float:
+    """WCAG 2 contrast ratio of two colours, from 1 to 21."""
+    a, b = sorted((luminance(one), luminance(other)), reverse=True)
+    return (a + 0.05) / (b + 0.05)
+
+
+def logo_origin(url: str) -> str:
+    """The origin (``https://host[:port]``) of a checked ``logoUrl``, as a CSP source."""
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"https://{parts.hostname}{port}"
+
+
+def _logo_url(value: Any) -> str | None:
+    why = "must be an absolute https URL of an image"
+    if not isinstance(value, str) or len(value) > REDIRECT_URL_MAX_LENGTH:
+        return why
+    if value != value.strip() or any(ord(c) <= 32 or ord(c) == 127 for c in value):
+        return why
+    try:
+        parts = urlsplit(value)
+        host, _ = parts.hostname, parts.port  # a bad port raises here
+    except ValueError:
+        return why
+    if parts.scheme.lower() != "https" or not host or parts.username or parts.password:
+        return why
+    if not _HOST.fullmatch(host) or any(c in value for c in "\"'<>`"):
+        return "must be an https URL with a plain host name (IDN as punycode)"
+    return None
+
+
+def theme_problem(value: Any) -> str | None:
+    """Why ``value`` is not a room theme: null, or an object of ``logoUrl`` (https),
+    ``accentColor`` and ``backgroundColor`` (``#rrggbb``, readable together) and ``title``."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not value:
+        return "must be an object of " + ", ".join(THEME_KEYS) + ", or null"
+    for key, item in value.items():
+        if key not in THEME_KEYS:
+            return f"{key}: unknown field (known: {', '.join(THEME_KEYS)})"
+        if key == "logoUrl":
+            why = _logo_url(item)
+        elif key == "title":
+            why = _name(item) or (_CONTROL.search(item) and "must be plain text") or None
+        else:
+            ok = isinstance(item, str) and COLOR_PATTERN.fullmatch(item)
+            why = None if ok else "must be a colour #rgb or #rrggbb"
+        if why:
+            return f"{key}: {why}"
+    accent = value.get("accentColor", DEFAULT_ACCENT)
+    background = value.get("backgroundColor", DEFAULT_BACKGROUND)
+    ratio = contrast(accent, background)
+    if ratio < MIN_CONTRAST:
+        return (
+            f"accentColor {accent} on backgroundColor {background} has a contrast of "
+            f"{ratio:.2f}:1; at least {MIN_CONTRAST}:1 is needed to be readable"
+        )
+    return None
+
+
+def _json_or_empty(value: Any) -> str:
+    return "" if value is None else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _from_json_or_empty(stored: str) -> Any:
+    return json.loads(stored) if stored else None
+
+
 @dataclass(frozen=True)
 class Field:
-    """One configuration field."""
+    """One configuration field; ``encode``/``decode`` store a value that is not a scalar."""
 
     api: str
     stored: str
     default: Any
     check: Callable[[Any], str | None]
     required: bool = False
+    encode: Callable[[Any], str] | None = None
+    decode: Callable[[str], Any] | None = None
 
 
 FIELDS: tuple[Field, ...] = (
@@ -123,6 +255,18 @@ FIELDS: tuple[Field, ...] = (
     Field("maxWaiting", "maxw", 100_000, IntRange(1, 10_000_000)),
     Field("abandonAfterSec", "aban", 300, IntRange(60, 86_400)),
     Field("failMode", "fm", "closed", _fail_mode),
+    # Texts for the waiting page, stored as JSON ("" for none); read by the web tier only.
+    Field("notice", "ntc", None, visitor_text_problem, False, _json_or_empty, _from_json_or_empty),
+    Field(
+        "closedMessage",
+        "cmsg",
+        None,
+        visitor_text_problem,
+        False,
+        _json_or_empty,
+        _from_json_or_empty,
+    ),
+    Field("theme", "thm", None, theme_problem, False, _json_or_empty, _from_json_or_empty),
 )
 BY_API = {f.api: f for f in FIELDS}
 MUTABLE = frozenset(f.api for f in FIELDS if f.api != "slug")
@@ -162,7 +306,9 @@ def to_stored(config: Mapping[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for api, value in config.items():
         f = BY_API[api]
-        if value is None:
+        if f.encode is not None:
+            out[f.stored] = f.encode(value)
+        elif value is None:
             out[f.stored] = "0"
         elif isinstance(value, bool):
             out[f.stored] = "1" if value else "0"
@@ -178,6 +324,8 @@ def from_stored(raw: Mapping[str, str]) -> dict[str, Any]:
         value = raw.get(f.stored)
         if value is None:
             out[f.api] = f.default
+        elif f.decode is not None:
+            out[f.api] = f.decode(value)
         elif f.api in ("bindIp",):
             out[f.api] = value == "1"
         elif f.api == "capacity":

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask
+from jinja2 import BaseLoader, ChoiceLoader, FileSystemLoader, PrefixLoader
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from anteroom.config import Settings
@@ -32,6 +33,8 @@ def create_app(
         template_folder=str(resource_dir("templates")),
         static_folder=str(resource_dir("static")),
     )
+    if settings.templates_dir:
+        app.jinja_loader = operator_templates(settings.templates_dir, app.jinja_loader)
     app.config.from_mapping(MAX_CONTENT_LENGTH=MAX_BODY_BYTES)
     app.json.sort_keys = False  # type: ignore[attr-defined]
     if test_config:
@@ -85,3 +88,13 @@ def create_app(
         app.register_blueprint(demo.bp)
     limits.init_app(app, settings, engine.keys.limiter_prefix(), services.breaker)
     return app
+
+
+def operator_templates(folder: str, builtin: BaseLoader | None) -> ChoiceLoader:
+    """Templates from ``folder`` first, then the built-in ones, which stay reachable as
+    ``anteroom/<name>`` so an operator's ``queue.html`` can extend ``anteroom/queue.html``."""
+    if not Path(folder).is_dir():
+        raise ValueError(f"ANTEROOM_TEMPLATES_DIR {folder!r} is not a folder")
+    if builtin is None:  # Flask always has one for its template_folder
+        raise ValueError("the built-in templates are missing")
+    return ChoiceLoader([FileSystemLoader(folder), builtin, PrefixLoader({"anteroom": builtin})])

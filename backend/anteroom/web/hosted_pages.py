@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Blueprint, Response, current_app, render_template, request
+from flask import Blueprint, Response, current_app, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
+from anteroom.queue import room_config as rooms
 from anteroom.queue.redis_link import StorageError
 from anteroom.service_container import Services
+from anteroom.web import page_languages as languages
 from anteroom.web import queue_answers as visitor
 from anteroom.web.http_errors import ApiError
 
@@ -20,24 +24,44 @@ CSP = (
     "connect-src 'self'; worker-src blob:; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'"
 )
+THEME_CSS_MAX_AGE = 3600  # its URL carries a hash of the colours, so a change is a new URL
 
 
 def services() -> Services:
     return current_app.extensions["anteroom"]  # type: ignore[no-any-return]
 
 
-def secure(response: Response) -> Response:
-    """Headers every HTML page carries."""
-    response.headers["Content-Security-Policy"] = CSP
+def secure(response: Response, logo_origin: str | None = None) -> Response:
+    """Headers every HTML page carries; a themed room's logo origin joins its img-src only."""
+    csp = CSP
+    if logo_origin:
+        csp = csp.replace("img-src 'self' data:", f"img-src 'self' data: {logo_origin}")
+    response.headers["Content-Security-Policy"] = csp
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"
     response.headers["Cache-Control"] = "no-store"
     return response
 
 
-def error_page(status: int, title: str, message: str, code: str) -> Response:
-    """A plain HTML error page with the right status code."""
-    html = render_template("error.html", title=title, message=message, code=code)
+def page_language() -> str:
+    """The visitor's language: ``?lang=``, else ``Accept-Language``, else English."""
+    return languages.negotiate(request.args.get("lang"), request.accept_languages)
+
+
+def language_context(lang: str) -> dict[str, Any]:
+    """What every page template gets to speak ``lang``: ``lang``, ``dir`` and ``t(key, …)``."""
+
+    def t(key: str, **values: Any) -> str:
+        return languages.translate(lang, key, **values)
+
+    return {"lang": lang, "dir": languages.direction(lang), "t": t}
+
+
+def error_page(status: int, which: str, code: str) -> Response:
+    """A plain HTML error page in the visitor's language (``which``: ``notfound``…)."""
+    context = language_context(page_language())
+    title, message = context["t"](f"{which}.title"), context["t"](f"{which}.message")
+    html = render_template("error.html", title=title, message=message, code=code, **context)
     return secure(Response(html, status=status, mimetype="text/html"))
 
 
@@ -51,17 +75,90 @@ def queue_page(slug: str) -> ResponseReturnValue:
         room = visitor.room_by_slug(s, env, slug)
     except ApiError as exc:
         if exc.code == 404:
-            return error_page(
-                404, "Waiting room not found", "There is no such waiting room.", "RoomNotFound"
-            )
-        return error_page(401, "Unknown key", "This link's key is not valid.", "Unauthorized")
+            return error_page(404, "notfound", "RoomNotFound")
+        return error_page(401, "badkey", "Unauthorized")
     except StorageError:
-        return error_page(
-            503, "Please try again", "The waiting room is unavailable for a moment.", "Unavailable"
-        )
+        return error_page(503, "unavailable", "Unavailable")
     return_url = safe_return_url(request.args.get("return", ""), room["redirectUrl"])
-    html = render_template("queue.html", room=room, api_key=api_key, return_url=return_url)
-    return secure(Response(html, mimetype="text/html"))
+    lang = page_language()
+    theme = room.get("theme") or {}
+    logo = theme.get("logoUrl")
+    colours = theme_colours(theme)
+    html = render_template(
+        "queue.html",
+        room=room,
+        title=theme.get("title") or room["name"],
+        theme=theme,
+        theme_css=(
+            url_for("pages.theme_css", slug=slug, key=api_key, v=colours_version(colours))
+            if colours
+            else None
+        ),
+        api_key=api_key,
+        return_url=return_url,
+        languages=languages.choices(),
+        # Embedded as JSON (|tojson escapes <, > and &) for the script: the one catalog.
+        catalog=languages.catalog(lang),
+        **language_context(lang),
+    )
+    return secure(Response(html, mimetype="text/html"), rooms.logo_origin(logo) if logo else None)
+
+
+@bp.get("/queue/<slug>/theme.css")
+def theme_css(slug: str) -> ResponseReturnValue:
+    """The colours of room ``slug``'s theme as CSS custom properties (the CSP allows no inline
+    style, so a themed page links this). Only checked colours ever reach it."""
+    s = services()
+    try:
+        room = visitor.room_by_slug(s, visitor.environment_of(s, request.args.get("key", "")), slug)
+    except (ApiError, StorageError):
+        return Response("/* no such theme */", status=404, mimetype="text/css")
+    css = theme_stylesheet(theme_colours(room.get("theme") or {}))
+    response = Response(css, mimetype="text/css")
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Cache-Control"] = f"public, max-age={THEME_CSS_MAX_AGE}"
+    return response
+
+
+def theme_colours(theme: dict[str, Any]) -> dict[str, str]:
+    """The theme's accent and background with the page's defaults for what it leaves out, or
+    {} when it sets no colour (the page keeps its own light and dark schemes then)."""
+    if "accentColor" not in theme and "backgroundColor" not in theme:
+        return {}
+    return {
+        "accent": theme.get("accentColor", rooms.DEFAULT_ACCENT),
+        "background": theme.get("backgroundColor", rooms.DEFAULT_BACKGROUND),
+    }
+
+
+def colours_version(colours: dict[str, str]) -> str:
+    """A short hash naming these colours, so a cached stylesheet is never a stale one."""
+    return hashlib.sha256(repr(sorted(colours.items())).encode()).hexdigest()[:12]
+
+
+def theme_stylesheet(colours: dict[str, str]) -> str:
+    """CSS giving the page the operator's colours in both schemes, with the text colour
+    (black or white) that reads best on each: the room rules already refused unreadable pairs."""
+    if not colours:
+        return ""
+    accent, background = colours["accent"], colours["background"]
+    ink = readable_ink(background)
+    on_accent = readable_ink(accent)
+    scheme = "light" if ink == INK_DARK else "dark"
+    return (
+        f":root {{ color-scheme: {scheme}; --accent: {accent}; "
+        f"--bg: {background}; --card: {background}; --ink: {ink}; --muted: {ink}; "
+        f"--on-accent: {on_accent}; }}\n"
+    )
+
+
+INK_DARK, INK_LIGHT = "#111111", "#ffffff"
+
+
+def readable_ink(background: str) -> str:
+    """Near-black or white, whichever contrasts more with ``background`` (always >= 4.5:1)."""
+    dark, light = rooms.contrast(INK_DARK, background), rooms.contrast(INK_LIGHT, background)
+    return INK_DARK if dark >= light else INK_LIGHT
 
 
 def safe_return_url(candidate: str, redirect_url: str) -> str | None:

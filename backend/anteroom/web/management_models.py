@@ -15,7 +15,7 @@ from pydantic import ConfigDict, Field, create_model
 from anteroom.ops import keystore
 from anteroom.queue import room_config as rooms
 from anteroom.web.api_models import Answer, Body, Wording, checked, schema_extra
-from anteroom.web.visitor_models import ROOM_STATUSES
+from anteroom.web.visitor_models import ROOM_STATUSES, VisitorText
 
 ROOM_ID = re.compile(r"^q[0-9a-f]{16}$")
 ACTIONS = ("open", "pause", "close")
@@ -36,6 +36,16 @@ FIELD_DOCS = {
     "reaches it, and anywhere in the line by the room's sweep (a pass a minute); never sooner, "
     "and at most min(abandonAfterSec / 2, 150 s) later, as last-seen is booked ahead.",
     "failMode": "What visitors get while Redis is unreachable: open admits, closed answers 503.",
+    "notice": "News for the line, shown on every waiting page within one poll and announced to "
+    "screen readers: plain text (up to 500 characters), or such texts by page language "
+    '(`{"en": …, "de": …}`: a visitor gets theirs, else English, else the first); null: none.',
+    "closedMessage": 'Shown instead of the idle state when the room closes ("Sold out — thank '
+    'you for waiting"): plain text or texts by language, as `notice`; null: the default.',
+    "theme": "The hosted page's branding; null: none. `logoUrl`: an https image shown at "
+    "160 by 48 px with alt text (its origin is added to this room's CSP img-src, nothing else); "
+    "`accentColor`, `backgroundColor`: #rgb or #rrggbb, refused unless the accent reaches a "
+    "4.5:1 contrast on the background (defaults #2a5bd7 on #ffffff); `title`: shown instead of "
+    "`name` (1 to 200 characters).",
 }
 # The shape of each room rule that is not an integer range (a new field must be added here).
 FIELD_TYPES: dict[str, Any] = {
@@ -51,6 +61,25 @@ FIELD_TYPES: dict[str, Any] = {
         ),
     ],
     "failMode": Literal[rooms.FAIL_MODES],  # type: ignore[valid-type]
+    "notice": VisitorText,
+    "closedMessage": VisitorText,
+    # Checked by rooms.theme_problem (which names the key at fault); the schema documents it.
+    "theme": Annotated[
+        dict[str, str],
+        Field(
+            min_length=1,
+            json_schema_extra={
+                "additionalProperties": False,
+                "properties": {
+                    "logoUrl": {"type": "string", "format": "uri", "pattern": "^https://"},
+                    "accentColor": {"type": "string", "pattern": rooms.COLOR_PATTERN.pattern},
+                    "backgroundColor": {"type": "string", "pattern": rooms.COLOR_PATTERN.pattern},
+                    "title": {"type": "string", "minLength": 1, "maxLength": rooms.NAME_MAX_LENGTH},
+                },
+            },
+        ),
+    ]
+    | None,
 }
 
 

@@ -163,6 +163,10 @@ def answer_body(
         "queueToken": None,
         "token": token,
         "roomStatus": room_status,
+        # The operator's texts for the line ride on every answer, so a change reaches every
+        # open page at its next poll (rooms are cached for two seconds per process).
+        "notice": room.get("notice"),
+        "closedMessage": room.get("closedMessage"),
     }
 
 

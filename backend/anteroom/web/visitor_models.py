@@ -8,6 +8,7 @@ from pydantic import ConfigDict, Field
 
 from anteroom.identity import signal_rules as signals
 from anteroom.identity.proof_of_work import MAX_SOLUTION_LENGTH
+from anteroom.queue import room_config as rooms
 from anteroom.sdk import tokens
 from anteroom.web.api_models import MAX_STRING_LENGTH, Answer, Body, schema_extra, token_text
 
@@ -78,6 +79,11 @@ class Session(Answer):
     sig: list[Literal[SIGNAL_NAMES]]  # type: ignore[valid-type]
 
 
+_Text = Annotated[str, Field(min_length=1, max_length=rooms.TEXT_MAX_LENGTH)]
+# A room's text for visitors: plain text, or texts by page language, or null.
+VisitorText = _Text | dict[Literal[rooms.PAGE_LANGUAGES], _Text] | None  # type: ignore[valid-type]
+
+
 class QueueAnswer(Answer):
     """The state of a spot; Retry-After is set while it asks the client to wait."""
 
@@ -95,6 +101,8 @@ class QueueAnswer(Answer):
     queueToken: token_text(tokens.TICKET, "Poll with it.") | None  # type: ignore[valid-type]
     token: token_text(tokens.ADMISSION, "The admission.") | None  # type: ignore[valid-type]
     roomStatus: Literal[ROOM_STATUSES]  # type: ignore[valid-type]
+    notice: VisitorText = Field(description="The room's news for the line (see Room.notice).")
+    closedMessage: VisitorText = Field(description="Shown when the room is closed (idle).")
     failOpen: Literal[True] = Field(
         default=True, description="Only on admissions given while Redis was unreachable."
     )
