@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from anteroom.ops.keystore import KeyStore
 from anteroom.queue.redis_link import Breaker, connect
 from anteroom.queue.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
+from anteroom.queue.room_series import RoomSeries, Sampler, SamplerThread
 from anteroom.resources import resource_dir
 from anteroom.sdk.tokens import Keyring
 from anteroom.service_container import Services
@@ -20,6 +23,13 @@ from anteroom.web import address_limits as limits
 from anteroom.web import http_errors as errors
 
 MAX_BODY_BYTES = 16 * 1024
+
+
+def _sampled_rooms(directory: RoomDirectory) -> Iterator[str]:
+    """Rooms worth a sample: every one the directory knows but the idle (closed) ones."""
+    for room_id, room in directory.known.rooms.items():
+        if room.get("status") != "idle":
+            yield room_id
 
 
 def create_app(
@@ -53,6 +63,8 @@ def create_app(
     engine = Engine(client, settings.key_prefix)
     breaker = Breaker()
     snapshot = Path(settings.data_dir) / SNAPSHOT_NAME
+    directory = RoomDirectory(client, engine.keys, breaker, snapshot)
+    series = RoomSeries(client, engine.keys)
     services = Services(
         settings=settings,
         redis=client,
@@ -62,11 +74,14 @@ def create_app(
         breaker=breaker,
         rooms=StaleCache(ttl=2.0),
         public_keys=StaleCache(ttl=10.0),
-        directory=RoomDirectory(client, engine.keys, breaker, snapshot),
+        directory=directory,
+        series=series,
+        sampler=SamplerThread(Sampler(series), lambda: _sampled_rooms(directory), time.time),
     )
     app.extensions["anteroom"] = services
     # Lazily, per process: gunicorn forks workers after the app may have been built.
     app.before_request(services.directory.ensure_running)
+    app.before_request(services.sampler.ensure_running)
 
     from anteroom.web import api_docs as docs
     from anteroom.web import demo_shop as demo

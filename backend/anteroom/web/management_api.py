@@ -23,12 +23,15 @@ from anteroom.ops.keystore import KeyRecord
 from anteroom.queue import room_config as rooms
 from anteroom.queue import room_engine as eng
 from anteroom.queue.redis_link import StorageBusy, StorageUnavailable
+from anteroom.queue.room_series import aggregate
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors
 from anteroom.web.api_models import Body
 from anteroom.web.audit_models import AuditQuery, RevokeRequest
 from anteroom.web.json_body import parse, parse_query
 from anteroom.web.management_models import ROOM_ID, RoomCreate, RoomPatch
+from anteroom.web.series_models import SeriesQuery, resolve
+from anteroom.web.series_models import answer as series_answer
 
 bp = Blueprint("management", __name__, url_prefix="/api/management/v1")
 
@@ -223,6 +226,20 @@ def get_queue(call: Call[None], room_id: str) -> ResponseReturnValue:
             for e in line
         ]
     return jsonify(out)
+
+
+@bp.get("/queues/<room_id>/series")
+@management_call("queues:read", query=SeriesQuery, room_view=True)
+def queue_series(call: Call[SeriesQuery], room_id: str) -> ResponseReturnValue:
+    """The room's numbers over time (every 10 s for a day, every minute for 14 days)."""
+    load_room(call.key, room_id)
+    series = call.services.series
+    with storage():
+        now_ms = series.now_ms(room_id)
+        rng = resolve(call.data, now_ms)
+        samples = series.samples(room_id, rng.from_ms, rng.to_ms, rng.coarse)
+    window = aggregate(samples, rng.from_ms, rng.to_ms, rng.step_ms)
+    return jsonify(series_answer(room_id, window, rng, now_ms))
 
 
 def _act(room: dict[str, Any], action: str, opens_at: int | None) -> None:

@@ -143,6 +143,9 @@ def _network_tag(s: Services, room: dict[str, Any]) -> str:
 def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
     s, session = call.services, call.claims
     if "bot" in session.get("sig", []):
+        known = s.directory.room_by_slug(call.env, call.body.room)  # no Redis call to count it
+        if known:
+            s.series.tally(known["id"], "ndenied")
         raise errors.QueueDenied()
     room = visitor.room_by_slug(s, call.env, call.body.room)
     tag = _network_tag(s, room)
@@ -156,6 +159,9 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
     except StorageUnavailable:
         binding = visitor.Binding(session["jti"], session["vid"], score, tag)
         return reply(*visitor.fail_open(s, room, binding))
+    except errors.Busy:
+        s.series.tally(room["id"], "nbusy")
+        raise
     return reply(*visitor.render(s, room, session["vid"], answer))
 
 
