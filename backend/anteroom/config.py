@@ -30,6 +30,8 @@ class Settings:
     limit_identify: str = "60/minute"
     limit_enter: str = "60/minute"
     pow_difficulty: int = 18
+    metrics_token: str = ""  # when set, /metrics answers only `Authorization: Bearer <it>`
+    log_format: str = "text"  # "json": one JSON line per request (web/request_log.py)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +40,27 @@ def embedded_redis(settings: Settings) -> tuple[EmbeddedRedis, bool]:
     return server.start(), True
 
 
+def metrics_folder() -> tuple[Path, bool]:
+    """The folder gunicorn's workers share their Prometheus counters through, emptied.
+
+    ``PROMETHEUS_MULTIPROC_DIR`` if given, else a fresh temporary one. Set before anything
+    imports prometheus_client (it picks its storage at import); emptied so a restart does not
+    add the last run's counts to this one's. True: the folder is ours to remove.
+    """
+    given = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    folder = Path(given) if given else Path(tempfile.mkdtemp(prefix="anteroom-metrics-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.db"):
+        old.unlink()
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
+    return folder, not given
+
+
 def _serve(settings: Settings) -> int:
+    folder, ours = metrics_folder()
+    log.info("metrics of the workers are shared in %s", folder)
     from gunicorn.app.base import BaseApplication
+    from prometheus_client import multiprocess
 
     from anteroom.ops.demo_seed import ensure_demo
     from anteroom.queue.redis_link import connect
@@ -73,6 +94,9 @@ def _serve(settings: Settings) -> int:
                 # Query strings carry tokens (?abq=…): log the path only, never a token.
                 # The worker's pid (<pid>) says which worker answered.
                 self.cfg.set("access_log_format", '%(h)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms %(p)s')
+                # A dead worker's live gauges (breaker state) stop counting.
+                self.cfg.set("child_exit", lambda _arbiter, worker: multiprocess.mark_process_dead(
+                    worker.pid))  # fmt: skip
 
             def load(self) -> Any:
                 return create_app(settings)
@@ -81,6 +105,8 @@ def _serve(settings: Settings) -> int:
     finally:
         if server is not None and started:
             server.stop()
+        if ours:
+            shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 

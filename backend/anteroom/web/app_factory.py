@@ -88,9 +88,11 @@ def create_app(
     from anteroom.web import health_probes as health
     from anteroom.web import hosted_pages as pages
     from anteroom.web import management_api as management
+    from anteroom.web import metrics
     from anteroom.web import visitor_api as visitor
 
     errors.init_app(app)
+    metrics.init_app(app, services)
     health.init_app(app, client)
     app.register_blueprint(visitor.bp)
     app.register_blueprint(management.bp)
