@@ -276,6 +276,21 @@ class RoomSeries:
         return [Sample.parse(m) for m in (*before, *inside)]
 
 
+def held_by_score(client: redis.Redis, keys: KeySpace, room_id: str) -> dict[int, int]:
+    """Held spots per score (the engine keeps one sorted set per held score, listed in ``bks``).
+
+    Raising ``holdScore`` to N releases every held spot scoring below N.
+    """
+    base = keys.room_base(room_id)
+    with storage_errors():
+        scores = sorted(int(x) for x in client.smembers(base + "bks"))
+        pipe = client.pipeline(transaction=False)
+        for score in scores:
+            pipe.zcard(f"{base}b:{score}")
+        counts = pipe.execute()
+    return {score: int(n) for score, n in zip(scores, counts, strict=True) if int(n)}
+
+
 class Sampler:
     """The per-room sampling job, ``(room_id, now_ms) -> None``, for a ticker to call often.
 

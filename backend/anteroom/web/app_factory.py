@@ -84,11 +84,11 @@ def create_app(
     app.before_request(services.sampler.ensure_running)
 
     from anteroom.web import api_docs as docs
+    from anteroom.web import console, metrics
     from anteroom.web import demo_shop as demo
     from anteroom.web import health_probes as health
     from anteroom.web import hosted_pages as pages
     from anteroom.web import management_api as management
-    from anteroom.web import metrics
     from anteroom.web import visitor_api as visitor
 
     errors.init_app(app)
@@ -98,6 +98,7 @@ def create_app(
     app.register_blueprint(management.bp)
     app.register_blueprint(docs.bp)
     app.register_blueprint(pages.bp)
+    app.register_blueprint(console.bp)
     if settings.demo_enabled:
         app.register_blueprint(demo.bp)
     limits.init_app(app, settings, engine.keys.limiter_prefix(), services.breaker)

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, current_app, g, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from anteroom.identity import revocation
@@ -63,15 +63,21 @@ def storage() -> Iterator[None]:
 
 
 def authorize(scope: str) -> KeyRecord:
-    """The caller's key record if it is live and has ``scope``; else 401 or 403."""
-    scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
-    challenge = {"WWW-Authenticate": 'Bearer realm="anteroom"'}
-    if scheme.lower() != "bearer" or not secret.strip():
-        raise errors.Unauthorized("Send Authorization: Bearer sk_….", headers=challenge)
-    with storage():
-        record = services().keystore.authenticate(secret.strip())
+    """The caller's key record if it is live and has ``scope``; else 401 or 403.
+
+    The console (web/console.py) calls these views for a signed-in key it has checked itself
+    and puts in ``g.console_key``; every other caller sends the secret key as a bearer token.
+    """
+    record: KeyRecord | None = g.get("console_key")
     if record is None:
-        raise errors.Unauthorized("Unknown or revoked secret key.", headers=challenge)
+        scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
+        challenge = {"WWW-Authenticate": 'Bearer realm="anteroom"'}
+        if scheme.lower() != "bearer" or not secret.strip():
+            raise errors.Unauthorized("Send Authorization: Bearer sk_….", headers=challenge)
+        with storage():
+            record = services().keystore.authenticate(secret.strip())
+        if record is None:
+            raise errors.Unauthorized("Unknown or revoked secret key.", headers=challenge)
     if scope not in record.scopes:
         raise errors.Forbidden(f"This key lacks the {scope} scope.")
     return record

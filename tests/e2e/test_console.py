@@ -1,0 +1,191 @@
+"""The operator console in real headless Chromium, against a real gunicorn and Redis.
+
+The room's clock is pinned and moved by the test; the test also samples the room itself (as one
+more instance would: the slot claim makes it the same as the server's own sampler doing it), so
+nothing waits for wall-clock seconds to pass.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from anteroom.engine import Engine
+from anteroom.ops.keystore import KeyStore
+from anteroom.queue.room_series import RoomSeries
+from helpers import make_room
+from live_server import LiveServer
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+Stack = tuple[LiveServer, Engine, str]
+
+
+class Crowd:
+    """Visitors the test moves through a pinned room, and the samples it takes."""
+
+    def __init__(self, engine: Engine, room: str) -> None:
+        self.engine = engine
+        self.room = room
+        self.series = RoomSeries(engine.redis, engine.keys)
+        self.entered = 0
+
+    def arrive(self, n: int) -> None:
+        for _ in range(n):
+            self.entered += 1
+            self.engine.enter(self.room, f"v{self.entered}", f"s{self.entered}", 10)
+
+    def tick(self, poll_head: bool = True) -> None:
+        """Ten seconds pass; the head polls (and is admitted if the room deals); a sample."""
+        self.engine.shift_clock(self.room, 10_000)
+        if poll_head:
+            line = self.engine.line(self.room, 1)
+            if line:
+                self.engine.poll(self.room, line[0].visitor, line[0].ticket, 1)
+        self.series.sample(self.room)
+
+
+@pytest.fixture
+def console(stack: Stack) -> tuple[LiveServer, Crowd, str]:
+    live, engine, _ = stack
+    _, secret = KeyStore(engine.redis, engine.keys).create("web")
+    slug = "drop-" + secrets.token_hex(4)
+    room = make_room(engine, env="web", slug=slug, ratePerMinute=6, capacity=50)
+    engine.set_clock(room, engine.stats(room).now_ms // 60_000 * 60_000)
+    engine.open(room)
+    crowd = Crowd(engine, room)
+    crowd.series.sample(room)
+    return live, crowd, secret
+
+
+def watch_csp(page: Page) -> list[str]:
+    errors: list[str] = []
+    page.on(
+        "console",
+        lambda m: errors.append(m.text) if m.type == "error" else None,
+    )
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return errors
+
+
+def sign_in(page: Page, live: LiveServer, secret: str) -> None:
+    page.goto(f"{live.url}/console")
+    page.get_by_label("Secret key").fill(secret)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Rooms")).to_be_visible()
+
+
+def last_values(page: Page, chart: str) -> list[Any]:
+    raw = page.locator(f"#chart-{chart}").get_attribute("data-last")
+    return json.loads(raw or "[]")  # type: ignore[no-any-return]
+
+
+def test_operator_watches_the_line_move_and_pauses_and_resumes(
+    console: tuple[LiveServer, Crowd, str], new_context: Any, artifacts: Path
+) -> None:
+    live, crowd, secret = console
+    crowd.arrive(6)
+    crowd.tick()
+    page = new_context(viewport={"width": 1280, "height": 800}).new_page()
+    problems = watch_csp(page)
+    sign_in(page, live, secret)
+    row = page.locator(f'tr[data-room="{crowd.room}"]')
+    expect(row).to_contain_text("open", timeout=10_000)
+    row.get_by_role("link").click()
+    summary = page.locator("#summary-line")
+    expect(summary).to_contain_text("waiting", timeout=10_000)
+    first = crowd.engine.stats(crowd.room).waiting
+    expect(summary).to_contain_text(f"{first} waiting")
+    # The line moves: more arrive, and the page shows it at its next refresh.
+    crowd.arrive(5)
+    crowd.tick()
+    expect(summary).to_contain_text(f"{first + 4} waiting", timeout=10_000)
+    expect(page.locator('[data-figure="Waiting"]')).to_have_text(str(first + 4))
+    for _ in range(3):
+        crowd.tick()
+    expect(page.locator("#chart-admissions")).to_have_attribute(
+        "data-last", json.dumps([6, 6], separators=(",", ":")), timeout=10_000
+    )  # one admitted every 10 s: 6 a minute, the rate
+    page.get_by_label("Show the last").select_option(label="15 minutes")
+    page.wait_for_function("document.querySelector('#chart-line').dataset.points < 120")
+    page.evaluate("document.getElementById('charts-h').scrollIntoView()")
+    page.screenshot(path=str(artifacts / "console-1280x800.png"), full_page=False)
+
+    # Pause from the page, through the confirmation.
+    page.get_by_role("button", name="Pause").click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("nobody is admitted until you resume")
+    dialog.get_by_role("button", name="Confirm").click()
+    expect(page.locator("#main")).to_have_attribute("data-status", "paused", timeout=10_000)
+    expect(page.locator('[data-figure="Status"]')).to_have_text("paused")
+    crowd.tick()
+    expect(page.locator("#chart-admissions")).to_have_attribute(
+        "data-last", json.dumps([0, 6], separators=(",", ":")), timeout=10_000
+    )
+    waiting_paused = crowd.engine.stats(crowd.room).waiting
+    crowd.tick()
+    assert crowd.engine.stats(crowd.room).waiting == waiting_paused  # nobody dealt
+
+    page.get_by_role("button", name="Resume").click()
+    page.get_by_role("dialog").get_by_role("button", name="Confirm").click()
+    expect(page.locator("#main")).to_have_attribute("data-status", "open", timeout=10_000)
+    crowd.tick()
+    expect(page.locator("#chart-admissions")).to_have_attribute(
+        "data-last", json.dumps([6, 6], separators=(",", ":")), timeout=10_000
+    )
+    expect(page.locator("#audit li").first).to_contain_text("queue.updated open")
+    expect(page.locator("#line tbody tr").first).to_contain_text("1")
+
+    # A phone.
+    page.set_viewport_size({"width": 360, "height": 740})
+    page.reload()
+    expect(page.locator("#summary-line")).to_contain_text("waiting", timeout=10_000)
+    page.get_by_label("Show the last").select_option(label="15 minutes")
+    page.wait_for_function("document.querySelector('#chart-line').dataset.points < 120")
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 360, f"the page scrolls sideways at 360 px ({width} px wide)"
+    page.evaluate("document.getElementById('charts').scrollIntoView()")
+    page.screenshot(path=str(artifacts / "console-360x740.png"), full_page=False)
+    assert not [p for p in problems if "Content Security Policy" in p or "Error" in p], problems
+
+
+def test_a_wrong_key_is_refused(console: tuple[LiveServer, Crowd, str], new_context: Any) -> None:
+    live, _, secret = console
+    page = new_context().new_page()
+    page.goto(f"{live.url}/console")
+    page.get_by_label("Secret key").fill(secret[:-3] + "xyz")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("not valid")
+    expect(page.get_by_label("Secret key")).to_have_attribute("aria-invalid", "true")
+    assert page.context.cookies() == []
+    page.goto(f"{live.url}/console/api/queues")
+    assert "Sign in again" in page.content()
+
+
+def test_keyboard_alone_signs_in_and_opens_a_room(
+    console: tuple[LiveServer, Crowd, str], new_context: Any
+) -> None:
+    live, crowd, secret = console
+    page = new_context().new_page()
+    page.goto(f"{live.url}/console")
+    page.keyboard.press("Tab")  # the skip link
+    page.keyboard.press("Tab")
+    page.keyboard.type(secret)
+    page.keyboard.press("Enter")
+    link = page.locator(f'tr[data-room="{crowd.room}"] a')
+    expect(link).to_be_visible(timeout=10_000)
+    link.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#figures")).to_contain_text("Waiting", timeout=10_000)
+    page.get_by_role("button", name="Pause").focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("dialog")).to_be_visible()
+    expect(page.locator("#confirm-cancel")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(page.get_by_role("dialog")).to_be_hidden()
+    assert crowd.engine.get_room(crowd.room)["status"] == "open"  # cancelled: nothing changed
