@@ -90,7 +90,8 @@ def _serve(settings: Settings) -> int:
                 self.cfg.set("workers", settings.workers)
                 self.cfg.set("worker_class", "gthread")
                 self.cfg.set("threads", 4)
-                self.cfg.set("accesslog", "-")
+                # With ANTEROOM_LOG_FORMAT=json the app writes one JSON line per request.
+                self.cfg.set("accesslog", None if settings.log_format == "json" else "-")
                 # Query strings carry tokens (?abq=…): log the path only, never a token.
                 # The worker's pid (<pid>) says which worker answered.
                 self.cfg.set("access_log_format", '%(h)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms %(p)s')

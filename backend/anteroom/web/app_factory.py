@@ -84,13 +84,14 @@ def create_app(
     app.before_request(services.sampler.ensure_running)
 
     from anteroom.web import api_docs as docs
-    from anteroom.web import console, metrics
+    from anteroom.web import console, front_door, metrics, request_log
     from anteroom.web import demo_shop as demo
     from anteroom.web import health_probes as health
     from anteroom.web import hosted_pages as pages
     from anteroom.web import management_api as management
     from anteroom.web import visitor_api as visitor
 
+    request_log.init_app(app, settings.log_format)
     errors.init_app(app)
     metrics.init_app(app, services)
     health.init_app(app, client)
@@ -99,6 +100,7 @@ def create_app(
     app.register_blueprint(docs.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(console.bp)
+    app.register_blueprint(front_door.bp)
     if settings.demo_enabled:
         app.register_blueprint(demo.bp)
     limits.init_app(app, settings, engine.keys.limiter_prefix(), services.breaker)
