@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import redis
 from flask.testing import FlaskClient
 
 from anteroom.engine import Engine
 from anteroom.queue import room_series as rs
-from anteroom.queue.room_series import RoomSeries, Sampler
+from anteroom.queue.room_series import RoomSeries, Sampler, SamplerThread
 from anteroom.service_container import Services
 from helpers import open_room
 from visitor_client import Visitor
@@ -313,3 +315,27 @@ def test_a_refused_bot_is_counted_in_its_room(client: FlaskClient, services: Ser
     assert robot.enter("drop").status_code == 403
     services.series.flush_tallies()
     assert services.redis.hget(services.keys.room(room), "ndenied") == "2"
+
+
+def test_one_worker_of_an_instance_samples(engine: Engine, tmp_path: Path) -> None:
+    room = pinned_room(engine)
+    lock = tmp_path / "series-sampler.lock"
+    workers = [
+        SamplerThread(
+            Sampler(RoomSeries(engine.redis, engine.keys)),
+            lambda: [room],
+            lambda: 1_000.0,
+            lock_path=lock,
+        )
+        for _ in range(2)
+    ]
+    first, second = workers
+    first.tick()
+    second.tick()
+    assert (first.sampler.calls, second.sampler.calls) == (1, 0)
+    first.release()  # the leading worker died: its lock went with it
+    engine.shift_clock(room, 10_000)
+    second.tick()
+    assert second.sampler.calls == 1
+    assert len(second.sampler.series.samples(room, T0, T0 + HOUR, coarse=False)) == 2
+    second.release()

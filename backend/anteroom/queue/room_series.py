@@ -16,10 +16,12 @@ racing for a room write it once; each instance calls at most once per room per s
 
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import redis
 
@@ -346,17 +348,53 @@ class SamplerThread:
         rooms: Callable[[], Iterable[str]],
         clock: Callable[[], float],
         interval: float = 1.0,
+        lock_path: Path | None = None,
     ) -> None:
         self.sampler = sampler
         self.rooms = rooms
         self.clock = clock
         self.interval = interval
+        self.lock_path = lock_path
+        self._lock_fd: int | None = None
+        self._lock_pid = 0  # the process that took the lock (a fork does not inherit the role)
         self._pid = 0
         self._start_lock = threading.Lock()
         self._stop = threading.Event()
 
+    def leads(self) -> bool:
+        """True in the one process of this host that samples (it holds ``lock_path``).
+
+        The other workers of an instance skip their passes, so an instance asks Redis once per
+        room per slot, not once per worker; when the holder dies its lock goes with it and the
+        next worker to try takes over. Without ``lock_path`` every process samples.
+        """
+        if self.lock_path is None:
+            return True
+        if self._lock_fd is not None and self._lock_pid == os.getpid():
+            return True
+        try:
+            self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            return True  # no lock to be had (read-only folder): sample rather than not
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._lock_fd, self._lock_pid = fd, os.getpid()
+        return True
+
+    def release(self) -> None:
+        """Give up leading (shutdown, tests): another process may take over."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
     def tick(self) -> None:
-        """One pass: every room the sampler is due for is sampled."""
+        """One pass: every room the sampler is due for is sampled (by the leading process)."""
+        if not self.leads():
+            return
         now_ms = int(self.clock() * 1000)
         self.sampler.series.flush_tallies()
         ids = list(self.rooms())
@@ -376,8 +414,9 @@ class SamplerThread:
             self._pid = pid
 
     def stop(self) -> None:
-        """Stop the thread (tests, shutdown)."""
+        """Stop the thread (tests, shutdown) and let another process lead."""
         self._stop.set()
+        self.release()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):

@@ -23,6 +23,7 @@ from anteroom.web import address_limits as limits
 from anteroom.web import http_errors as errors
 
 MAX_BODY_BYTES = 16 * 1024
+SAMPLER_LOCK = "series-sampler.lock"  # held by the one worker of an instance that samples
 
 
 def _sampled_rooms(directory: RoomDirectory) -> Iterator[str]:
@@ -76,7 +77,12 @@ def create_app(
         public_keys=StaleCache(ttl=10.0),
         directory=directory,
         series=series,
-        sampler=SamplerThread(Sampler(series), lambda: _sampled_rooms(directory), time.time),
+        sampler=SamplerThread(
+            Sampler(series),
+            lambda: _sampled_rooms(directory),
+            time.time,
+            lock_path=Path(settings.data_dir) / SAMPLER_LOCK,
+        ),
     )
     app.extensions["anteroom"] = services
     # Lazily, per process: gunicorn forks workers after the app may have been built.
