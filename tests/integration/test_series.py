@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -9,7 +11,9 @@ import redis
 from flask.testing import FlaskClient
 
 from anteroom.engine import Engine
+from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue import room_series as rs
+from anteroom.queue.redis_link import StorageError
 from anteroom.queue.room_series import RoomSeries, Sampler, SamplerThread
 from anteroom.service_container import Services
 from helpers import open_room
@@ -339,3 +343,39 @@ def test_one_worker_of_an_instance_samples(engine: Engine, tmp_path: Path) -> No
     assert second.sampler.calls == 1
     assert len(second.sampler.series.samples(room, T0, T0 + HOUR, coarse=False)) == 2
     second.release()
+
+
+def test_a_busy_refusal_is_counted_once_redis_takes_writes_again(
+    client: FlaskClient, services: Services
+) -> None:
+    record, _ = services.keystore.create("shop")
+    room = open_room(services.engine, env="shop", slug="drop")
+    visitor = Visitor(client, record.public_key)
+    visitor.identify()
+    services.redis.config_set("maxmemory", "1")
+    try:
+        assert visitor.enter("drop").json["error"] == "Busy"
+        with pytest.raises(StorageError):
+            services.series.flush_tallies()  # refused too: the count is kept for later
+    finally:
+        services.redis.config_set("maxmemory", "0")
+    services.series.flush_tallies()
+    assert services.redis.hget(services.keys.room(room), "nbusy") == "1"
+
+
+def _sample_in_a_process(url: str, room: str) -> bool:
+    client = redis.Redis.from_url(url, decode_responses=True)
+    written, _ = RoomSeries(client, Engine(client).keys).sample(room)
+    return written
+
+
+def test_processes_racing_for_a_slot_write_it_once(
+    engine: Engine, series: RoomSeries, redis_server: EmbeddedRedis
+) -> None:
+    room = pinned_room(engine)
+    for _ in range(3):
+        with ProcessPoolExecutor(4, mp_context=mp.get_context("fork")) as pool:
+            written = list(pool.map(_sample_in_a_process, [redis_server.url] * 8, [room] * 8))
+        assert written.count(True) == 1
+        engine.shift_clock(room, 10_000)
+    assert len(series.samples(room, T0, T0 + HOUR, coarse=False)) == 3
