@@ -53,7 +53,6 @@ def app(settings: Settings, redis_client: redis.Redis) -> Iterator[Flask]:
     app = create_app(settings, {"TESTING": True})
     yield app
     app.extensions["anteroom"].directory.stop()  # its refresher, if a request started one
-    app.extensions["anteroom"].sampler.stop()  # its series sampler, likewise
 
 
 @pytest.fixture

@@ -87,7 +87,8 @@ def create_app(
     app.extensions["anteroom"] = services
     # Lazily, per process: gunicorn forks workers after the app may have been built.
     app.before_request(services.directory.ensure_running)
-    app.before_request(services.sampler.ensure_running)
+    # The series sampler is started by `anteroom serve` as each worker boots (not per request:
+    # a quiet room is sampled too, and no hook is added to the poll path).
 
     from anteroom.web import api_docs as docs
     from anteroom.web import console, front_door, metrics, request_log
