@@ -131,3 +131,10 @@ def test_held_preview_counts_held_spots_by_score(
     sign_in(client, operator["secret"])
     held = client.get(f"/console/api/queues/{room}/held")
     assert held.status_code == 200 and held.json == {"byScore": {"75": 2, "90": 1}}
+
+
+def test_without_fetch_metadata_the_origin_decides(
+    client: FlaskClient, operator: dict[str, Any]
+) -> None:
+    assert sign_in(client, operator["secret"], Origin="http://evil.example").status_code == 403
+    assert sign_in(client, operator["secret"], Origin="http://localhost").status_code == 303

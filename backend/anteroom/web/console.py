@@ -52,7 +52,7 @@ def _same_origin() -> bool:
     """The request was sent by a page of this origin (not a form or script elsewhere)."""
     site = request.headers.get("Sec-Fetch-Site")
     if site is not None:
-        return site in ("same-origin", "none")
+        return site == "same-origin"
     origin = request.headers.get("Origin")
     if origin is None:
         return False
