@@ -115,7 +115,7 @@ class RoomPage {
     const figures = [
       ["Status", room.status],
       ...(room.opensAt
-        ? [[room.status === "idle" ? "Opens" : "Opened", `${when(room.opensAt)} (${zone()})`]]
+        ? [[room.opensAt > (this.roomNow || Date.now()) ? "Opens" : "Opened", `${when(room.opensAt)} (${zone()})`]]
         : []),
       ["Waiting", count(stats.waiting)],
       ["Held", count(stats.held)],

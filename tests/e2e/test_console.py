@@ -189,3 +189,40 @@ def test_keyboard_alone_signs_in_and_opens_a_room(
     page.keyboard.press("Escape")
     expect(page.get_by_role("dialog")).to_be_hidden()
     assert crowd.engine.get_room(crowd.room)["status"] == "open"  # cancelled: nothing changed
+
+
+def test_hold_score_and_opening_time_are_confirmed_in_words(stack: Stack, new_context: Any) -> None:
+    live, engine, _ = stack
+    _, secret = KeyStore(engine.redis, engine.keys).create("web")
+    held_room = make_room(engine, env="web", slug="held-" + secrets.token_hex(3))
+    engine.open(held_room)
+    for i, score in enumerate((75, 75, 95)):
+        engine.enter(held_room, f"h{i}", f"s{i}", score)  # held: holdScore is 70
+    idle_room = make_room(engine, env="web", slug="later-" + secrets.token_hex(3))
+    page = new_context(timezone_id="Asia/Tokyo").new_page()
+    sign_in(page, live, secret)
+
+    page.goto(f"{live.url}/console/rooms/{held_room}")
+    field = page.get_by_label("holdScore (sessions scoring at or above it are held)")
+    field.fill("80")
+    expect(page.locator("#hold-preview")).to_have_text(
+        "Raising it to 80 releases 2 held visitors into the line, in their original places."
+    )
+    page.locator('form[data-field="holdScore"] button').click()
+    dialog = page.get_by_role("dialog")
+    expect(dialog).to_contain_text("Change holdScore from 70 to 80. Raising it to 80 releases 2")
+    dialog.get_by_role("button", name="Confirm").click()
+    expect(page.locator('[data-figure="Held"]')).to_have_text("1", timeout=10_000)
+    assert engine.get_room(held_room)["holdScore"] == 80
+
+    page.goto(f"{live.url}/console/rooms/{idle_room}")
+    expect(page.get_by_label("Open at (Asia/Tokyo)")).to_be_visible(timeout=10_000)
+    page.get_by_label("Open at (Asia/Tokyo)").fill("2031-05-04T09:30")
+    page.get_by_role("button", name="Schedule opening").click()
+    expect(page.get_by_role("dialog")).to_contain_text("4 May 2031, 09:30 (Asia/Tokyo)")
+    page.get_by_role("dialog").get_by_role("button", name="Confirm").click()
+    expect(page.locator('[data-figure="Opens"]')).to_have_text(
+        "4 May 2031, 09:30 (Asia/Tokyo)", timeout=10_000
+    )
+    # 09:30 in Tokyo (UTC+9) is 00:30 UTC.
+    assert engine.get_room(idle_room)["opensAt"] == 1_935_621_000_000
