@@ -334,9 +334,11 @@ def test_one_worker_of_an_instance_samples(engine: Engine, tmp_path: Path) -> No
         for _ in range(2)
     ]
     first, second = workers
+    second.sampler.series.tally(room, "ndenied")  # refused by the worker that does not sample
     first.tick()
     second.tick()
     assert (first.sampler.calls, second.sampler.calls) == (1, 0)
+    assert engine.redis.hget(engine.keys.room(room), "ndenied") == "1"  # added up all the same
     first.release()  # the leading worker died: its lock went with it
     engine.shift_clock(room, 10_000)
     second.tick()

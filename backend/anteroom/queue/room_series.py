@@ -16,6 +16,7 @@ racing for a room write it once; each instance calls at most once per room per s
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import threading
@@ -26,7 +27,7 @@ from pathlib import Path
 import redis
 
 from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import storage_errors
+from anteroom.queue.redis_link import StorageError, storage_errors
 
 FINE_MS = 10_000
 COARSE_MS = 60_000
@@ -392,11 +393,13 @@ class SamplerThread:
             self._lock_fd = None
 
     def tick(self) -> None:
-        """One pass: every room the sampler is due for is sampled (by the leading process)."""
+        """One pass: this process's tallied refusals are added up (every worker has its own),
+        then every room the sampler is due for is sampled (by the leading process only)."""
+        with contextlib.suppress(StorageError):  # the tallies are kept for the next pass
+            self.sampler.series.flush_tallies()
         if not self.leads():
             return
         now_ms = int(self.clock() * 1000)
-        self.sampler.series.flush_tallies()
         ids = list(self.rooms())
         for room_id in ids:
             self.sampler(room_id, now_ms)
