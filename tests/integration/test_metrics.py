@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,9 +14,10 @@ from flask.testing import FlaskClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from anteroom.config import Settings
+from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.service_container import Services
 from anteroom.web.app_factory import create_app
-from helpers import open_room
+from helpers import TEST_KEYS, free_port, make_room, open_room
 from live_server import LiveServer
 from visitor_client import Visitor
 
@@ -149,3 +151,36 @@ def test_workers_add_up_under_gunicorn(live_server: Any) -> None:
     assert get(next(iter(pinned.values())), "/metrics")[0] == 401
     for conn in pinned.values():
         conn.close()
+
+
+def test_breaker_and_redis_errors_during_an_outage(tmp_path: Path) -> None:
+    own = EmbeddedRedis(tmp_path / "redis", port=free_port()).start()
+    try:
+        settings = Settings(redis_url=own.url, keys=TEST_KEYS, pow_difficulty=4,
+                            data_dir=str(tmp_path))  # fmt: skip
+        app = create_app(settings, {"TESTING": True})
+        services: Services = app.extensions["anteroom"]
+        client = app.test_client()
+        record, _ = services.keystore.create("shop")
+        room = make_room(services.engine, env="shop", slug="drop", failMode="closed")
+        services.engine.open(room)
+        waiting = Visitor(client, record.public_key)
+        assert waiting.enter("drop").status_code == 200
+        before = scrape(client)
+        own.stop()
+        assert waiting.poll().json["error"] == "Unavailable"
+        assert waiting.poll().json["error"] == "Unavailable"  # skipped: the breaker is open
+        app.extensions["anteroom_room_gauges"].ttl = 0.0  # the scrape interval has passed
+        found = scrape(client)  # answered all the same, from what the workers counted
+        services.directory.stop()
+    finally:
+        own.stop()
+
+    def added(name: str, **labels: str) -> float:
+        return value(found, name, **labels) - value(before, name, **labels)
+
+    assert value(found, "anteroom_breaker_open") == 1
+    assert added("anteroom_breaker_trips_total") == 1
+    assert added("anteroom_redis_errors_total", kind="unavailable") == 2
+    assert added("anteroom_refusals_total", code="Unavailable") == 2
+    assert value(found, "anteroom_room_waiting") == 0  # no figure rather than a stale one

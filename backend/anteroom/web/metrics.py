@@ -70,6 +70,12 @@ BREAKER = Gauge(
     registry=REGISTRY,
 )
 
+TRIPS = Counter(
+    "anteroom_breaker_trips",
+    "Times a worker's circuit breaker opened after a Redis transport failure.",
+    registry=REGISTRY,
+)
+
 bp = Blueprint("metrics", __name__)
 
 
@@ -171,7 +177,12 @@ def _observed(response: Response) -> Response:
             ANSWERS.labels(body["status"]).inc()
         if body.get("token"):
             ADMISSIONS.inc()
-    BREAKER.set(1 if current_app.extensions["anteroom"].breaker.is_open else 0)
+    breaker = current_app.extensions["anteroom"].breaker
+    BREAKER.set(1 if breaker.is_open else 0)
+    seen = current_app.extensions["anteroom_breaker_seen"]  # its last opening already counted
+    if breaker.open_until > seen["until"]:  # it opened (again) since the last request
+        seen["until"] = breaker.open_until
+        TRIPS.inc()
     return response
 
 
@@ -205,6 +216,7 @@ def metrics() -> Response:
 def init_app(app: Flask, services: Services) -> None:
     """Count every request and serve ``/metrics``."""
     app.extensions["anteroom_room_gauges"] = RoomGauges(services)
+    app.extensions["anteroom_breaker_seen"] = {"until": services.breaker.open_until}
     app.before_request(_started)
     app.after_request(_observed)
     app.register_blueprint(bp)
