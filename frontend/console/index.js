@@ -71,6 +71,14 @@ class RoomPage {
     this.canWrite = scopes.includes("queues:write");
     this.canAudit = scopes.includes("audit:read");
     this.actionsKey = "";
+    /** @type {HTMLElement[] | null} */
+    this.forms = null;
+    /** @type {HTMLElement | null} */
+    this.buttons = null;
+    /** @type {HTMLElement} */
+    this.openAt = el("form");
+    /** @type {Record<string, HTMLInputElement>} */
+    this.inputs = {};
     this.roomNow = 0;
     byId("range").addEventListener("change", () => {
       this.charts.reset();
@@ -168,17 +176,39 @@ class RoomPage {
       return;
     }
     const room = this.room;
-    const key = `${room.status}|${room.ratePerMinute}|${room.capacity}|${room.holdScore}`;
-    if (key === this.actionsKey) return; // keep what the operator is typing
-    this.actionsKey = key;
+    if (!this.forms) {
+      // Built once: a refresh must never replace a field the operator is typing in.
+      this.buttons = el("div", { class: "row" });
+      this.openAt = this.openAtForm();
+      /** @type {Record<string, HTMLInputElement>} */
+      this.inputs = {};
+      this.forms = [
+        this.numberForm("ratePerMinute", "Rate (admissions per minute)", 1, (v) =>
+          `Change the rate from ${this.room.ratePerMinute} to ${v} per minute. It applies to the whole line at once, without a burst.`),
+        this.numberForm("capacity", "Capacity (most active visitors, 0 for no limit)", 0, (v) =>
+          `Change the capacity from ${this.room.capacity || "no limit"} to ${v || "no limit"}.`),
+        this.holdForm(),
+      ];
+      host.replaceChildren(this.buttons, this.openAt, ...this.forms);
+    }
+    this.openAt.hidden = room.status !== "idle";
+    for (const [field, input] of Object.entries(this.inputs)) {
+      const value = String(room[field] || 0);
+      if (document.activeElement !== input && input.dataset.shown !== value) {
+        input.value = value; // changed elsewhere (or by us): show it, unless being edited
+        input.dataset.shown = value;
+        input.dispatchEvent(new Event("input"));
+      }
+    }
+    if (this.actionsKey === room.status) return;
+    this.actionsKey = room.status;
     /** @type {HTMLElement[]} */
-    const parts = [];
-    const buttons = el("div", { class: "row" });
+    const buttons = [];
     /** @param {string} label @param {string} text @param {object} body @param {string} [cls] */
     const action = (label, text, body, cls = "") => {
       const b = el("button", { type: "button", class: cls, "data-action": label }, [label]);
       b.addEventListener("click", () => this.confirmThen(text, body));
-      buttons.append(b);
+      buttons.push(b);
     };
     if (room.status === "idle") {
       action("Open now", "Open the room now: visitors who arrive are lined up and admitted at the rate.", { action: "open" });
@@ -192,16 +222,7 @@ class RoomPage {
     if (room.status !== "idle") {
       action("Close", "Close the room: EVERY waiting spot expires and admitted visitors are no longer refreshed. This cannot be undone.", { action: "close" }, "danger");
     }
-    parts.push(buttons);
-    if (room.status === "idle") parts.push(this.openAtForm());
-    parts.push(
-      this.numberForm("ratePerMinute", "Rate (admissions per minute)", room.ratePerMinute, (v) =>
-        `Change the rate from ${room.ratePerMinute} to ${v} per minute. It applies to the whole line at once, without a burst.`),
-      this.numberForm("capacity", "Capacity (most active visitors, 0 for none)", room.capacity || 0, (v) =>
-        `Change the capacity from ${room.capacity || "none"} to ${v || "none"}.`),
-      this.holdForm(room.holdScore),
-    );
-    host.replaceChildren(...parts);
+    this.buttons?.replaceChildren(...buttons);
   }
 
   openAtForm() {
@@ -223,12 +244,13 @@ class RoomPage {
   /**
    * @param {string} field
    * @param {string} label
-   * @param {number} current
+   * @param {number} min
    * @param {(v: number) => string} text
    */
-  numberForm(field, label, current, text) {
+  numberForm(field, label, min, text) {
     const id = `field-${field}`;
-    const input = /** @type {HTMLInputElement} */ (el("input", { type: "number", id, min: "0", value: String(current), inputmode: "numeric" }));
+    const input = /** @type {HTMLInputElement} */ (el("input", { type: "number", id, min: String(min), inputmode: "numeric", required: "" }));
+    this.inputs[field] = input;
     const form = el("form", { class: "stack", "data-field": field }, [
       el("label", { for: id }, [label]),
       input,
@@ -237,14 +259,15 @@ class RoomPage {
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       const value = Number(input.value);
-      this.confirmThen(text(value), { [field]: value });
+      // The API's "no limit" capacity is null; 0 is how the form says it.
+      this.confirmThen(text(value), { [field]: field === "capacity" && value === 0 ? null : value });
     });
     return form;
   }
 
-  /** @param {number} current */
-  holdForm(current) {
-    const input = /** @type {HTMLInputElement} */ (el("input", { type: "number", id: "field-holdScore", min: "0", max: "101", value: String(current) }));
+  holdForm() {
+    const input = /** @type {HTMLInputElement} */ (el("input", { type: "number", id: "field-holdScore", min: "1", max: "100", required: "" }));
+    this.inputs.holdScore = input;
     const preview = el("p", { id: "hold-preview", "aria-live": "polite", class: "hint" });
     const form = el("form", { class: "stack", "data-field": "holdScore" }, [
       el("label", { for: "field-holdScore" }, ["holdScore (sessions scoring at or above it are held)"]),
@@ -255,23 +278,26 @@ class RoomPage {
     /** @type {Record<string, number>} */
     let held = {};
     const say = () => {
+      const current = this.room.holdScore;
       const next = Number(input.value);
       const released = next > current ? releasedBy(held, next) - releasedBy(held, current) : 0;
       preview.textContent = next > current
         ? `Raising it to ${next} releases ${count(released)} held visitor${released === 1 ? "" : "s"} into the line, in their original places.`
         : next < current ? `Lowering it to ${next} holds waiting visitors scoring ${next} or more.` : "";
-      return released;
     };
-    call("GET", `/queues/${this.id}/held`).then((r) => {
-      if (r.status === 200) held = r.body.byScore;
-      say();
-    });
+    const load = () =>
+      call("GET", `/queues/${this.id}/held`).then((r) => {
+        if (r.status === 200) held = r.body.byScore;
+        say();
+      });
+    load();
     input.addEventListener("input", say);
+    input.addEventListener("focus", load); // fresh counts when the operator comes to change it
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       const next = Number(input.value);
       say();
-      this.confirmThen(`Change holdScore from ${current} to ${next}. ${preview.textContent}`, { holdScore: next });
+      this.confirmThen(`Change holdScore from ${this.room.holdScore} to ${next}. ${preview.textContent}`, { holdScore: next });
     });
     return form;
   }
@@ -288,9 +314,10 @@ class RoomPage {
       this.dialog.removeEventListener("close", done);
       if (this.dialog.returnValue !== "ok") return;
       const reply = await call("PATCH", `/queues/${this.id}`, body);
-      byId("room-status").textContent = reply.status === 200 ? "Done." : problem(reply);
-      this.actionsKey = "";
-      await this.refresh();
+      const status = byId("room-status");
+      await this.refresh(); // the page shows the room as changed before it says so
+      status.textContent = reply.status === 200 ? "Done." : problem(reply);
+      status.focus(); // the control that was used may have been redrawn: focus stays on the page
     };
     this.dialog.addEventListener("close", done);
     this.dialog.showModal();

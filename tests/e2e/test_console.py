@@ -198,7 +198,7 @@ def test_keyboard_alone_signs_in_and_opens_a_room(
 def test_hold_score_and_opening_time_are_confirmed_in_words(stack: Stack, new_context: Any) -> None:
     live, engine, _ = stack
     _, secret = KeyStore(engine.redis, engine.keys).create("web")
-    held_room = make_room(engine, env="web", slug="held-" + secrets.token_hex(3))
+    held_room = make_room(engine, env="web", slug="held-" + secrets.token_hex(3), capacity=50)
     engine.open(held_room)
     for i, score in enumerate((75, 75, 95)):
         engine.enter(held_room, f"h{i}", f"s{i}", score)  # held: holdScore is 70
@@ -218,6 +218,18 @@ def test_hold_score_and_opening_time_are_confirmed_in_words(stack: Stack, new_co
     dialog.get_by_role("button", name="Confirm").click()
     expect(page.locator('[data-figure="Held"]')).to_have_text("1", timeout=10_000)
     assert engine.get_room(held_room)["holdScore"] == 80
+    page.get_by_label("Rate (admissions per minute)").fill("240")
+    page.locator('form[data-field="ratePerMinute"] button').click()
+    expect(page.get_by_role("dialog")).to_contain_text("from 60 to 240 per minute")
+    page.get_by_role("dialog").get_by_role("button", name="Confirm").click()
+    expect(page.locator("#room-status")).to_have_text("Done.", timeout=10_000)
+    page.get_by_label("Capacity (most active visitors, 0 for no limit)").fill("0")
+    page.locator('form[data-field="capacity"] button').click()
+    expect(page.get_by_role("dialog")).to_contain_text("from 50 to no limit")
+    page.get_by_role("dialog").get_by_role("button", name="Confirm").click()
+    expect(page.locator("#room-status")).to_have_text("Done.", timeout=10_000)
+    changed = engine.get_room(held_room)
+    assert (changed["ratePerMinute"], changed["capacity"]) == (240, None)
 
     page.goto(f"{live.url}/console/rooms/{idle_room}")
     expect(page.get_by_label("Open at (Asia/Tokyo)")).to_be_visible(timeout=10_000)
