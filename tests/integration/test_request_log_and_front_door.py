@@ -57,7 +57,8 @@ def test_one_json_line_per_request_without_secrets(json_app: tuple[Flask, Lines]
         "/api/v1/challenge", "/api/v1/identify", "/api/v1/queue/enter", "/api/v1/queue/poll",
         "/api/management/v1/queues/<room_id>", "/queue/<slug>",
     ]  # fmt: skip
-    enter, manage, page = parsed[2], parsed[4], parsed[5]
+    enter, poll, manage, page = parsed[2], parsed[3], parsed[4], parsed[5]
+    assert poll["room"] == room  # named by the ticket the poll carries
     assert enter["room"] == "drop" and enter["status"] == 200 and enter["method"] == "POST"
     assert manage["room"] == room and page["room"] == "drop"
     assert all(isinstance(p["latencyMs"], float) and p["instance"] for p in parsed)

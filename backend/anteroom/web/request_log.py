@@ -24,7 +24,10 @@ ROOM_BODY_ROUTES = frozenset({"/api/v1/queue/enter"})
 
 
 def _room() -> str | None:
-    """The room a request is about: its id or slug from the URL, or an enter's ``room``."""
+    """The room a request is about: its id or slug from the URL, an enter's ``room``, or the
+    room id its token names (set by the visitor views once the token checked out)."""
+    if isinstance(g.get("log_room"), str):
+        return str(g.log_room)[:64]
     args = request.view_args or {}
     for name in ("room_id", "slug"):
         if isinstance(args.get(name), str):

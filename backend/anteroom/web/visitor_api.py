@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, current_app, g, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from anteroom.identity import sessions as identity
@@ -68,6 +68,7 @@ def visitor_call(
                 claims = identity.decode_or_raise(s, getattr(body, token), kind)
                 if claims.get("env") != env:
                     raise errors.TokenInvalid(f"The {name} belongs to another environment.")
+                g.log_room = claims.get("qr")  # the request log's room (web/request_log.py)
             return view(Call(s, env, body, claims))
 
         return run
