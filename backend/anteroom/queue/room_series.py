@@ -10,24 +10,20 @@ Samples live in two sorted sets under the room's hash tag, scored by sample time
 ``s10`` (every 10 s, 24 h) and ``s60`` (every minute, 14 days), trimmed on each write and given a
 TTL, so a deleted room's series vanish by themselves. One script call samples a room and claims
 its 10 s slot in the same step (the slot is taken when the newest sample is in it), so instances
-racing for a room write it once; each instance calls at most once per room per slot
-(:class:`Sampler` remembers when the next slot begins). Nothing is added to any visitor call.
+racing for a room write it once (``series_sampler`` decides who calls, and when). Nothing is
+added to any visitor call.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import redis
 
 from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import StorageError, storage_errors
+from anteroom.queue.redis_link import storage_errors
 
 FINE_MS = 10_000
 COARSE_MS = 60_000
@@ -292,138 +288,3 @@ def held_by_score(client: redis.Redis, keys: KeySpace, room_id: str) -> dict[int
             pipe.zcard(f"{base}b:{score}")
         counts = pipe.execute()
     return {score: int(n) for score, n in zip(scores, counts, strict=True) if int(n)}
-
-
-class Sampler:
-    """The per-room sampling job, ``(room_id, now_ms) -> None``, for a ticker to call often.
-
-    It calls Redis only when the room's next slot is due by its own record (``now_ms`` is the
-    caller's clock, used only for that): at most one script call per room per 10 s here.
-    """
-
-    def __init__(self, series: RoomSeries, on_error: Callable[[Exception], None] | None = None):
-        self.series = series
-        self.on_error = on_error
-        self._due: dict[str, int] = {}
-        self._lock = threading.Lock()
-        self.calls = 0  # script calls made (for the cost figure and tests)
-
-    def __call__(self, room_id: str, now_ms: int) -> None:
-        with self._lock:
-            if self._due.get(room_id, 0) > now_ms:
-                return
-            self._due[room_id] = now_ms + FINE_MS  # until the answer says better
-        try:
-            self.calls += 1
-            _, next_in = self.series.sample(room_id)
-        except Exception as exc:  # a job must not kill its ticker
-            if self.on_error:
-                self.on_error(exc)
-            return
-        with self._lock:
-            if next_in is None:
-                self._due.pop(room_id, None)
-            else:
-                # Just after the slot begins (a little late, so clock skew between instances
-                # does not make this one ask before the slot has turned for Redis).
-                self._due[room_id] = now_ms + next_in + 50
-
-    def forget(self, keep: Iterable[str]) -> None:
-        """Drop the records of rooms not in ``keep`` (deleted ones)."""
-        keep = set(keep)
-        with self._lock:
-            for room_id in [r for r in self._due if r not in keep]:
-                del self._due[room_id]
-
-
-class SamplerThread:
-    """Drives a :class:`Sampler` once a second over the rooms ``rooms()`` names, per process.
-
-    A stand-in until the engine's room ticker runs the sampler as one of its jobs. Started
-    lazily per process (gunicorn forks after the app is built and a fork keeps no thread).
-    """
-
-    def __init__(
-        self,
-        sampler: Sampler,
-        rooms: Callable[[], Iterable[str]],
-        clock: Callable[[], float],
-        interval: float = 1.0,
-        lock_path: Path | None = None,
-    ) -> None:
-        self.sampler = sampler
-        self.rooms = rooms
-        self.clock = clock
-        self.interval = interval
-        self.lock_path = lock_path
-        self._lock_fd: int | None = None
-        self._lock_pid = 0  # the process that took the lock (a fork does not inherit the role)
-        self._pid = 0
-        self._start_lock = threading.Lock()
-        self._stop = threading.Event()
-
-    def leads(self) -> bool:
-        """True in the one process of this host that samples (it holds ``lock_path``).
-
-        The other workers of an instance skip their passes, so an instance asks Redis once per
-        room per slot, not once per worker; when the holder dies its lock goes with it and the
-        next worker to try takes over. Without ``lock_path`` every process samples.
-        """
-        if self.lock_path is None:
-            return True
-        if self._lock_fd is not None and self._lock_pid == os.getpid():
-            return True
-        try:
-            self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError:
-            return True  # no lock to be had (read-only folder): sample rather than not
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            return False
-        self._lock_fd, self._lock_pid = fd, os.getpid()
-        return True
-
-    def release(self) -> None:
-        """Give up leading (shutdown, tests): another process may take over."""
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
-
-    def tick(self) -> None:
-        """One pass: this process's tallied refusals are added up (every worker has its own),
-        then every room the sampler is due for is sampled (by the leading process only)."""
-        with contextlib.suppress(StorageError):  # the tallies are kept for the next pass
-            self.sampler.series.flush_tallies()
-        if not self.leads():
-            return
-        now_ms = int(self.clock() * 1000)
-        ids = list(self.rooms())
-        for room_id in ids:
-            self.sampler(room_id, now_ms)
-        self.sampler.forget(ids)
-
-    def ensure_running(self) -> None:
-        """Start this process's thread unless it runs (cheap; call per request)."""
-        pid = os.getpid()
-        if self._pid == pid:
-            return
-        with self._start_lock:
-            if self._pid == pid:
-                return
-            threading.Thread(target=self._run, name="anteroom-series", daemon=True).start()
-            self._pid = pid
-
-    def stop(self) -> None:
-        """Stop the thread (tests, shutdown) and let another process lead."""
-        self._stop.set()
-        self.release()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.tick()
-            except Exception:  # the thread must outlive any bad round
-                continue

@@ -15,7 +15,8 @@ from anteroom.ops.keystore import KeyStore
 from anteroom.queue.redis_link import Breaker, connect
 from anteroom.queue.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
-from anteroom.queue.room_series import RoomSeries, Sampler, SamplerThread
+from anteroom.queue.room_series import RoomSeries
+from anteroom.queue.series_sampler import Sampler, SamplerThread
 from anteroom.resources import resource_dir
 from anteroom.sdk.tokens import Keyring
 from anteroom.service_container import Services
