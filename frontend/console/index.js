@@ -313,8 +313,9 @@ class RoomPage {
     const done = async () => {
       this.dialog.removeEventListener("close", done);
       if (this.dialog.returnValue !== "ok") return;
-      const reply = await call("PATCH", `/queues/${this.id}`, body);
       const status = byId("room-status");
+      status.textContent = "Saving…";
+      const reply = await call("PATCH", `/queues/${this.id}`, body);
       await this.refresh(); // the page shows the room as changed before it says so
       status.textContent = reply.status === 200 ? "Done." : problem(reply);
       status.focus(); // the control that was used may have been redrawn: focus stays on the page
