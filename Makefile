@@ -40,7 +40,7 @@ $(PY_STAMP): pyproject.toml
 $(JS_STAMP): $(wildcard package.json package-lock.json)
 	@if [ -f package.json ]; then npm ci --no-audit --no-fund; mkdir -p node_modules; touch $@; fi
 
-$(AGENT): $(JS_STAMP) $(wildcard frontend/*.js frontend/*.mjs)
+$(AGENT): $(JS_STAMP) $(wildcard frontend/*.js frontend/*.mjs frontend/console/*)
 	@if [ -f package.json ]; then npm run build; fi
 
 # The browser end-to-end tests drive Debian's Chromium (never a downloaded one); the CJK fonts

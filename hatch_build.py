@@ -16,7 +16,13 @@ from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
-BUILT = ("static/anteroom.js", "static/anteroom.mjs", "static/hosted.js")
+BUILT = (
+    "static/anteroom.js",
+    "static/anteroom.mjs",
+    "static/hosted.js",
+    "static/console.js",
+    "static/console.css",
+)
 SOURCES = ("frontend", "package.json", "package-lock.json")
 NO_NODE = (
     "Building anteroom from a source tree bundles the browser agent ({files}) from frontend/ "

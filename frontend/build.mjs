@@ -26,6 +26,8 @@ export const bundles = [
   { entryPoints: ["frontend/index.js"], outfile: "static/anteroom.js", format: "iife", globalName: "anteroom" },
   { entryPoints: ["frontend/index.js"], outfile: "static/anteroom.mjs", format: "esm" },
   { entryPoints: ["frontend/hosted.js"], outfile: "static/hosted.js", format: "iife" },
+  // The operator console with uPlot; its CSS (uPlot's and ours) lands beside it as console.css.
+  { entryPoints: ["frontend/console/index.js"], outfile: "static/console.js", format: "iife" },
 ];
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -31,6 +31,8 @@ class Settings:
     limit_enter: str = "60/minute"
     pow_difficulty: int = 18
     templates_dir: str = ""  # an operator's page templates, looked up before the built-in ones
+    metrics_token: str = ""  # when set, /metrics answers only `Authorization: Bearer <it>`
+    log_format: str = "text"  # "json": one JSON line per request (web/request_log.py)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod

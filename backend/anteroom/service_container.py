@@ -12,6 +12,8 @@ from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import Breaker
 from anteroom.queue.room_directory import RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
+from anteroom.queue.room_series import RoomSeries
+from anteroom.queue.series_sampler import SamplerThread
 from anteroom.sdk.tokens import Keyring
 
 
@@ -28,6 +30,8 @@ class Services:
     rooms: StaleCache
     public_keys: StaleCache
     directory: RoomDirectory
+    series: RoomSeries
+    sampler: SamplerThread
 
     @property
     def keys(self) -> KeySpace:

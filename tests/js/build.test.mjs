@@ -48,9 +48,12 @@ describe("the built bundles", () => {
   });
 
   test("the bundles stay small", async () => {
+    // What visitors load stays under 10 kB; the operator console carries uPlot (about 20 kB).
+    const limits = { "static/console.js": 35_000 };
     for (const { outfile } of bundles) {
       const code = await built(outfile);
-      assert.ok(gzipSync(code).length < 10_000, `${outfile} is ${gzipSync(code).length} B gzipped`);
+      const limit = limits[outfile] ?? 10_000;
+      assert.ok(gzipSync(code).length < limit, `${outfile} is ${gzipSync(code).length} B gzipped`);
     }
   });
 });

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +40,38 @@ def embedded_redis(settings: Settings) -> tuple[EmbeddedRedis, bool]:
     return server.start(), True
 
 
-def _serve(settings: Settings) -> int:
-    from gunicorn.app.base import BaseApplication
+def metrics_folder() -> tuple[Path, bool]:
+    """The folder gunicorn's workers share their Prometheus counters through, emptied.
 
-    from anteroom.ops.demo_seed import ensure_demo
+    ``PROMETHEUS_MULTIPROC_DIR`` if given, else a fresh temporary one. Set before anything
+    imports prometheus_client (it picks its storage at import); emptied so a restart does not
+    add the last run's counts to this one's. True: the folder is ours to remove.
+    """
+    given = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    folder = Path(given) if given else Path(tempfile.mkdtemp(prefix="anteroom-metrics-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.db"):
+        old.unlink()
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
+    return folder, not given
+
+
+def _start_background(worker: Any) -> None:
+    """gunicorn's post_worker_init: start the worker app's own threads."""
+    services = worker.wsgi.extensions["anteroom"]
+    services.directory.ensure_running()
+    services.sampler.ensure_running()
+
+
+def _serve(settings: Settings) -> int:
+    folder, ours = metrics_folder()
+    log.info("metrics of the workers are shared in %s", folder)
+    from gunicorn.app.base import BaseApplication
+    from prometheus_client import multiprocess
+
+    from anteroom.ops.demo_crowd import start_crowd
+    from anteroom.ops.demo_seed import ensure_demo, ensure_demo_secret
+    from anteroom.ops.keystore import KeyStore
     from anteroom.queue.redis_link import connect
     from anteroom.queue.room_engine import Engine
     from anteroom.web.app_factory import create_app
@@ -59,9 +89,15 @@ def _serve(settings: Settings) -> int:
             host = settings.bind.rsplit(":", 1)[0] or "127.0.0.1"
             port = settings.bind.rsplit(":", 1)[-1]
             host = "127.0.0.1" if host in ("0.0.0.0", "") else host
-            ensure_demo(Engine(connect(settings.redis_url), settings.key_prefix),
-                        f"http://{host}:{port}")  # fmt: skip
+            engine = Engine(connect(settings.redis_url), settings.key_prefix)
+            room_id = ensure_demo(engine, f"http://{host}:{port}")
+            secret = ensure_demo_secret(KeyStore(engine.redis, engine.keys),
+                                        Path(settings.data_dir))  # fmt: skip
             log.info("demo room: http://%s:%s/queue/demo?key=pk_demo", host, port)
+            # The one place the demo's secret key is shown: this terminal, never a page.
+            log.info("console: http://%s:%s/console (sign in with %s)", host, port, secret)
+            start_crowd(engine, room_id)
+            log.info("demo crowd: simulated visitors keep the demo room's line moving")
 
         class Service(BaseApplication):  # type: ignore[misc]
             def load_config(self) -> None:
@@ -69,10 +105,17 @@ def _serve(settings: Settings) -> int:
                 self.cfg.set("workers", settings.workers)
                 self.cfg.set("worker_class", "gthread")
                 self.cfg.set("threads", 4)
-                self.cfg.set("accesslog", "-")
+                # With ANTEROOM_LOG_FORMAT=json the app writes one JSON line per request.
+                self.cfg.set("accesslog", None if settings.log_format == "json" else "-")
                 # Query strings carry tokens (?abq=…): log the path only, never a token.
                 # The worker's pid (<pid>) says which worker answered.
                 self.cfg.set("access_log_format", '%(h)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms %(p)s')
+                # Each worker's background threads (rooms directory, series sampler) start
+                # when it boots, not at its first request: a quiet room is sampled too.
+                self.cfg.set("post_worker_init", _start_background)
+                # A dead worker's live gauges (breaker state) stop counting.
+                self.cfg.set("child_exit", lambda _arbiter, worker: multiprocess.mark_process_dead(
+                    worker.pid))  # fmt: skip
 
             def load(self) -> Any:
                 return create_app(settings)
@@ -81,6 +124,8 @@ def _serve(settings: Settings) -> int:
     finally:
         if server is not None and started:
             server.stop()
+        if ours:
+            shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+from anteroom.ops.keystore import KeyStore
 from anteroom.queue.room_engine import Engine
 
 DEMO_ENV = "demo"
 DEMO_PUBLIC_KEY = "pk_demo"
 DEMO_SLUG = "demo"
+DEMO_SECRET_FILE = "demo-secret-key"
 
 
 def ensure_demo(engine: Engine, base_url: str) -> str:
@@ -30,3 +35,22 @@ def ensure_demo(engine: Engine, base_url: str) -> str:
     if engine.get_room(room_id)["status"] == "idle":
         engine.open(room_id)
     return room_id
+
+
+def ensure_demo_secret(keystore: KeyStore, data_dir: Path) -> str:
+    """The demo environment's secret key for the console, kept (0600) in ``data_dir``.
+
+    The same key across restarts while it is live; a new one if it was revoked or lost. Only
+    the terminal of ``anteroom serve`` shows it.
+    """
+    path = Path(data_dir) / DEMO_SECRET_FILE
+    if path.exists():
+        secret = path.read_text().strip()
+        if keystore.authenticate(secret) is not None:
+            return secret
+    _, secret = keystore.create(DEMO_ENV)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(secret + "\n")
+    return secret

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,8 @@ from anteroom.ops.keystore import KeyStore
 from anteroom.queue.redis_link import Breaker, connect
 from anteroom.queue.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
+from anteroom.queue.room_series import RoomSeries
+from anteroom.queue.series_sampler import Sampler, SamplerThread
 from anteroom.resources import resource_dir
 from anteroom.sdk.tokens import Keyring
 from anteroom.service_container import Services
@@ -21,6 +25,14 @@ from anteroom.web import address_limits as limits
 from anteroom.web import http_errors as errors
 
 MAX_BODY_BYTES = 16 * 1024
+SAMPLER_LOCK = "series-sampler.lock"  # held by the one worker of an instance that samples
+
+
+def _sampled_rooms(directory: RoomDirectory) -> Iterator[str]:
+    """Rooms worth a sample: every one the directory knows but the idle (closed) ones."""
+    for room_id, room in directory.known.rooms.items():
+        if room.get("status") != "idle":
+            yield room_id
 
 
 def create_app(
@@ -56,6 +68,8 @@ def create_app(
     engine = Engine(client, settings.key_prefix)
     breaker = Breaker()
     snapshot = Path(settings.data_dir) / SNAPSHOT_NAME
+    directory = RoomDirectory(client, engine.keys, breaker, snapshot)
+    series = RoomSeries(client, engine.keys)
     services = Services(
         settings=settings,
         redis=client,
@@ -65,25 +79,39 @@ def create_app(
         breaker=breaker,
         rooms=StaleCache(ttl=2.0),
         public_keys=StaleCache(ttl=10.0),
-        directory=RoomDirectory(client, engine.keys, breaker, snapshot),
+        directory=directory,
+        series=series,
+        sampler=SamplerThread(
+            Sampler(series),
+            lambda: _sampled_rooms(directory),
+            time.time,
+            lock_path=Path(settings.data_dir) / SAMPLER_LOCK,
+        ),
     )
     app.extensions["anteroom"] = services
     # Lazily, per process: gunicorn forks workers after the app may have been built.
     app.before_request(services.directory.ensure_running)
+    # The series sampler is started by `anteroom serve` as each worker boots (not per request:
+    # a quiet room is sampled too, and no hook is added to the poll path).
 
     from anteroom.web import api_docs as docs
+    from anteroom.web import console, front_door, metrics, request_log
     from anteroom.web import demo_shop as demo
     from anteroom.web import health_probes as health
     from anteroom.web import hosted_pages as pages
     from anteroom.web import management_api as management
     from anteroom.web import visitor_api as visitor
 
+    request_log.init_app(app, settings.log_format)
     errors.init_app(app)
+    metrics.init_app(app, services)
     health.init_app(app, client)
     app.register_blueprint(visitor.bp)
     app.register_blueprint(management.bp)
     app.register_blueprint(docs.bp)
     app.register_blueprint(pages.bp)
+    app.register_blueprint(console.bp)
+    app.register_blueprint(front_door.bp)
     if settings.demo_enabled:
         app.register_blueprint(demo.bp)
     limits.init_app(app, settings, engine.keys.limiter_prefix(), services.breaker)

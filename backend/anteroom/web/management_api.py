@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, current_app, g, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from anteroom.identity import revocation
@@ -23,12 +23,15 @@ from anteroom.ops.keystore import KeyRecord
 from anteroom.queue import room_config as rooms
 from anteroom.queue import room_engine as eng
 from anteroom.queue.redis_link import StorageBusy, StorageUnavailable
+from anteroom.queue.room_series import aggregate
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors
 from anteroom.web.api_models import Body
 from anteroom.web.audit_models import AuditQuery, RevokeRequest
 from anteroom.web.json_body import parse, parse_query
 from anteroom.web.management_models import ROOM_ID, RoomCreate, RoomPatch
+from anteroom.web.series_models import SeriesQuery, resolve
+from anteroom.web.series_models import answer as series_answer
 
 bp = Blueprint("management", __name__, url_prefix="/api/management/v1")
 
@@ -60,15 +63,21 @@ def storage() -> Iterator[None]:
 
 
 def authorize(scope: str) -> KeyRecord:
-    """The caller's key record if it is live and has ``scope``; else 401 or 403."""
-    scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
-    challenge = {"WWW-Authenticate": 'Bearer realm="anteroom"'}
-    if scheme.lower() != "bearer" or not secret.strip():
-        raise errors.Unauthorized("Send Authorization: Bearer sk_….", headers=challenge)
-    with storage():
-        record = services().keystore.authenticate(secret.strip())
+    """The caller's key record if it is live and has ``scope``; else 401 or 403.
+
+    The console (web/console.py) calls these views for a signed-in key it has checked itself
+    and puts in ``g.console_key``; every other caller sends the secret key as a bearer token.
+    """
+    record: KeyRecord | None = g.get("console_key")
     if record is None:
-        raise errors.Unauthorized("Unknown or revoked secret key.", headers=challenge)
+        scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
+        challenge = {"WWW-Authenticate": 'Bearer realm="anteroom"'}
+        if scheme.lower() != "bearer" or not secret.strip():
+            raise errors.Unauthorized("Send Authorization: Bearer sk_….", headers=challenge)
+        with storage():
+            record = services().keystore.authenticate(secret.strip())
+        if record is None:
+            raise errors.Unauthorized("Unknown or revoked secret key.", headers=challenge)
     if scope not in record.scopes:
         raise errors.Forbidden(f"This key lacks the {scope} scope.")
     return record
@@ -223,6 +232,20 @@ def get_queue(call: Call[None], room_id: str) -> ResponseReturnValue:
             for e in line
         ]
     return jsonify(out)
+
+
+@bp.get("/queues/<room_id>/series")
+@management_call("queues:read", query=SeriesQuery, room_view=True)
+def queue_series(call: Call[SeriesQuery], room_id: str) -> ResponseReturnValue:
+    """The room's numbers over time (every 10 s for a day, every minute for 14 days)."""
+    load_room(call.key, room_id)
+    series = call.services.series
+    with storage():
+        now_ms = series.now_ms(room_id)
+        rng = resolve(call.data, now_ms)
+        samples = series.samples(room_id, rng.from_ms, rng.to_ms, rng.coarse)
+    window = aggregate(samples, rng.from_ms, rng.to_ms, rng.step_ms)
+    return jsonify(series_answer(room_id, window, rng, now_ms))
 
 
 def _act(room: dict[str, Any], action: str, opens_at: int | None) -> None:

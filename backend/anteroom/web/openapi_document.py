@@ -20,6 +20,7 @@ from anteroom.ops import keystore
 from anteroom.web import api_models as shapes
 from anteroom.web import audit_models as audit
 from anteroom.web import management_models as management
+from anteroom.web import series_models as series
 from anteroom.web import visitor_models as visitor
 
 Schema = dict[str, Any]
@@ -36,7 +37,7 @@ class _Generator(GenerateJsonSchema):
 def _schemas() -> dict[str, Schema]:
     """Every model's schema: requests as validated, answers as serialized."""
     answers = (shapes.Error, shapes.Alive, shapes.Ready, shapes.NotReady)
-    answers += visitor.ANSWERS + management.ANSWERS + audit.ANSWERS
+    answers += visitor.ANSWERS + management.ANSWERS + audit.ANSWERS + series.ANSWERS
     models: list[tuple[type[BaseModel], Any]] = [
         *((m, "validation") for m in visitor.REQUESTS + management.REQUESTS + audit.REQUESTS),
         *((m, "serialization") for m in answers),
@@ -93,6 +94,7 @@ ANSWERS: dict[str, tuple[str, list[str] | str, dict[str, Schema]]] = {
     "Deleted": ("Deleted.", "", {}),
     "Revocation": ("Revoked; recorded as a session.revoked event.", "Revocation", {}),
     "AuditPage": ("One page of events.", "AuditPage", {}),
+    "Series": ("The room's numbers over time, one point per step.", "Series", {}),
     "Alive": ("Up.", "Alive", {}),
     "Ready": ("Ready.", "Ready", {}),
     "NotReady": ("Not ready.", "NotReady", {}),
@@ -103,6 +105,7 @@ SPOT = f"{VISITOR} 410:TicketGone 429:SpotBusy"
 READ = "401:ManagementUnauthorized 403:Forbidden 429:Busy 503:Unavailable"
 WRITE = f"{READ} 400:BadRequest 413:PayloadTooLarge"
 QUEUES, ROOM = "/api/management/v1/queues", "/api/management/v1/queues/{id}"
+SERIES = ROOM + "/series"
 # path, method, operationId, scope (management) or tag, request body, answers, summary
 OPERATIONS = [
     ("/api/v1/challenge", "post", "createChallenge", "visitor", "ChallengeRequest",
@@ -127,6 +130,9 @@ OPERATIONS = [
      "Create a room (idle until opened)"),
     (ROOM, "get", "getQueue", "queues:read", None, f"{READ} 200:RoomDetail 404:RoomNotFound",
      "A room's configuration, status, live stats and, while open, its line"),
+    (SERIES, "get", "getQueueSeries", "queues:read", None,
+     f"{READ} 200:Series 400:BadRequest 404:RoomNotFound",
+     "The room's numbers over time: every 10 s for 24 h, every minute for 14 days"),
     (ROOM, "patch", "updateQueue", "queues:write", "RoomPatch",
      f"{WRITE} 200:Room 404:RoomNotFound",
      "Change configuration fields (not slug) and/or run an action"),
@@ -145,11 +151,15 @@ ENVIRONMENT["description"] = "Must be the key's environment (the default)."
 ENVIRONMENT["schema"] = {"type": "string"}
 ROOM_ID: Schema = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
 NOTES = {
+    "getQueueSeries": " Samples are taken every 10 s (kept 24 h) and every minute (kept 14"
+    " days) by the service itself; a window's gauges (waiting, held, active, rate, capacity)"
+    " are its last sample's, its counts (admitted, entries, refusals, leaves, abandoned, the"
+    " wait histogram) what was added during it. Null: no sample in that window.",
     "revokeSession": " Its spots answer SessionRevoked at their next poll (a vid's are dropped"
     " at once), its admissions can no longer be refreshed and it cannot enter again; an"
     " admission already issued stays valid offline until its exp. Revocations expire by"
     " themselves after the longest token life (6 h, or a room's queue-token or admission life"
-    " if longer)."
+    " if longer).",
 }
 
 
@@ -192,6 +202,8 @@ def _operation(op_id: str, scope: str, body: str | None, answers: str, summary: 
         op["parameters"] = [ENVIRONMENT]
     if op_id == "listAuditEvents":
         op["parameters"] += _query(audit.AuditQuery)
+    if op_id == "getQueueSeries":
+        op["parameters"] = _query(series.SeriesQuery)
     pairs = (item.split(":") for item in answers.split())
     responses = {status: {"$ref": f"#/components/responses/{name}"} for status, name in pairs}
     return op | {"responses": dict(sorted(responses.items()))}
@@ -199,7 +211,7 @@ def _operation(op_id: str, scope: str, body: str | None, answers: str, summary: 
 
 def _paths() -> dict[str, Schema]:
     room_id = ROOM_ID | {"schema": {"type": "string", "pattern": management.ROOM_ID.pattern}}
-    paths: dict[str, Schema] = {ROOM: {"parameters": [room_id]}}
+    paths: dict[str, Schema] = {ROOM: {"parameters": [room_id]}, SERIES: {"parameters": [room_id]}}
     for path, method, op_id, scope, body, answers, summary in OPERATIONS:
         operation = _operation(op_id, scope, body, answers, summary)
         paths.setdefault(path, {})[method] = operation

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, current_app, g, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from anteroom.identity import sessions as identity
@@ -68,6 +68,7 @@ def visitor_call(
                 claims = identity.decode_or_raise(s, getattr(body, token), kind)
                 if claims.get("env") != env:
                     raise errors.TokenInvalid(f"The {name} belongs to another environment.")
+                g.log_room = claims.get("qr")  # the request log's room (web/request_log.py)
             return view(Call(s, env, body, claims))
 
         return run
@@ -143,6 +144,9 @@ def _network_tag(s: Services, room: dict[str, Any]) -> str:
 def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
     s, session = call.services, call.claims
     if "bot" in session.get("sig", []):
+        known = s.directory.room_by_slug(call.env, call.body.room)  # no Redis call to count it
+        if known:
+            s.series.tally(known["id"], "ndenied")
         raise errors.QueueDenied()
     room = visitor.room_by_slug(s, call.env, call.body.room)
     tag = _network_tag(s, room)
@@ -156,6 +160,9 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
     except StorageUnavailable:
         binding = visitor.Binding(session["jti"], session["vid"], score, tag)
         return reply(*visitor.fail_open(s, room, binding))
+    except errors.Busy:
+        s.series.tally(room["id"], "nbusy")
+        raise
     return reply(*visitor.render(s, room, session["vid"], answer))
 
 

@@ -1,0 +1,290 @@
+"""A room's numbers over time, kept in Redis beside the room (issue 14, item 1).
+
+Every 10 s one sample of a room is written: the gauges of that moment (status, waiting, held,
+active, rate, capacity) and the room's cumulative counters (admissions dealt, entries, refusals,
+leaves, abandoned) and wait histogram (ticket taken → admission dealt, by bucket). Cumulative
+values make every reader's arithmetic a difference, survive a missed sample (the next one carries
+the counts), and make the per-minute series a mere copy of the first sample of each minute.
+
+Samples live in two sorted sets under the room's hash tag, scored by sample time (room clock):
+``s10`` (every 10 s, 24 h) and ``s60`` (every minute, 14 days), trimmed on each write and given a
+TTL, so a deleted room's series vanish by themselves. One script call samples a room and claims
+its 10 s slot in the same step (the slot is taken when the newest sample is in it), so instances
+racing for a room write it once (``series_sampler`` decides who calls, and when). Nothing is
+added to any visitor call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import redis
+
+from anteroom.queue.key_layout import KeySpace
+from anteroom.queue.redis_link import storage_errors
+
+FINE_MS = 10_000
+COARSE_MS = 60_000
+FINE_KEEP_MS = 24 * 3_600_000
+COARSE_KEEP_MS = 14 * 86_400_000
+# Wait-histogram buckets: upper bounds in seconds (the engine's `waits` hash uses these fields).
+WAIT_BUCKETS = (
+    "1", "2", "5", "10", "20", "30", "60", "120", "300", "600", "1200", "1800", "3600", "7200",
+    "inf",
+)  # fmt: skip
+# Cumulative counters of the room hash, in sample order, with the names the API gives them.
+COUNTERS = {
+    "dealt": "admitted",
+    "nent": "entries",
+    "nfull": "refusedFull",
+    "ndenied": "refusedDenied",
+    "nbusy": "refusedBusy",
+    "nleft": "leaves",
+    "nswept": "abandoned",
+}
+GAUGES = ("waiting", "held", "active", "rate", "capacity")
+STATUS_CODES = {"idle": 0, "open": 1, "paused": 2}
+
+_SAMPLE_LUA = """
+-- KEYS[1]: the room's key base. ARGV: fine step, coarse step, fine keep, coarse keep (ms),
+-- then the counter fields, then '|', then the wait buckets.
+-- Reply: {1, ms until the next slot} after writing, {0, ms} when the slot was taken, {-1} if gone.
+local BASE = KEYS[1]
+local ROOM = BASE .. 'room'
+local FINE, COARSE = tonumber(ARGV[1]), tonumber(ARGV[2])
+local FINE_KEEP, COARSE_KEEP = tonumber(ARGV[3]), tonumber(ARGV[4])
+local counters, buckets, i = {}, {}, 5
+while ARGV[i] ~= '|' do counters[#counters + 1] = ARGV[i]; i = i + 1 end
+for j = i + 1, #ARGV do buckets[#buckets + 1] = ARGV[j] end
+local head = redis.call('HMGET', ROOM, 'st', 'clk', 'fix', 'rate', 'cap')
+if not head[1] then return {-1} end
+local clk, fix = tonumber(head[2]) or 0, tonumber(head[3]) or 0
+local now
+if fix > 0 then now = fix + clk else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + clk
+end
+local slot = now - now % FINE
+local next_in = slot + FINE - now
+local S10, S60 = BASE .. 's10', BASE .. 's60'
+local last = redis.call('ZRANGE', S10, -1, -1, 'WITHSCORES')
+if last[2] and tonumber(last[2]) >= slot then return {0, next_in} end
+local held = 0
+for _, b in ipairs(redis.call('SMEMBERS', BASE .. 'bks')) do
+  held = held + redis.call('ZCARD', BASE .. 'b:' .. b)
+end
+local function fmt(n) return string.format('%.0f', n) end
+local codes = {idle = 0, open = 1, paused = 2}
+local row = {fmt(slot), codes[head[1]] or 0, redis.call('ZCARD', BASE .. 'line'), held,
+  redis.call('ZCOUNT', BASE .. 'active', '(' .. fmt(now), '+inf'), head[4] or 0, head[5] or 0}
+local values = redis.call('HMGET', ROOM, unpack(counters))
+for k = 1, #counters do row[#row + 1] = values[k] or 0 end
+local waits = redis.call('HMGET', BASE .. 'waits', unpack(buckets))
+for k = 1, #buckets do row[#row + 1] = waits[k] or 0 end
+local member = table.concat(row, ':')
+redis.call('ZADD', S10, slot, member)
+redis.call('ZREMRANGEBYSCORE', S10, '-inf', '(' .. fmt(slot - FINE_KEEP))
+redis.call('PEXPIRE', S10, FINE_KEEP + COARSE)
+local prev = redis.call('ZRANGE', S60, -1, -1, 'WITHSCORES')
+local minute = slot - slot % COARSE
+if not prev[2] or tonumber(prev[2]) < minute then
+  redis.call('ZADD', S60, slot, member)
+  redis.call('ZREMRANGEBYSCORE', S60, '-inf', '(' .. fmt(slot - COARSE_KEEP))
+  redis.call('PEXPIRE', S60, COARSE_KEEP + COARSE)
+end
+return {1, next_in}
+"""
+
+_COUNT_LUA = """
+-- Add refusals the web tier decided (ARGV: field, count, …), only to a room that exists: a bare
+-- HINCRBY would recreate a deleted room's hash with one field.
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+for i = 1, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
+return 1
+"""
+WEB_REFUSALS = ("ndenied", "nbusy")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One stored sample: the moment's gauges, cumulative counters and wait histogram."""
+
+    at_ms: int
+    status: int
+    gauges: tuple[int, ...]  # GAUGES
+    counters: tuple[int, ...]  # COUNTERS
+    waits: tuple[int, ...]  # WAIT_BUCKETS, cumulative counts per bucket
+
+    @classmethod
+    def parse(cls, member: str) -> Sample:
+        """A sorted-set member back into a sample."""
+        parts = [int(float(x)) for x in member.split(":")]
+        g, c = 2 + len(GAUGES), 2 + len(GAUGES) + len(COUNTERS)
+        return cls(parts[0], parts[1], tuple(parts[2:g]), tuple(parts[g:c]), tuple(parts[c:]))
+
+
+def quantile(histogram: Sequence[int], q: float) -> float | None:
+    """The ``q`` quantile (seconds) of a bucketed histogram, interpolated inside its bucket.
+
+    None when the histogram is empty; in the last (unbounded) bucket its lower bound.
+    """
+    total = sum(histogram)
+    if total <= 0:
+        return None
+    rank = q * total
+    seen, lower = 0, 0.0
+    for bound, count in zip(WAIT_BUCKETS, histogram, strict=True):
+        if count and seen + count >= rank:
+            if bound == "inf":
+                return lower
+            upper = float(bound)
+            return round(lower + (upper - lower) * (rank - seen) / count, 3)
+        seen += count
+        lower = float(bound) if bound != "inf" else lower
+    return lower
+
+
+def _increase(previous: Sequence[int], current: Sequence[int]) -> list[int]:
+    """Per-field increase of cumulative counts; a drop is a reset (a close), counted from 0."""
+    return [c - p if c >= p else c for p, c in zip(previous, current, strict=True)]
+
+
+@dataclass(frozen=True)
+class SeriesWindow:
+    """What :func:`aggregate` makes of the samples: one row per step, column-wise."""
+
+    times: list[int]
+    status: list[int | None]
+    gauges: dict[str, list[int | None]]
+    counters: dict[str, list[int | None]]
+    waits: list[list[int] | None]
+    quantiles: dict[str, list[float | None]]
+
+
+def aggregate(samples: Sequence[Sample], from_ms: int, to_ms: int, step_ms: int) -> SeriesWindow:
+    """Samples (sorted, the first may precede ``from_ms``) → one row per ``step_ms`` window.
+
+    A window's gauges are its last sample's; its counters and histogram are the increase over
+    the window (from the sample before it). A window with no sample is null throughout.
+    """
+    starts = list(range(from_ms - from_ms % step_ms, to_ms, step_ms))
+    index = {t: i for i, t in enumerate(starts)}
+    n = len(starts)
+    status: list[int | None] = [None] * n
+    gauges: dict[str, list[int | None]] = {g: [None] * n for g in GAUGES}
+    counters: dict[str, list[int | None]] = {c: [None] * n for c in COUNTERS.values()}
+    waits: list[list[int] | None] = [None] * n
+    previous: Sample | None = None
+    for sample in samples:
+        slot = sample.at_ms - sample.at_ms % step_ms
+        i = index.get(slot)
+        if i is not None:
+            status[i] = sample.status
+            for name, value in zip(GAUGES, sample.gauges, strict=True):
+                gauges[name][i] = value
+            if previous is not None:
+                more = _increase(previous.counters, sample.counters)
+                for name, value in zip(COUNTERS.values(), more, strict=True):
+                    counters[name][i] = (counters[name][i] or 0) + value
+                hist = _increase(previous.waits, sample.waits)
+                old = waits[i] or [0] * len(WAIT_BUCKETS)
+                waits[i] = [a + b for a, b in zip(old, hist, strict=True)]
+            else:
+                for name in COUNTERS.values():
+                    counters[name][i] = counters[name][i] or 0
+        previous = sample
+    quantiles = {
+        f"waitP{int(q * 100)}": [None if h is None else quantile(h, q) for h in waits]
+        for q in (0.5, 0.9, 0.99)
+    }
+    return SeriesWindow(starts, status, gauges, counters, waits, quantiles)
+
+
+class RoomSeries:
+    """Writes and reads the series of rooms on one Redis under one key prefix."""
+
+    def __init__(self, client: redis.Redis, keys: KeySpace) -> None:
+        self.redis = client
+        self.keys = keys
+        self._sample = client.register_script(_SAMPLE_LUA)
+        self._count = client.register_script(_COUNT_LUA)
+        self._args = [FINE_MS, COARSE_MS, FINE_KEEP_MS, COARSE_KEEP_MS, *COUNTERS, "|"]
+        self._args += list(WAIT_BUCKETS)
+        self._tallies: dict[str, dict[str, int]] = {}
+        self._tally_lock = threading.Lock()
+
+    def sample(self, room_id: str) -> tuple[bool, int | None]:
+        """Sample ``room_id`` now unless its slot is taken: (written, ms until the next slot).
+
+        One script call; ``(False, None)`` for a room that no longer exists.
+        """
+        with storage_errors():
+            reply = self._sample(keys=[self.keys.room_base(room_id)], args=self._args)
+        if int(reply[0]) < 0:
+            return False, None
+        return bool(int(reply[0])), int(reply[1])
+
+    def tally(self, room_id: str, field: str) -> None:
+        """Count a refusal the web tier decided (``ndenied``, ``nbusy``), in memory for now.
+
+        Nothing is sent on the refusal's path (a flood of them must not become a flood of
+        writes, and a Busy Redis refuses writes anyway): :meth:`flush_tallies` adds them up.
+        """
+        if field not in WEB_REFUSALS:
+            raise ValueError(f"not a web-tier refusal counter: {field}")
+        with self._tally_lock:
+            counts = self._tallies.setdefault(room_id, {})
+            counts[field] = counts.get(field, 0) + 1
+
+    def flush_tallies(self) -> None:
+        """Add the tallied refusals to their rooms' counters (a call per room); kept on failure."""
+        with self._tally_lock:
+            pending, self._tallies = self._tallies, {}
+        for room_id, counts in pending.items():
+            args = [x for pair in counts.items() for x in pair]
+            try:
+                with storage_errors():
+                    self._count(keys=[self.keys.room(room_id)], args=args)
+            except Exception:
+                with self._tally_lock:
+                    again = self._tallies.setdefault(room_id, {})
+                    for field, n in counts.items():
+                        again[field] = again.get(field, 0) + n
+                raise
+
+    def now_ms(self, room_id: str) -> int:
+        """The room's clock (Redis TIME plus its test offset), as the engine reads it."""
+        with storage_errors():
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.hmget(self.keys.room(room_id), "clk", "fix")
+            pipe.time()
+            (clk, fix), (sec, usec) = pipe.execute()
+        offset, pinned = int(clk or 0), int(fix or 0)
+        return pinned + offset if pinned > 0 else sec * 1000 + usec // 1000 + offset
+
+    def samples(self, room_id: str, from_ms: int, to_ms: int, coarse: bool) -> list[Sample]:
+        """Stored samples in [from_ms, to_ms), plus the one before (for the first increase)."""
+        key = self.keys.room_base(room_id) + ("s60" if coarse else "s10")
+        with storage_errors():
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.zrevrangebyscore(key, f"({from_ms}", "-inf", start=0, num=1)
+            pipe.zrangebyscore(key, from_ms, f"({to_ms}")
+            before, inside = pipe.execute()
+        return [Sample.parse(m) for m in (*before, *inside)]
+
+
+def held_by_score(client: redis.Redis, keys: KeySpace, room_id: str) -> dict[int, int]:
+    """Held spots per score (the engine keeps one sorted set per held score, listed in ``bks``).
+
+    Raising ``holdScore`` to N releases every held spot scoring below N.
+    """
+    base = keys.room_base(room_id)
+    with storage_errors():
+        scores = sorted(int(x) for x in client.smembers(base + "bks"))
+        pipe = client.pipeline(transaction=False)
+        for score in scores:
+            pipe.zcard(f"{base}b:{score}")
+        counts = pipe.execute()
+    return {score: int(n) for score, n in zip(scores, counts, strict=True) if int(n)}

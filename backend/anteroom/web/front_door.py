@@ -1,0 +1,86 @@
+"""The front door ``GET /`` (issue 14, item 7) and ``GET /docs``, the API reference as a page.
+
+The front door says what this server is and links what it serves; in demo mode it links the
+demo rooms' hosted pages and says where the demo's secret key is (the terminal of
+``anteroom serve``): a page never shows a secret key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, current_app, render_template
+from flask.typing import ResponseReturnValue
+
+from anteroom import __version__
+from anteroom.ops.demo_seed import DEMO_ENV, DEMO_PUBLIC_KEY
+from anteroom.queue.redis_link import StorageError
+from anteroom.service_container import Services
+from anteroom.web import openapi_document as openapi
+from anteroom.web.console import CSP
+
+bp = Blueprint("front_door", __name__)
+METHODS = ("get", "post", "patch", "delete")
+
+
+def _page(template: str, **context: Any) -> Response:
+    response = Response(render_template(template, **context), mimetype="text/html")
+    response.headers["Content-Security-Policy"] = CSP
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _demo_rooms(s: Services) -> list[dict[str, str]]:
+    """The demo environment's rooms (slug and name), or none when Redis cannot say."""
+    try:
+        ids = s.engine.list_rooms(DEMO_ENV)
+        rooms = [s.engine.get_room(room_id) for room_id in ids.values()]
+    except StorageError:
+        return []
+    except Exception:  # a room deleted between the two reads
+        return []
+    return sorted(({"slug": r["slug"], "name": r["name"]} for r in rooms), key=lambda r: r["slug"])
+
+
+@bp.get("/")
+def home() -> ResponseReturnValue:
+    """What this server is, and links to everything it serves."""
+    s: Services = current_app.extensions["anteroom"]
+    demo = s.settings.demo_enabled
+    rooms = _demo_rooms(s) if demo else []
+    return _page(
+        "front_door.html", version=__version__, demo=demo, rooms=rooms, public_key=DEMO_PUBLIC_KEY
+    )
+
+
+@bp.get("/docs")
+def docs() -> ResponseReturnValue:
+    """The OpenAPI document as a readable page: every operation, its scope and its answers."""
+    document = openapi.document()
+    operations = []
+    for path, item in document["paths"].items():
+        for method in METHODS:
+            op = item.get(method)
+            if not op:
+                continue
+            scopes = [
+                scope for need in op.get("security", []) for scope in need.get("secretKey", [])
+            ]
+            answers = sorted(op["responses"].items())
+            operations.append(
+                {
+                    "method": method.upper(),
+                    "path": path,
+                    "tag": op["tags"][0],
+                    "summary": op["summary"],
+                    "description": op.get("description", ""),
+                    "scopes": scopes,
+                    "answers": [
+                        (status, ref["$ref"].rsplit("/", 1)[-1]) for status, ref in answers
+                    ],
+                    "params": [p["name"] for p in op.get("parameters", [])],
+                }
+            )
+    return _page("api_reference.html", info=document["info"], operations=operations)

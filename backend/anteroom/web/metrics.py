@@ -1,0 +1,222 @@
+"""Prometheus ``/metrics`` (issue 14, item 3): what every worker counted, and each room's gauges.
+
+Counters and histograms are kept by ``prometheus_client``; under ``anteroom serve`` in its
+multiprocess mode (``PROMETHEUS_MULTIPROC_DIR``, which the CLI sets up), so a scrape answered by
+any gunicorn worker adds up every worker's. Per-room gauges are not per process: the worker that
+answers a scrape reads them from Redis (one pipelined round), at most once per
+:data:`ROOM_GAUGES_TTL_SEC`, and serves its cached copy in between.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from flask import Blueprint, Flask, Response, current_app, g, request
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
+
+from anteroom.queue.redis_link import StorageError
+from anteroom.service_container import Services
+from anteroom.web import http_errors as errors
+
+ROOM_GAUGES_TTL_SEC = 10.0
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+QUEUE_ROUTES = frozenset({"/api/v1/queue/enter", "/api/v1/queue/poll", "/api/v1/admission/refresh"})
+STORAGE_CODES = {"Unavailable": "unavailable", "Busy": "out_of_memory"}
+
+# Kept in this registry (not the global one), so building several apps in one process is fine;
+# in multiprocess mode the values go to the shared folder whatever the registry.
+REGISTRY = CollectorRegistry(auto_describe=True)
+REQUESTS = Counter(
+    "anteroom_http_requests",
+    "HTTP requests answered, by route, method and status.",
+    ["route", "method", "status"],
+    registry=REGISTRY,
+)
+LATENCY = Histogram(
+    "anteroom_http_request_duration_seconds",
+    "Time to answer, by route and method.",
+    ["route", "method"],
+    buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+    registry=REGISTRY,
+)
+ANSWERS = Counter(
+    "anteroom_queue_answers",
+    "Queue answers (enter, poll, refresh) by status.",
+    ["status"],
+    registry=REGISTRY,
+)
+ADMISSIONS = Counter(
+    "anteroom_admissions", "Answers carrying an admission token.", registry=REGISTRY
+)
+REFUSALS = Counter("anteroom_refusals", "Error answers by error code.", ["code"], registry=REGISTRY)
+REDIS_ERRORS = Counter(
+    "anteroom_redis_errors",
+    "Requests answered with a storage error (unreachable, out of memory).",
+    ["kind"],
+    registry=REGISTRY,
+)
+BREAKER = Gauge(
+    "anteroom_breaker_open",
+    "1 while a worker skips Redis after a failure (the most of any live worker).",
+    multiprocess_mode="livemax",
+    registry=REGISTRY,
+)
+
+TRIPS = Counter(
+    "anteroom_breaker_trips",
+    "Times a worker's circuit breaker opened after a Redis transport failure.",
+    registry=REGISTRY,
+)
+
+bp = Blueprint("metrics", __name__)
+
+
+def multiprocess() -> bool:
+    """True when counters are shared through ``PROMETHEUS_MULTIPROC_DIR``."""
+    return bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
+
+
+class RoomGauges(Collector):  # type: ignore[misc]
+    """Each room's waiting, held, active, rate, capacity and status, cached per scrape interval."""
+
+    def __init__(self, services: Services, ttl: float = ROOM_GAUGES_TTL_SEC) -> None:
+        self.services = services
+        self.ttl = ttl
+        self._cached: tuple[float, list[GaugeMetricFamily]] = (-1e18, [])
+        self._lock = threading.Lock()
+        self.reads = 0  # Redis rounds made (tests hold the cache to account)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        with self._lock:
+            at, families = self._cached
+            if time.monotonic() - at >= self.ttl:
+                families = self._read()
+                self._cached = (time.monotonic(), families)
+        yield from families
+
+    def _read(self) -> list[GaugeMetricFamily]:
+        s = self.services
+        rooms = dict(s.directory.known.rooms)
+        labels = ["room", "slug", "environment"]
+        names = {
+            "waiting": "Spots waiting in line (not held).",
+            "held": "Spots held (score at or above holdScore).",
+            "active": "Admitted visitors whose slot is live.",
+            "rate_per_minute": "Configured admissions per minute.",
+            "capacity": "Configured most active visitors (0: no limit).",
+            "open": "1 while the room is open.",
+            "paused": "1 while the room is paused.",
+        }
+        families = {
+            n: GaugeMetricFamily(f"anteroom_room_{n}", text, labels=labels)
+            for n, text in names.items()
+        }
+        stats: list[Any] = []
+        if rooms:
+            self.reads += 1
+            try:
+                stats = s.breaker.call(lambda: _stats_round(s, list(rooms)))
+            except StorageError:
+                stats = [None] * len(rooms)
+        for (room_id, room), raw in zip(rooms.items(), stats, strict=True):
+            if raw is None or isinstance(raw, Exception) or raw[0] == "ERR":
+                continue  # deleted since, or Redis failed: no figure rather than a stale one
+            values = [room_id, room["slug"], room["environment"]]
+            families["waiting"].add_metric(values, int(raw[1]))
+            families["held"].add_metric(values, int(raw[2]))
+            families["active"].add_metric(values, int(raw[3]))
+            families["rate_per_minute"].add_metric(values, room["ratePerMinute"] or 0)
+            families["capacity"].add_metric(values, room["capacity"] or 0)
+            families["open"].add_metric(values, 1 if raw[0] == "open" else 0)
+            families["paused"].add_metric(values, 1 if raw[0] == "paused" else 0)
+        return list(families.values())
+
+
+def _stats_round(s: Services, room_ids: list[str]) -> list[Any]:
+    """Every room's ``stats`` script in one pipelined round."""
+    pipe = s.redis.pipeline(transaction=False)
+    script = s.engine._scripts["stats"]  # the engine's own figures, not a second definition
+    for room_id in room_ids:
+        script(keys=[s.keys.room_base(room_id)], args=[], client=pipe)
+    return pipe.execute(raise_on_error=False)  # type: ignore[no-any-return]
+
+
+def _route() -> str:
+    rule = request.url_rule
+    return rule.rule if rule is not None else "(unmatched)"
+
+
+def _started() -> None:
+    g.anteroom_started = time.perf_counter()
+
+
+def _observed(response: Response) -> Response:
+    """Count the answer: route, status, latency, queue status, refusal code."""
+    started = g.pop("anteroom_started", None)
+    route, method, status = _route(), request.method, response.status_code
+    REQUESTS.labels(route, method, str(status)).inc()
+    if started is not None:
+        LATENCY.labels(route, method).observe(time.perf_counter() - started)
+    if status >= 400 and response.is_json:
+        code = (response.get_json(silent=True) or {}).get("error")
+        if isinstance(code, str):
+            REFUSALS.labels(code).inc()
+            if code in STORAGE_CODES:
+                REDIS_ERRORS.labels(STORAGE_CODES[code]).inc()
+    elif status == 200 and route in QUEUE_ROUTES:
+        body = response.get_json(silent=True) or {}
+        if isinstance(body.get("status"), str):
+            ANSWERS.labels(body["status"]).inc()
+        if body.get("token"):
+            ADMISSIONS.inc()
+    breaker = current_app.extensions["anteroom"].breaker
+    BREAKER.set(1 if breaker.is_open else 0)
+    seen = current_app.extensions["anteroom_breaker_seen"]  # its last opening already counted
+    if breaker.open_until > seen["until"]:  # it opened (again) since the last request
+        seen["until"] = breaker.open_until
+        TRIPS.inc()
+    return response
+
+
+@bp.get("/metrics")
+def metrics() -> Response:
+    """The exposition text; with ``ANTEROOM_METRICS_TOKEN`` set, only for that bearer token."""
+    s: Services = current_app.extensions["anteroom"]
+    expected = s.settings.metrics_token
+    if expected:
+        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        ok = scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode(), expected.encode()
+        )
+        if not ok:
+            challenge = {"WWW-Authenticate": 'Bearer realm="metrics"'}
+            raise errors.Unauthorized("Send Authorization: Bearer <metrics token>.",
+                                      headers=challenge)  # fmt: skip
+    if multiprocess():
+        shared = CollectorRegistry()
+        MultiProcessCollector(shared)
+        text = generate_latest(shared)
+    else:
+        text = generate_latest(REGISTRY)
+    rooms = CollectorRegistry()
+    rooms.register(current_app.extensions["anteroom_room_gauges"])
+    response = Response(text + generate_latest(rooms), content_type=CONTENT_TYPE)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def init_app(app: Flask, services: Services) -> None:
+    """Count every request and serve ``/metrics``."""
+    app.extensions["anteroom_room_gauges"] = RoomGauges(services)
+    app.extensions["anteroom_breaker_seen"] = {"until": services.breaker.open_until}
+    app.before_request(_started)
+    app.after_request(_observed)
+    app.register_blueprint(bp)

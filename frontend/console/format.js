@@ -1,0 +1,92 @@
+// Pure helpers of the console: numbers and times as an operator reads them, chart summaries.
+
+/**
+ * @param {number | null | undefined} n
+ * @returns {string}
+ */
+export function count(n) {
+  return n === null || n === undefined ? "–" : new Intl.NumberFormat("en").format(n);
+}
+
+/**
+ * A time in the operator's own time zone.
+ * @param {number} ms epoch ms
+ * @param {string} [timeZone] for tests; the browser's by default
+ * @returns {string}
+ */
+export function when(ms, timeZone) {
+  return new Intl.DateTimeFormat("en-GB", {
+    dateStyle: "medium",
+    timeStyle: "short",
+    timeZone,
+  }).format(new Date(ms));
+}
+
+/** @returns {string} the browser's time zone name */
+export function zone() {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || "local time";
+}
+
+/**
+ * The last non-null value of a series, or null.
+ * @param {(number | null)[]} values
+ * @returns {number | null}
+ */
+export function last(values) {
+  for (let i = values.length - 1; i >= 0; i -= 1) if (values[i] !== null) return values[i];
+  return null;
+}
+
+/**
+ * Sum of the non-null values of the last `n` points.
+ * @param {(number | null)[]} values
+ * @param {number} n
+ * @returns {number}
+ */
+export function recentSum(values, n) {
+  return values.slice(-n).reduce((a, b) => a + (b || 0), 0);
+}
+
+/**
+ * Per-window counts as per-minute rates (null stays null).
+ * @param {(number | null)[]} values
+ * @param {number} stepMs
+ * @returns {(number | null)[]}
+ */
+export function perMinute(values, stepMs) {
+  return values.map((v) => (v === null ? null : Math.round((v * 60000) / stepMs)));
+}
+
+/**
+ * How many held visitors a holdScore of `next` releases: those scoring below it.
+ * @param {Record<string, number>} byScore held spots per score
+ * @param {number} next
+ * @returns {number}
+ */
+export function releasedBy(byScore, next) {
+  return Object.entries(byScore).reduce((n, [score, c]) => n + (Number(score) < next ? c : 0), 0);
+}
+
+/**
+ * The sentence a screen reader hears for the line chart.
+ * @param {{waiting: (number|null)[], held: (number|null)[], step: number}} s
+ * @returns {string}
+ */
+export function lineSummary(s) {
+  const now = last(s.waiting);
+  if (now === null) return "No samples yet in this span.";
+  const back = Math.max(0, s.waiting.length - Math.round(300000 / s.step) - 1);
+  const before = s.waiting.slice(0, back + 1).reverse().find((v) => v !== null);
+  const change = before === undefined || before === null ? "" : trend(now - before, "in the last 5 minutes");
+  return `${count(now)} waiting${change}, ${count(last(s.held))} held.`;
+}
+
+/**
+ * @param {number} delta
+ * @param {string} span
+ * @returns {string}
+ */
+function trend(delta, span) {
+  if (delta === 0) return ` (unchanged ${span})`;
+  return ` (${delta > 0 ? "up" : "down"} ${count(Math.abs(delta))} ${span})`;
+}

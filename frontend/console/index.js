@@ -1,0 +1,343 @@
+// The operator console: the rooms list and a room's page, refreshed every few seconds.
+import "uplot/dist/uPlot.min.css";
+import "./console.css";
+import { call, problem } from "./api.js";
+import { RoomCharts } from "./charts.js";
+import { count, releasedBy, when, zone } from "./format.js";
+
+const REFRESH_MS = 5000;
+const main = /** @type {HTMLElement} */ (document.getElementById("main"));
+const scopes = (main.dataset.scopes || "").split(" ");
+
+/**
+ * @param {string} tag
+ * @param {Record<string, string>} [attrs]
+ * @param {(Node | string)[]} [children]
+ * @returns {HTMLElement}
+ */
+function el(tag, attrs = {}, children = []) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  node.append(...children);
+  return node;
+}
+
+/** @param {string} id @returns {HTMLElement} */
+function byId(id) {
+  return /** @type {HTMLElement} */ (document.getElementById(id));
+}
+
+// -- rooms -----------------------------------------------------------------------------------
+
+async function showRooms() {
+  const status = byId("rooms-status");
+  const table = byId("rooms");
+  const list = await call("GET", "/queues");
+  if (list.status !== 200) {
+    status.textContent = problem(list);
+    return;
+  }
+  const rows = [];
+  for (const room of list.body.queues) {
+    const detail = await call("GET", `/queues/${room.id}`);
+    const stats = detail.status === 200 ? detail.body.stats : {};
+    const link = el("a", { href: `/console/rooms/${room.id}` }, [`${room.name} (${room.slug})`]);
+    rows.push(
+      el("tr", { "data-room": room.id }, [
+        el("th", { scope: "row" }, [link]),
+        el("td", { "data-status": room.status }, [room.status]),
+        el("td", {}, [count(stats.waiting)]),
+        el("td", {}, [count(stats.held)]),
+        el("td", {}, [count(stats.active)]),
+        el("td", {}, [count(room.ratePerMinute)]),
+      ]),
+    );
+  }
+  table.querySelector("tbody")?.replaceChildren(...rows);
+  table.hidden = rows.length === 0;
+  status.textContent = rows.length ? `${rows.length} room${rows.length > 1 ? "s" : ""}.` : "No rooms yet.";
+}
+
+// -- one room --------------------------------------------------------------------------------
+
+class RoomPage {
+  /** @param {string} id */
+  constructor(id) {
+    this.id = id;
+    this.charts = new RoomCharts(byId("charts"));
+    /** @type {any} */
+    this.room = null;
+    this.dialog = /** @type {HTMLDialogElement} */ (byId("confirm"));
+    this.canWrite = scopes.includes("queues:write");
+    this.canAudit = scopes.includes("audit:read");
+    this.actionsKey = "";
+    /** @type {HTMLElement[] | null} */
+    this.forms = null;
+    /** @type {HTMLElement | null} */
+    this.buttons = null;
+    /** @type {HTMLElement} */
+    this.openAt = el("form");
+    /** @type {Record<string, HTMLInputElement>} */
+    this.inputs = {};
+    this.roomNow = 0;
+    byId("range").addEventListener("change", () => {
+      this.charts.reset();
+      this.refresh();
+    });
+  }
+
+  /** @returns {string} the series query of the chosen span, up to the room's present */
+  range() {
+    const span = Number(/** @type {HTMLSelectElement} */ (byId("range")).value) || 3600000;
+    // `to` is left to the server (the room's clock now); `from` by the last clock we saw.
+    return this.roomNow ? `from=${this.roomNow + 1 - span}` : "";
+  }
+
+  async refresh() {
+    const [detail, series] = await Promise.all([
+      call("GET", `/queues/${this.id}`),
+      call("GET", `/queues/${this.id}/series?${this.range()}`),
+    ]);
+    if (detail.status !== 200) {
+      byId("room-status").textContent = problem(detail);
+      return;
+    }
+    this.room = detail.body;
+    this.showFigures(detail.body);
+    this.showLine(detail.body.line || []);
+    if (series.status === 200) {
+      this.roomNow = series.body.now; // the room's clock, which the next range is read against
+      this.charts.update(series.body);
+    }
+    this.showActions();
+    if (this.canAudit) await this.showAudit();
+  }
+
+  /** @param {any} room */
+  showFigures(room) {
+    byId("room-title").textContent = `${room.name} (${room.slug})`;
+    document.title = `${room.name} · Anteroom console`;
+    main.dataset.status = room.status;
+    const stats = room.stats;
+    /** @type {[string, string][]} */
+    const figures = [
+      ["Status", room.status],
+      ...(room.opensAt
+        ? [[room.opensAt > (this.roomNow || Date.now()) ? "Opens" : "Opened", `${when(room.opensAt)} (${zone()})`]]
+        : []),
+      ["Waiting", count(stats.waiting)],
+      ["Held", count(stats.held)],
+      ["Active", count(stats.active) + (room.capacity ? ` of ${count(room.capacity)}` : "")],
+      ["Admitted last minute", `${count(stats.admittedLastMinute)} (rate ${count(room.ratePerMinute)} / min)`],
+      ["Admitted in all", count(stats.dealtTotal)],
+      ["holdScore", String(room.holdScore)],
+    ];
+    byId("figures").replaceChildren(
+      ...figures.flatMap(([k, v]) => [el("dt", {}, [k]), el("dd", { "data-figure": k }, [v])]),
+    );
+  }
+
+  /** @param {any[]} line */
+  showLine(line) {
+    const rows = line.map((e) =>
+      el("tr", {}, [
+        el("td", {}, [String(e.position)]),
+        el("td", {}, [String(e.ticket)]),
+        el("td", {}, [e.visitor]),
+        el("td", {}, [String(e.score)]),
+      ]),
+    );
+    if (!rows.length) rows.push(el("tr", {}, [el("td", { colspan: "4" }, ["Nobody is waiting."])]));
+    byId("line").querySelector("tbody")?.replaceChildren(...rows);
+  }
+
+  async showAudit() {
+    const page = await call("GET", "/audit?limit=100");
+    if (page.status !== 200) return;
+    const mine = page.body.events.filter((/** @type {any} */ e) => !e.queue || e.queue.id === this.id);
+    const items = mine.slice(0, 30).map((/** @type {any} */ e) => {
+      const changed = Object.entries(e.changes || {})
+        .filter(([, c]) => JSON.stringify(c.before) !== JSON.stringify(c.after))
+        .map(([k, c]) => `${k}: ${JSON.stringify(c.before)} → ${JSON.stringify(c.after)}`);
+      const action = e.action ? ` ${e.action.name}` : "";
+      const text = `${when(e.at)} · ${e.type}${action} by key ${e.keyId}${changed.length ? ` · ${changed.join(", ")}` : ""}`;
+      return el("li", {}, [text]);
+    });
+    if (!items.length) items.push(el("li", {}, ["Nothing recorded yet."]));
+    byId("audit").replaceChildren(...items);
+  }
+
+  // -- actions -------------------------------------------------------------------------------
+
+  showActions() {
+    const host = byId("actions");
+    if (!this.canWrite) {
+      host.replaceChildren(el("p", {}, ["This key may only read (it lacks queues:write)."]));
+      return;
+    }
+    const room = this.room;
+    if (!this.forms) {
+      // Built once: a refresh must never replace a field the operator is typing in.
+      this.buttons = el("div", { class: "row" });
+      this.openAt = this.openAtForm();
+      /** @type {Record<string, HTMLInputElement>} */
+      this.inputs = {};
+      this.forms = [
+        this.numberForm("ratePerMinute", "Rate (admissions per minute)", 1, (v) =>
+          `Change the rate from ${this.room.ratePerMinute} to ${v} per minute. It applies to the whole line at once, without a burst.`),
+        this.numberForm("capacity", "Capacity (most active visitors, 0 for no limit)", 0, (v) =>
+          `Change the capacity from ${this.room.capacity || "no limit"} to ${v || "no limit"}.`),
+        this.holdForm(),
+      ];
+      host.replaceChildren(this.buttons, this.openAt, ...this.forms);
+    }
+    this.openAt.hidden = room.status !== "idle";
+    for (const [field, input] of Object.entries(this.inputs)) {
+      const value = String(room[field] || 0);
+      if (document.activeElement !== input && input.dataset.shown !== value) {
+        input.value = value; // changed elsewhere (or by us): show it, unless being edited
+        input.dataset.shown = value;
+        input.dispatchEvent(new Event("input"));
+      }
+    }
+    if (this.actionsKey === room.status) return;
+    this.actionsKey = room.status;
+    /** @type {HTMLElement[]} */
+    const buttons = [];
+    /** @param {string} label @param {string} text @param {object} body @param {string} [cls] */
+    const action = (label, text, body, cls = "") => {
+      const b = el("button", { type: "button", class: cls, "data-action": label }, [label]);
+      b.addEventListener("click", () => this.confirmThen(text, body));
+      buttons.push(b);
+    };
+    if (room.status === "idle") {
+      action("Open now", "Open the room now: visitors who arrive are lined up and admitted at the rate.", { action: "open" });
+    }
+    if (room.status === "paused") {
+      action("Resume", "Resume the room: admissions start again at the configured rate.", { action: "open" });
+    }
+    if (room.status === "open") {
+      action("Pause", "Pause the room: nobody is admitted until you resume; visitors keep their places.", { action: "pause" });
+    }
+    if (room.status !== "idle") {
+      action("Close", "Close the room: EVERY waiting spot expires and admitted visitors are no longer refreshed. This cannot be undone.", { action: "close" }, "danger");
+    }
+    this.buttons?.replaceChildren(...buttons);
+  }
+
+  openAtForm() {
+    const input = /** @type {HTMLInputElement} */ (el("input", { type: "datetime-local", id: "opens-at", required: "" }));
+    const form = el("form", { class: "stack" }, [
+      el("label", { for: "opens-at" }, [`Open at (${zone()})`]),
+      input,
+      el("button", { type: "submit" }, ["Schedule opening"]),
+    ]);
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const at = new Date(input.value).getTime();
+      if (!Number.isFinite(at)) return;
+      this.confirmThen(`Open the room at ${when(at)} (${zone()}). Visitors arriving before then are entered in a fair draw.`, { action: "open", opensAt: at });
+    });
+    return form;
+  }
+
+  /**
+   * @param {string} field
+   * @param {string} label
+   * @param {number} min
+   * @param {(v: number) => string} text
+   */
+  numberForm(field, label, min, text) {
+    const id = `field-${field}`;
+    const input = /** @type {HTMLInputElement} */ (el("input", { type: "number", id, min: String(min), inputmode: "numeric", required: "" }));
+    this.inputs[field] = input;
+    const form = el("form", { class: "stack", "data-field": field }, [
+      el("label", { for: id }, [label]),
+      input,
+      el("button", { type: "submit" }, ["Change"]),
+    ]);
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const value = Number(input.value);
+      // The API's "no limit" capacity is null; 0 is how the form says it.
+      this.confirmThen(text(value), { [field]: field === "capacity" && value === 0 ? null : value });
+    });
+    return form;
+  }
+
+  holdForm() {
+    const input = /** @type {HTMLInputElement} */ (el("input", { type: "number", id: "field-holdScore", min: "1", max: "100", required: "" }));
+    this.inputs.holdScore = input;
+    const preview = el("p", { id: "hold-preview", "aria-live": "polite", class: "hint" });
+    const form = el("form", { class: "stack", "data-field": "holdScore" }, [
+      el("label", { for: "field-holdScore" }, ["holdScore (sessions scoring at or above it are held)"]),
+      input,
+      preview,
+      el("button", { type: "submit" }, ["Change"]),
+    ]);
+    /** @type {Record<string, number>} */
+    let held = {};
+    const say = () => {
+      const current = this.room.holdScore;
+      const next = Number(input.value);
+      const released = next > current ? releasedBy(held, next) - releasedBy(held, current) : 0;
+      preview.textContent = next > current
+        ? `Raising it to ${next} releases ${count(released)} held visitor${released === 1 ? "" : "s"} into the line, in their original places.`
+        : next < current ? `Lowering it to ${next} holds waiting visitors scoring ${next} or more.` : "";
+    };
+    const load = () =>
+      call("GET", `/queues/${this.id}/held`).then((r) => {
+        if (r.status === 200) held = r.body.byScore;
+        say();
+      });
+    load();
+    input.addEventListener("input", say);
+    input.addEventListener("focus", load); // fresh counts when the operator comes to change it
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const next = Number(input.value);
+      say();
+      this.confirmThen(`Change holdScore from ${this.room.holdScore} to ${next}. ${preview.textContent}`, { holdScore: next });
+    });
+    return form;
+  }
+
+  /**
+   * Ask first; then send the change and say what happened.
+   * @param {string} text
+   * @param {object} body
+   */
+  confirmThen(text, body) {
+    byId("confirm-text").textContent = text;
+    this.dialog.returnValue = "";
+    const done = async () => {
+      this.dialog.removeEventListener("close", done);
+      if (this.dialog.returnValue !== "ok") return;
+      const status = byId("room-status");
+      status.textContent = "Saving…";
+      const reply = await call("PATCH", `/queues/${this.id}`, body);
+      await this.refresh(); // the page shows the room as changed before it says so
+      status.textContent = reply.status === 200 ? "Done." : problem(reply);
+      status.focus(); // the control that was used may have been redrawn: focus stays on the page
+    };
+    this.dialog.addEventListener("close", done);
+    this.dialog.showModal();
+    byId("confirm-cancel").focus();
+  }
+}
+
+async function loop(/** @type {() => Promise<void>} */ step) {
+  try {
+    await step();
+  } catch (error) {
+    const status = document.querySelector("[role=status]");
+    if (status) status.textContent = "Could not refresh; retrying.";
+  }
+  setTimeout(() => loop(step), REFRESH_MS);
+}
+
+if (main.dataset.page === "rooms") loop(showRooms);
+if (main.dataset.page === "room" && main.dataset.room) {
+  const page = new RoomPage(main.dataset.room);
+  loop(() => page.refresh());
+}
