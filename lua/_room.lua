@@ -62,13 +62,14 @@ local function clock(r)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + r.clk
 end
 
--- Spot record: ticket|score|state(w,a)|seen|window|count|session jti|qi|iat|exp|deal no.
+-- Spot record: ticket|score|state(w,a)|seen|session jti|qi|iat|exp|deal no.
 -- (the last three empty while waiting). One match, not a split loop: this runs on every poll.
-local SPOT_PATTERN = '^' .. string.rep('([^|]*)|', 10) .. '([^|]*)$'
+-- The per-ticket poll limit is not kept here: the engine facade counts polls in its own memory
+-- and names, in each call's `limit` argument, a ticket whose minute is used up (see limited).
+local SPOT_PATTERN = '^' .. string.rep('([^|]*)|', 8) .. '([^|]*)$'
 local function parse_spot(raw)
-  local t, sc, st, seen, win, cnt, sj, qi, iat, exp, dn = raw:match(SPOT_PATTERN)
-  return {t = tonumber(t), sc = tonumber(sc), st = st, seen = tonumber(seen),
-    win = tonumber(win), cnt = tonumber(cnt), sj = sj, qi = qi,
+  local t, sc, st, seen, sj, qi, iat, exp, dn = raw:match(SPOT_PATTERN)
+  return {t = tonumber(t), sc = tonumber(sc), st = st, seen = tonumber(seen), sj = sj, qi = qi,
     iat = tonumber(iat) or 0, exp = tonumber(exp) or 0, dn = tonumber(dn) or 0}
 end
 
@@ -81,18 +82,8 @@ end
 local function put_spot(vid, s)
   local tail = '||'
   if s.st == 'a' then tail = fmt(s.iat) .. '|' .. fmt(s.exp) .. '|' .. fmt(s.dn) end
-  redis.call('HSET', SPOTS, vid, table.concat({fmt(s.t), s.sc, s.st, fmt(s.seen), fmt(s.win),
-    s.cnt, s.sj, s.qi, tail}, '|'))
-end
-
--- A spot whose only change is its poll counter is written with replication off: the counter
--- lives in the primary's memory alone and never reaches the append-only file or a replica.
--- A restart or a failover only restarts a ticket's one-minute window; any later replicated
--- write of the record carries the counter along. It must be the script's last command: on
--- Redis 6.2 any command after an unreplicated write propagates an empty MULTI/EXEC.
-local function put_spot_counter(vid, s)
-  redis.set_repl(redis.REPL_NONE)
-  put_spot(vid, s)
+  redis.call('HSET', SPOTS, vid, table.concat({fmt(s.t), s.sc, s.st, fmt(s.seen), s.sj, s.qi,
+    tail}, '|'))
 end
 
 -- Last-seen, booked ahead: a poll finding `seen` still in the future books nothing; one finding
@@ -377,28 +368,34 @@ local function poll_after(pos)
   return 15000
 end
 
--- Per-ticket limit: a fixed one-minute window kept inside the spot itself.
-local function over_limit(s, now)
-  local win = math.floor(now / 60000)
-  if s.win ~= win then s.win, s.cnt = win, 0 end
-  if s.cnt >= 90 then return math.ceil(((win + 1) * 60000 - now) / 1000) end
-  s.cnt = s.cnt + 1
-  return nil
+-- Per-ticket limit (90 polls a minute): the facade counts each ticket's polls in a fixed
+-- one-minute window of the room's clock, and passes '<generation>:<ticket>:<minute>' when that
+-- ticket has used up that minute ('' otherwise). Refused: the seconds until the next minute.
+local function limited(r, s, now, spent)
+  if spent == nil or spent == '' then return nil end
+  local gen, ticket, minute = spent:match('^(%d+):(%d+):(%d+)$')
+  local this_minute = math.floor(now / 60000)
+  if tonumber(gen) ~= r.gen or tonumber(ticket) ~= s.t or tonumber(minute) ~= this_minute then
+    return nil
+  end
+  return math.ceil(((this_minute + 1) * 60000 - now) / 1000)
 end
 
 local function admission_jti(r, s) return redis.sha1hex(r.rid .. ':' .. r.gen .. ':' .. s.t):sub(1, 16) end
 
 -- A queue answer as a flat array:
 -- status, ticket, position, eta seconds, opensAt, pollAfterMs, room status, generation,
--- iat, exp, admission jti, session jti, network tag, deal number, score (-1 / '' stand for null).
+-- iat, exp, admission jti, session jti, network tag, deal number, score, now (the room's clock,
+-- ms: the facade counts the poll in that minute) (-1 / '' stand for null).
 -- Session jti, network tag and score go into the queue token, so an outage knows them offline.
 local function answer(r, vid, s, now)
   if s.st == 'a' then
     return {'admitted', s.t, -1, -1, fmt(r.oa), 0, r.st, r.gen, fmt(s.iat), fmt(s.exp),
-      admission_jti(r, s), s.sj, s.qi, s.dn, s.sc}
+      admission_jti(r, s), s.sj, s.qi, s.dn, s.sc, fmt(now)}
   end
   if s.sc >= r.hold then
-    return {'held', s.t, -1, -1, fmt(r.oa), 15000, r.st, r.gen, 0, 0, '', s.sj, s.qi, 0, s.sc}
+    return {'held', s.t, -1, -1, fmt(r.oa), 15000, r.st, r.gen, 0, 0, '', s.sj, s.qi, 0, s.sc,
+      fmt(now)}
   end
   local rank = redis.call('ZRANK', LINE, vid)
   if not rank then -- released by a holdScore raise, not yet moved: it moves now
@@ -420,7 +417,7 @@ local function answer(r, vid, s, now)
     end
   end
   return {'waiting', s.t, pos, eta, fmt(r.oa), poll_after(pos), r.st, r.gen, 0, 0, '', s.sj, s.qi,
-    0, s.sc}
+    0, s.sc, fmt(now)}
 end
 
 local function err(code, retry) return {'ERR', code, retry or 0} end

@@ -1,18 +1,20 @@
 -- The poll of a spot far from the head: a small script of its own (no shared prelude) for the
--- common case, answering exactly what poll.lua would answer and writing what it would write.
--- It answers only when poll.lua would do nothing more: the spot is waiting, eligible, more than
--- NEAR_HEAD from the head and not revoked; no sweep pass or regrouping is due; the drain is owed
--- nothing. Otherwise it replies {'MORE'} having written nothing, and the engine runs poll.lua,
--- so the drain still runs as soon as anything is owed, whoever polls.
+-- common case. It writes nothing, so it may run as EVALSHA_RO on a replica. It answers exactly
+-- what poll.lua would answer, and only when poll.lua would write nothing: the spot is waiting,
+-- eligible, more than NEAR_HEAD from the head and not revoked; its last-seen booking has not
+-- passed; no sweep pass or regrouping is due; the drain is owed nothing. Otherwise it replies
+-- {'MORE'} and the engine runs poll.lua on the primary, so the drain still runs as soon as
+-- anything is owed, whoever polls.
 -- KEYS[1]: the room's key base "<prefix>r:{<id>}:" (room, spots, line, rvk, active below it).
--- ARGV: vid, ticket, generation, session jti ('' in older tickets; poll.lua uses it).
+-- ARGV: vid, ticket, generation, session jti ('' in older tickets; poll.lua uses it), spent
+--   ('<generation>:<ticket>:<minute>' when the facade counted 90 polls of this ticket in that
+--   minute of the room's clock, else '').
 -- Reply: poll.lua's waiting answer {'waiting', ticket, position, eta s, opensAt ms, pollAfterMs,
---   room status, generation, 0, 0, '', session jti, network tag, 0, score}, or
+--   room status, generation, 0, 0, '', session jti, network tag, 0, score, now ms}, or
 --   {'ERR', 'RateLimited', retry s}, or {'MORE'}.
--- Writes: last-seen when it is due (replicated); the poll counter, unreplicated and last.
 local base = KEYS[1]
-local vid, ticket, generation = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local NEAR_HEAD, UNIT, SWEEP_EVERY, POLLS_A_MINUTE = 100, 60000, 60000, 90
+local vid, ticket, generation, spent = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[5]
+local NEAR_HEAD, UNIT, SWEEP_EVERY = 100, 60000, 60000
 local MORE = {'MORE'}
 
 local room = redis.call('HMGET', base .. 'room', 'gen', 'st', 'clk', 'fix', 'oa', 'rate', 'cap',
@@ -47,8 +49,8 @@ end
 
 local raw = redis.call('HGET', base .. 'spots', vid)
 if not raw then return MORE end
-local spot_ticket, score, state, seen, window, count, session_jti, network_tag, tail =
-  raw:match('^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
+local spot_ticket, score, state, seen, session_jti, network_tag =
+  raw:match('^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|')
 score = tonumber(score)
 if tonumber(spot_ticket) ~= ticket or state ~= 'w' or score >= tonumber(room[8]) then return MORE end
 
@@ -62,12 +64,18 @@ if redis.call('HLEN', revocations) > 0 then
   end
 end
 
--- The per-ticket limit: a fixed one-minute window kept in the spot (a refusal writes nothing).
-local minute = math.floor(now / 60000)
-count = tonumber(count)
-if tonumber(window) ~= minute then count = 0 end
-if count >= POLLS_A_MINUTE then
-  return {'ERR', 'RateLimited', math.ceil(((minute + 1) * 60000 - now) / 1000)}
+-- Last-seen is booked min(abandonAfterSec / 2, 150 s) ahead; once that has passed, this poll
+-- must book it again (mark_seen in _room.lua), which poll.lua does.
+if tonumber(seen) < now then return MORE end
+
+-- The per-ticket limit, counted by the facade (see `limited` in _room.lua).
+if spent and spent ~= '' then
+  local spent_gen, spent_ticket, spent_minute = spent:match('^(%d+):(%d+):(%d+)$')
+  local minute = math.floor(now / 60000)
+  if tonumber(spent_gen) == generation and tonumber(spent_ticket) == ticket
+      and tonumber(spent_minute) == minute then
+    return {'ERR', 'RateLimited', math.ceil(((minute + 1) * 60000 - now) / 1000)}
+  end
 end
 
 local rank = redis.call('ZRANK', base .. 'line', vid)
@@ -82,13 +90,5 @@ end
 local poll_after = 15000
 if position <= 1000 then poll_after = 5000 end
 
--- Last-seen is booked min(abandonAfterSec / 2, 150 s) ahead, only once it has passed (see
--- mark_seen in _room.lua).
-local booked = tonumber(seen) < now
-if booked then seen = string.format('%.0f', now + math.min(tonumber(room[9]) * 500, 150000)) end
-local record = table.concat({spot_ticket, score, 'w', seen, string.format('%.0f', minute),
-  count + 1, session_jti, network_tag, tail}, '|')
-if not booked then redis.set_repl(redis.REPL_NONE) end
-redis.call('HSET', base .. 'spots', vid, record)
 return {'waiting', ticket, position, eta, room[5] or '0', poll_after, status, generation, 0, 0, '',
-  session_jti, network_tag, 0, score}
+  session_jti, network_tag, 0, score, string.format('%.0f', now)}

@@ -15,6 +15,7 @@ import redis
 from anteroom.queue import lua_scripts as scripts
 from anteroom.queue import room_config as rooms
 from anteroom.queue.key_layout import DEFAULT_PREFIX, KeySpace
+from anteroom.queue.poll_limit import PollCounter
 from anteroom.queue.redis_link import StorageError, storage_errors
 
 # Spots this close to the front are answered by the full poll (lua/poll_far.lua says the same).
@@ -153,12 +154,17 @@ def _check(result: Any) -> Any:
 
 
 def _answer(raw: list[Any]) -> QueueAnswer:
+    return _reply(raw)[0]
+
+
+def _reply(raw: list[Any]) -> tuple[QueueAnswer, int]:
+    """A queue answer and the room's clock when it was given (ms)."""
     status = raw[0]
     admission = None
     if status == "admitted":
         admission = Admission(raw[10], int(raw[8]), int(raw[9]), raw[11], raw[12], int(raw[13]))
     opens_at = int(raw[4])
-    return QueueAnswer(
+    answer = QueueAnswer(
         status=status,
         ticket=_none(raw[1]),
         position=_none(raw[2]),
@@ -172,6 +178,7 @@ def _answer(raw: list[Any]) -> QueueAnswer:
         network_tag=raw[12],
         score=int(raw[14]),
     )
+    return answer, int(raw[15])
 
 
 def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
@@ -190,15 +197,55 @@ def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
 class Engine:
     """Queue operations on one Redis (or Valkey, or Cluster) under one key prefix."""
 
-    def __init__(self, client: redis.Redis, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(
+        self, client: redis.Redis, prefix: str = DEFAULT_PREFIX, reader: Any = None
+    ) -> None:
+        """``reader`` (a replica, a cluster client) runs the read-only far poll; else ``client``."""
         self.redis = client
+        self.reader = client if reader is None else reader
         self.keys = KeySpace(prefix)
         self._scripts = scripts.register(client)
+        self._read_only: bool | None = None  # does the reader know EVALSHA_RO (Redis >= 7)?
+        self.polls = PollCounter()
 
     def _run(self, op: str, room_id: str, *args: Any) -> Any:
         with storage_errors():
             result = self._scripts[op](keys=[self.keys.room_base(room_id)], args=list(args))
         return _check(result)
+
+    def _run_read(self, op: str, room_id: str, *args: Any) -> Any:
+        """Run a script that writes nothing on ``reader``: EVALSHA_RO where the server has it."""
+        script = self._scripts[op]
+        keys_and_args = [self.keys.room_base(room_id), *args]
+        with storage_errors():
+            try:
+                result = self._evalsha_read(script.sha, keys_and_args)
+            except redis.exceptions.NoScriptError:  # a restarted or new server: load it there
+                self.reader.script_load(script.script)
+                result = self._evalsha_read(script.sha, keys_and_args)
+        return _check(result)
+
+    def _evalsha_read(self, sha: str, keys_and_args: list[Any]) -> Any:
+        if self._read_only is None:  # asked once: Redis 6.2 (the embedded one) has no EVALSHA_RO
+            try:
+                result = self.reader.evalsha_ro(sha, 1, *keys_and_args)
+            except redis.exceptions.ResponseError as exc:
+                if "unknown command" not in str(exc).lower():
+                    raise
+                self._read_only = False
+            else:
+                self._read_only = True
+                return result
+        if self._read_only:
+            return self.reader.evalsha_ro(sha, 1, *keys_and_args)
+        return self.reader.evalsha(sha, 1, *keys_and_args)
+
+    def _counted(self, room_id: str, vid: str, raw: list[Any]) -> QueueAnswer:
+        """Decode an enter/poll answer and count it against the ticket's poll limit."""
+        answer, now = _reply(raw)
+        if answer.ticket is not None:
+            self.polls.count(room_id, vid, answer.generation, answer.ticket, now)
+        return answer
 
     # -- rooms ---------------------------------------------------------------------------
 
@@ -291,8 +338,10 @@ class Engine:
     def enter(
         self, room_id: str, vid: str, session_jti: str, score: int, network_tag: str = ""
     ) -> QueueAnswer:
-        """Take (or find again) the visitor's spot."""
-        return _answer(self._run("enter", room_id, vid, session_jti, int(score), network_tag))
+        """Take (or find again) the visitor's spot; an entry counts as a poll of its ticket."""
+        spent = self.polls.spent(room_id, vid)
+        raw = self._run("enter", room_id, vid, session_jti, int(score), network_tag, spent)
+        return self._counted(room_id, vid, raw)
 
     def poll(
         self,
@@ -310,12 +359,13 @@ class Engine:
         straight to the full poll, which the small far poll would only hand it on to: one round
         trip instead of two. Either way the answer is the full poll's whenever it must be.
         """
-        args = (vid, ticket, generation, session_jti)
+        args = (vid, ticket, generation, session_jti, self.polls.spent(room_id, vid))
         if not near_head:
-            raw = self._run("poll_far", room_id, *args)  # the common case: far from the head
-            if raw[0] != "MORE":  # MORE: the far poll wrote nothing; the full poll answers
-                return _answer(raw)
-        return _answer(self._run("poll", room_id, *args))
+            # The common case, far from the head: read-only, so it may run on a replica.
+            raw = self._run_read("poll_far", room_id, *args)
+            if raw[0] != "MORE":  # MORE: something is due that only the full poll writes
+                return self._counted(room_id, vid, raw)
+        return self._counted(room_id, vid, self._run("poll", room_id, *args))
 
     def leave(self, room_id: str, vid: str, ticket: int, generation: int) -> bool:
         """Free a waiting spot or an active slot; True when something was freed."""
