@@ -12,6 +12,7 @@ from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import Breaker
 from anteroom.queue.room_directory import RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
+from anteroom.queue.room_ticker import RoomTicker
 from anteroom.sdk.tokens import Keyring
 
 
@@ -28,6 +29,7 @@ class Services:
     rooms: StaleCache
     public_keys: StaleCache
     directory: RoomDirectory
+    ticker: RoomTicker
 
     @property
     def keys(self) -> KeySpace:

@@ -30,6 +30,7 @@ OPERATIONS = (
     "stats",
     "line",
     "sweep",
+    "tick",
     "shift_clock",
     "set_clock",
 )

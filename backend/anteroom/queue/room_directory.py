@@ -208,6 +208,11 @@ class RoomDirectory:
         """Stop the refresher (tests, shutdown)."""
         self._stop.set()
 
+    @property
+    def stopping(self) -> threading.Event:
+        """Set by :meth:`stop`; the room ticker (room_ticker.py) stops with the refresher."""
+        return self._stop
+
     def wait_for_rounds(self, count: int, timeout: float, *, failed: bool = False) -> bool:
         """Wait until ``count`` rounds here succeeded (or ``failed``); False on timeout."""
 

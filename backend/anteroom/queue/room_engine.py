@@ -35,6 +35,7 @@ __all__ = [
     "RoomStats",
     "SessionRevoked",
     "SlugTaken",
+    "TickResult",
     "TicketGone",
     "room_from_stored",
 ]
@@ -138,6 +139,16 @@ class LineEntry:
     ticket: int
     visitor: str
     score: int
+
+
+@dataclass(frozen=True)
+class TickResult:
+    """What one call of :meth:`Engine.tick` did (``now_ms`` on the room's clock)."""
+
+    ran: bool
+    now_ms: int
+    dealt: int
+    swept: int
 
 
 def _none(value: Any) -> int | None:
@@ -428,6 +439,15 @@ class Engine:
         """
         dropped, finished = self._run("sweep", room_id, count)
         return int(dropped), bool(finished)
+
+    def tick(self, room_id: str, every_ms: int = 1_000) -> TickResult:
+        """The service's tick of an open room: sweep step, regrouping step and drain.
+
+        Only the first call per ``every_ms`` of the room's clock works, whichever instance makes
+        it (``ran``); the others read one field and return.
+        """
+        ran, now, dealt, swept = self._run("tick", room_id, int(every_ms))
+        return TickResult(bool(int(ran)), int(now), int(dealt), int(swept))
 
     def set_clock(self, room_id: str, epoch_ms: int) -> None:
         """Pin a room's clock at ``epoch_ms`` (0 unpins). Tests only; no HTTP route calls this."""

@@ -13,6 +13,7 @@ from anteroom.ops.keystore import KeyStore
 from anteroom.queue.redis_link import Breaker, connect
 from anteroom.queue.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
+from anteroom.queue.room_ticker import RoomTicker
 from anteroom.resources import resource_dir
 from anteroom.sdk.tokens import Keyring
 from anteroom.service_container import Services
@@ -53,6 +54,7 @@ def create_app(
     engine = Engine(client, settings.key_prefix)
     breaker = Breaker()
     snapshot = Path(settings.data_dir) / SNAPSHOT_NAME
+    directory = RoomDirectory(client, engine.keys, breaker, snapshot)
     services = Services(
         settings=settings,
         redis=client,
@@ -62,11 +64,13 @@ def create_app(
         breaker=breaker,
         rooms=StaleCache(ttl=2.0),
         public_keys=StaleCache(ttl=10.0),
-        directory=RoomDirectory(client, engine.keys, breaker, snapshot),
+        directory=directory,
+        ticker=RoomTicker(engine, directory, breaker=breaker),
     )
     app.extensions["anteroom"] = services
     # Lazily, per process: gunicorn forks workers after the app may have been built.
     app.before_request(services.directory.ensure_running)
+    app.before_request(services.ticker.ensure_running)  # drains and sweeps every open room
 
     from anteroom.web import api_docs as docs
     from anteroom.web import demo_shop as demo
