@@ -12,6 +12,7 @@
 local BASE = KEYS[1]
 local ROOM, SPOTS, ACTIVE = BASE .. 'room', BASE .. 'spots', BASE .. 'active'
 local ADM, RVK, BKS, LINE = BASE .. 'adm', BASE .. 'rvk', BASE .. 'bks', BASE .. 'line'
+local WAITS = BASE .. 'waits'
 local UNIT = 60000
 local MAX_ADMIT, MAX_SCAN = 200, 1000
 local POST_OPEN = 4503599627370496 -- 2^52: post-open keys sort behind every pool key
@@ -63,7 +64,7 @@ local function clock(r)
 end
 
 -- Spot record: ticket|score|state(w,a)|seen|session jti|qi|iat|exp|deal no.
--- (the last three empty while waiting). One match, not a split loop: this runs on every poll.
+-- While waiting, iat holds the entry time (for the wait histogram) and the last two are empty. One match, not a split loop: this runs on every poll.
 -- The per-ticket poll limit is not kept here: the engine facade counts polls in its own memory
 -- and names, in each call's `limit` argument, a ticket whose minute is used up (see limited).
 local SPOT_PATTERN = '^' .. string.rep('([^|]*)|', 8) .. '([^|]*)$'
@@ -80,7 +81,7 @@ local function get_spot(vid)
 end
 
 local function put_spot(vid, s)
-  local tail = '||'
+  local tail = fmt(s.iat) .. '||'
   if s.st == 'a' then tail = fmt(s.iat) .. '|' .. fmt(s.exp) .. '|' .. fmt(s.dn) end
   redis.call('HSET', SPOTS, vid, table.concat({fmt(s.t), s.sc, s.st, fmt(s.seen), s.sj, s.qi,
     tail}, '|'))
@@ -183,21 +184,38 @@ end
 
 local function active_count(now) return redis.call('ZCOUNT', ACTIVE, '(' .. fmt(now), '+inf') end
 
+-- The wait histogram (WAITS): admissions by their wait from entry, field = the bucket's upper
+-- bound in seconds (the operator console reads it).
+local WAIT_BOUNDS = {1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200}
+local function wait_bucket(wait_ms)
+  for _, bound in ipairs(WAIT_BOUNDS) do
+    if wait_ms <= bound * 1000 then return tostring(bound) end
+  end
+  return 'inf'
+end
+
 -- Admissions are dealt in a batch: each spot is written as it is admitted, then the batch's
--- active slots, admission count and peak are booked with one command each.
+-- active slots, admission count, waits and peak are booked with one command each.
+local function new_batch() return {slots = {}, waits = {}} end
+
 local function deal(r, vid, s, now, batch)
+  if s.iat > 0 then -- its entry time (records written before the histogram have none)
+    local b = wait_bucket(now - s.iat)
+    batch.waits[b] = (batch.waits[b] or 0) + 1
+  end
   s.st, s.iat, s.exp = 'a', now, now + r.ttl * 1000
   r.dealt = r.dealt + 1
   s.dn = r.dealt
   put_spot(vid, s)
-  batch[#batch + 1] = fmt(s.exp)
-  batch[#batch + 1] = vid
+  batch.slots[#batch.slots + 1] = fmt(s.exp)
+  batch.slots[#batch.slots + 1] = vid
 end
 
 local function book_dealt(r, now, batch)
-  if #batch == 0 then return end
-  redis.call('ZADD', ACTIVE, unpack(batch))
-  count_admissions(now, #batch / 2)
+  if #batch.slots == 0 then return end
+  redis.call('ZADD', ACTIVE, unpack(batch.slots))
+  count_admissions(now, #batch.slots / 2)
+  for b, n in pairs(batch.waits) do redis.call('HINCRBY', WAITS, b, n) end
   if r.cap > 0 then
     local n = redis.call('ZCARD', ACTIVE)
     if n > r.peak then r.peak = n end
@@ -205,7 +223,7 @@ local function book_dealt(r, now, batch)
 end
 
 local function admit(r, vid, s, now)
-  local batch = {}
+  local batch = new_batch()
   deal(r, vid, s, now, batch)
   book_dealt(r, now, batch)
 end
@@ -286,7 +304,7 @@ local function drain(r, now)
   if r.cap > 0 then budget = math.min(budget, r.cap - redis.call('ZCARD', ACTIVE)) end
   if budget < 1 then return 0 end
   local check_revoked = redis.call('HLEN', RVK) > 0
-  local done, scanned, batch = 0, 0, {}
+  local done, scanned, dropped, batch = 0, 0, 0, new_batch()
   while done < budget and scanned < MAX_SCAN do
     local want = math.min(budget - done, MAX_SCAN - scanned)
     local items = redis.call('ZRANGE', LINE, 0, want - 1, 'WITHSCORES')
@@ -303,6 +321,7 @@ local function drain(r, now)
         redis.call('SADD', BKS, s.sc)
       elseif s.seen + r.aban * 1000 <= now or (check_revoked and is_revoked(vid, s.sj, now)) then
         redis.call('HDEL', SPOTS, vid)
+        dropped = dropped + 1
       else
         deal(r, vid, s, now, batch)
         r.bank = r.bank - UNIT
@@ -313,6 +332,7 @@ local function drain(r, now)
     redis.call('ZREM', LINE, unpack(read))
   end
   book_dealt(r, now, batch)
+  if dropped > 0 then redis.call('HINCRBY', ROOM, 'nswept', dropped) end
   return done
 end
 
@@ -359,6 +379,7 @@ local function sweep_step(r, now, count)
   end
   r.swc = res[1]
   redis.call('HSET', ROOM, 'swt', fmt(r.swt), 'swc', r.swc)
+  if dropped > 0 then redis.call('HINCRBY', ROOM, 'nswept', dropped) end
   return dropped, r.swc == '0'
 end
 

@@ -1,4 +1,5 @@
--- Close a room: every live spot expires, counters reset, back to idle. A new generation
+-- Close a room: every live spot expires, counters reset (not the life counters nent, nfull,
+-- nleft, nswept nor the wait histogram), back to idle. A new generation
 -- makes every queue token of the old one answer TicketGone.
 local r = load_room()
 if not r then return err('RoomNotFound') end

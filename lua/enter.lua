@@ -36,11 +36,15 @@ sweep_step(r, now, SWEEP_STEP) -- before the fullness check: a swept place is fr
 regroup_step(r, REGROUP_CARRIED)
 drain(r, now)
 local eligible, held = waiting_counts()
-if eligible + held >= r.maxw then save_room(r, true); return err('QueueFull', 60) end
 local pool = now < r.oa
-if pool and r.tk + 1 >= POOL_TICKETS then save_room(r, true); return err('QueueFull', 60) end
+if eligible + held >= r.maxw or (pool and r.tk + 1 >= POOL_TICKETS) then
+  save_room(r, true)
+  redis.call('HINCRBY', ROOM, 'nfull', 1)
+  return err('QueueFull', 60)
+end
 r.tk = r.tk + 1
-s = {t = r.tk, sc = score, st = 'w', seen = now, sj = sjti, qi = qi}
+s = {t = r.tk, sc = score, st = 'w', seen = now, sj = sjti, qi = qi, iat = now}
+redis.call('HINCRBY', ROOM, 'nent', 1)
 local free = r.cap == 0 or r.cap - redis.call('ZCARD', ACTIVE) > 0
 if not pool and eligible == 0 and score < r.hold and r.st == 'open' and r.bank >= UNIT and free then
   -- nobody eligible is waiting and the budget allows: straight in, no queue jumped

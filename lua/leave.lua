@@ -7,4 +7,5 @@ if not r or r.gen ~= gen then return 0 end
 local s = get_spot(vid)
 if not s or s.t ~= ticket then return 0 end
 drop_spot(vid, s)
+redis.call('HINCRBY', ROOM, 'nleft', 1)
 return 1

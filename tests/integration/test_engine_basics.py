@@ -269,6 +269,7 @@ def test_key_names(engine: Engine, redis_client: redis.Redis) -> None:
             "anteroom:environments",
             "anteroom:env:{test}:rooms",
             *(base + k for k in ("room", "spots", "active", "adm", "rvk", "bks", "line", "b:80")),
+            base + "waits",
         ]
     )
     assert KeySpace("shop:").room_base("q1") == "shop:r:{q1}:"

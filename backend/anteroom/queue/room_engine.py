@@ -20,9 +20,18 @@ from anteroom.queue.redis_link import StorageError, storage_errors
 
 # Spots this close to the front are answered by the full poll (lua/poll_far.lua says the same).
 NEAR_HEAD = 100
+# Counters of the room hash, counted over the room's life by the scripts (a close keeps them;
+# only `dealt` restarts when the room closes): entries taken, QueueFull refusals, leaves, spots
+# dropped by the sweep or the drain (abandoned, expired, revoked), admissions dealt.
+COUNTERS = ("nent", "nfull", "nleft", "nswept", "dealt")
+# Upper bounds (seconds) of the wait histogram's buckets, as lua/_room.lua's WAIT_BOUNDS.
+WAIT_BUCKETS = ("1", "2", "5", "10", "20", "30", "60", "120", "300", "600", "1200", "1800",
+                "3600", "7200", "inf")  # fmt: skip
 
 __all__ = [
+    "COUNTERS",
     "NEAR_HEAD",
+    "WAIT_BUCKETS",
     "Admission",
     "Engine",
     "EngineError",
@@ -424,6 +433,18 @@ class Engine:
             r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5]), int(r[6]) or None,
             int(r[7]), int(r[8]), int(r[9]),
         )  # fmt: skip
+
+    def counters(self, room_id: str) -> dict[str, int]:
+        """The room's counters (``COUNTERS``: nent, nfull, nleft, nswept, dealt); missing = 0."""
+        with storage_errors():
+            values = self.redis.hmget(self.keys.room(room_id), COUNTERS)
+        return {name: int(value or 0) for name, value in zip(COUNTERS, values, strict=True)}
+
+    def waits(self, room_id: str) -> dict[str, int]:
+        """Admissions by wait from entry: bucket upper bound in seconds ("1" … "inf") → count."""
+        with storage_errors():
+            raw = self.redis.hgetall(self.keys.room_keys(room_id)["waits"])
+        return {bound: int(raw.get(bound, 0)) for bound in WAIT_BUCKETS}
 
     def line(self, room_id: str, limit: int = 200) -> list[LineEntry]:
         """The first ``limit`` (≤ 200) waiting spots in drain order."""
