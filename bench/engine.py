@@ -62,11 +62,11 @@ def evalsha_usec(client: redis.Redis) -> tuple[float, int]:
 
 def fill(engine: Engine, room: str, n: int) -> None:
     script = engine._scripts["enter"]
-    base = engine.keys.room_base(room)
+    keys = engine.script_keys("enter", room)
     for start in range(0, n, 5_000):
         pipe = engine.redis.pipeline(transaction=False)
         for i in range(start, min(n, start + 5_000)):
-            script(keys=[base], args=[f"v{i}", "s", 10, ""], client=pipe)
+            script(keys=keys, args=[f"v{i}", "s", 10, "", ""], client=pipe)
         pipe.execute()
 
 

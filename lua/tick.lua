@@ -1,19 +1,21 @@
 -- The service's tick of an open room: a sweep step, a regrouping step and the drain, so the line
 -- moves and abandoned spots go even when nobody near the head polls. Every instance's ticker
 -- calls it about once a second per open room; the `tick` field (room clock, ms) makes only the
--- first call of each interval work, so N instances run it once per room per interval, not N times.
+-- first call of each interval work, so N instances run it once per room per interval.
+-- needs: _room, _drain, _sweep, _regroup
+-- KEYS: room spots line active adm rvk bks waits
 -- ARGV: interval (ms).
 -- Reply: {ran (1 when this call worked, else 0), now (ms, room clock), dealt, swept}.
 local every = tonumber(ARGV[1]) or 1000
-local r = load_room()
-if not r or r.st ~= 'open' then return {0, 0, 0, 0} end
-local now = clock(r)
-local last = tonumber(redis.call('HGET', ROOM, 'tick')) or 0
+local room = load_room()
+if not room or room.status ~= 'open' then return {0, 0, 0, 0} end
+local now = clock(room)
+local last_tick = tonumber(redis.call('HGET', ROOM, 'tick')) or 0
 -- a clock moved back (tests pin it) must not stop the ticks until it catches up
-if now >= last and now - last < every then return {0, fmt(now), 0, 0} end
+if now >= last_tick and now - last_tick < every then return {0, fmt(now), 0, 0} end
 redis.call('HSET', ROOM, 'tick', fmt(now))
-local swept = sweep_step(r, now, SWEEP_STEP)
-regroup_step(r, REGROUP_CARRIED)
-local dealt = drain(r, now)
-save_room(r, true)
+local swept = sweep_step(room, now, SWEEP_STEP)
+regroup_step(room, REGROUP_CARRIED)
+local dealt = drain(room, now)
+save_room(room, true)
 return {1, fmt(now), dealt, swept}

@@ -7,7 +7,6 @@ their flat answers and turns their error codes and Redis failures into exception
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -17,6 +16,18 @@ from anteroom.queue import room_config as rooms
 from anteroom.queue.key_layout import DEFAULT_PREFIX, KeySpace
 from anteroom.queue.poll_limit import PollCounter
 from anteroom.queue.redis_link import StorageError, storage_errors
+from anteroom.queue.script_replies import (
+    Admission,
+    LineEntry,
+    QueueAnswer,
+    RoomStats,
+    TickResult,
+    line_entries,
+    queue_answer,
+    room_stats,
+    sweep_result,
+    tick_result,
+)
 
 # Spots this close to the front are answered by the full poll (lua/poll_far.lua says the same).
 NEAR_HEAD = 100
@@ -24,7 +35,7 @@ NEAR_HEAD = 100
 # only `dealt` restarts when the room closes): entries taken, QueueFull refusals, leaves, spots
 # dropped by the sweep or the drain (abandoned, expired, revoked), admissions dealt.
 COUNTERS = ("nent", "nfull", "nleft", "nswept", "dealt")
-# Upper bounds (seconds) of the wait histogram's buckets, as lua/_room.lua's WAIT_BOUNDS.
+# Upper bounds (seconds) of the wait histogram's buckets, as lua/_admissions.lua's WAIT_BOUNDS.
 WAIT_BUCKETS = ("1", "2", "5", "10", "20", "30", "60", "120", "300", "600", "1200", "1800",
                 "3600", "7200", "inf")  # fmt: skip
 
@@ -94,111 +105,12 @@ _ERRORS: dict[str, type[EngineError]] = {
 }
 
 
-@dataclass(frozen=True)
-class Admission:
-    """An admission dealt to a spot (times in epoch ms of the room's clock)."""
-
-    jti: str
-    issued_ms: int
-    expires_ms: int
-    session_jti: str
-    network_tag: str
-    deal_number: int
-
-
-@dataclass(frozen=True)
-class QueueAnswer:
-    """One answer of enter/poll/refresh."""
-
-    status: str
-    ticket: int | None
-    position: int | None
-    eta_seconds: int | None
-    opens_at_ms: int | None
-    poll_after_ms: int
-    room_status: str
-    generation: int
-    admission: Admission | None
-    session_jti: str
-    network_tag: str = ""
-    score: int = 0
-
-
-@dataclass(frozen=True)
-class RoomStats:
-    """Live figures of a room."""
-
-    status: str
-    waiting: int
-    held: int
-    active: int
-    admitted_last_minute: int
-    dealt_total: int
-    opens_at_ms: int | None
-    tickets: int
-    peak_active: int
-    now_ms: int
-
-
-@dataclass(frozen=True)
-class LineEntry:
-    """One spot of the line, as the drain sees it."""
-
-    position: int
-    ticket: int
-    visitor: str
-    score: int
-
-
-@dataclass(frozen=True)
-class TickResult:
-    """What one call of :meth:`Engine.tick` did (``now_ms`` on the room's clock)."""
-
-    ran: bool
-    now_ms: int
-    dealt: int
-    swept: int
-
-
-def _none(value: Any) -> int | None:
-    number = int(value)
-    return None if number < 0 else number
-
-
 def _check(result: Any) -> Any:
     if isinstance(result, list) and result and result[0] == "ERR":
         cls = _ERRORS.get(result[1], EngineError)
         retry = int(result[2]) if len(result) > 2 and int(result[2]) > 0 else None
         raise cls(str(result[1]), retry_after=retry)
     return result
-
-
-def _answer(raw: list[Any]) -> QueueAnswer:
-    return _reply(raw)[0]
-
-
-def _reply(raw: list[Any]) -> tuple[QueueAnswer, int]:
-    """A queue answer and the room's clock when it was given (ms)."""
-    status = raw[0]
-    admission = None
-    if status == "admitted":
-        admission = Admission(raw[10], int(raw[8]), int(raw[9]), raw[11], raw[12], int(raw[13]))
-    opens_at = int(raw[4])
-    answer = QueueAnswer(
-        status=status,
-        ticket=_none(raw[1]),
-        position=_none(raw[2]),
-        eta_seconds=_none(raw[3]),
-        opens_at_ms=opens_at or None,
-        poll_after_ms=int(raw[5]),
-        room_status=raw[6],
-        generation=int(raw[7]),
-        admission=admission,
-        session_jti=raw[11],
-        network_tag=raw[12],
-        score=int(raw[14]),
-    )
-    return answer, int(raw[15])
 
 
 def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
@@ -228,27 +140,33 @@ class Engine:
         self._read_only: bool | None = None  # does the reader know EVALSHA_RO (Redis >= 7)?
         self.polls = PollCounter()
 
+    def script_keys(self, op: str, room_id: str) -> list[str]:
+        """The keys operation ``op`` declares (its ``-- KEYS:`` header), for room ``room_id``."""
+        base = self.keys.room_base(room_id)
+        return [base + name for name in scripts.operation(op).keys]
+
     def _run(self, op: str, room_id: str, *args: Any) -> Any:
         with storage_errors():
-            result = self._scripts[op](keys=[self.keys.room_base(room_id)], args=list(args))
+            result = self._scripts[op](keys=self.script_keys(op, room_id), args=list(args))
         return _check(result)
 
     def _run_read(self, op: str, room_id: str, *args: Any) -> Any:
         """Run a script that writes nothing on ``reader``: EVALSHA_RO where the server has it."""
         script = self._scripts[op]
-        keys_and_args = [self.keys.room_base(room_id), *args]
+        keys = self.script_keys(op, room_id)
+        keys_and_args = [*keys, *args]
         with storage_errors():
             try:
-                result = self._evalsha_read(script.sha, keys_and_args)
+                result = self._evalsha_read(script.sha, len(keys), keys_and_args)
             except redis.exceptions.NoScriptError:  # a restarted or new server: load it there
                 self.reader.script_load(script.script)
-                result = self._evalsha_read(script.sha, keys_and_args)
+                result = self._evalsha_read(script.sha, len(keys), keys_and_args)
         return _check(result)
 
-    def _evalsha_read(self, sha: str, keys_and_args: list[Any]) -> Any:
+    def _evalsha_read(self, sha: str, numkeys: int, keys_and_args: list[Any]) -> Any:
         if self._read_only is None:  # asked once: Redis 6.2 (the embedded one) has no EVALSHA_RO
             try:
-                result = self.reader.evalsha_ro(sha, 1, *keys_and_args)
+                result = self.reader.evalsha_ro(sha, numkeys, *keys_and_args)
             except redis.exceptions.ResponseError as exc:
                 if "unknown command" not in str(exc).lower():
                     raise
@@ -257,12 +175,12 @@ class Engine:
                 self._read_only = True
                 return result
         if self._read_only:
-            return self.reader.evalsha_ro(sha, 1, *keys_and_args)
-        return self.reader.evalsha(sha, 1, *keys_and_args)
+            return self.reader.evalsha_ro(sha, numkeys, *keys_and_args)
+        return self.reader.evalsha(sha, numkeys, *keys_and_args)
 
     def _counted(self, room_id: str, vid: str, raw: list[Any]) -> QueueAnswer:
         """Decode an enter/poll answer and count it against the ticket's poll limit."""
-        answer, now = _reply(raw)
+        answer, now = queue_answer(raw)
         if answer.ticket is not None:
             self.polls.count(room_id, vid, answer.generation, answer.ticket, now)
         return answer
@@ -404,7 +322,8 @@ class Engine:
         ``generation`` may be None: the admission's jti already names one generation.
         """
         gen = "" if generation is None else generation
-        return _answer(self._run("refresh", room_id, vid, gen, admission_jti, session_jti))
+        raw = self._run("refresh", room_id, vid, gen, admission_jti, session_jti)
+        return queue_answer(raw)[0]
 
     def revoke(
         self, room_id: str, *, jti: str | None = None, vid: str | None = None, life_ms: int
@@ -428,11 +347,7 @@ class Engine:
 
     def stats(self, room_id: str) -> RoomStats:
         """Live figures of a room."""
-        r = self._run("stats", room_id)
-        return RoomStats(
-            r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5]), int(r[6]) or None,
-            int(r[7]), int(r[8]), int(r[9]),
-        )  # fmt: skip
+        return room_stats(self._run("stats", room_id))
 
     def counters(self, room_id: str) -> dict[str, int]:
         """The room's counters (``COUNTERS``: nent, nfull, nleft, nswept, dealt); missing = 0."""
@@ -448,18 +363,14 @@ class Engine:
 
     def line(self, room_id: str, limit: int = 200) -> list[LineEntry]:
         """The first ``limit`` (≤ 200) waiting spots in drain order."""
-        r = self._run("line", room_id, limit)
-        return [
-            LineEntry(i // 3 + 1, int(r[i + 1]), r[i], int(r[i + 2])) for i in range(0, len(r), 3)
-        ]
+        return line_entries(self._run("line", room_id, limit))
 
     def sweep(self, room_id: str, count: int = 500) -> tuple[int, bool]:
         """One bounded sweep step: (spots dropped, pass finished).
 
         Enter and poll already carry the sweep along; this is for operator tooling and tests.
         """
-        dropped, finished = self._run("sweep", room_id, count)
-        return int(dropped), bool(finished)
+        return sweep_result(self._run("sweep", room_id, count))
 
     def tick(self, room_id: str, every_ms: int = 1_000) -> TickResult:
         """The service's tick of an open room: sweep step, regrouping step and drain.
@@ -467,8 +378,7 @@ class Engine:
         Only the first call per ``every_ms`` of the room's clock works, whichever instance makes
         it (``ran``); the others read one field and return.
         """
-        ran, now, dealt, swept = self._run("tick", room_id, int(every_ms))
-        return TickResult(bool(int(ran)), int(now), int(dealt), int(swept))
+        return tick_result(self._run("tick", room_id, int(every_ms)))
 
     def set_clock(self, room_id: str, epoch_ms: int) -> None:
         """Pin a room's clock at ``epoch_ms`` (0 unpins). Tests only; no HTTP route calls this."""

@@ -1,0 +1,50 @@
+-- needs: _admissions, _revocations
+-- The drain: admit in drain order from the head of LINE, as many as the bank (and capacity)
+-- allows, at most MAX_ADMIT per call. Every spot read leaves the line: admitted, dropped
+-- (abandoned or revoked, at no cost to the budget, counted in `nswept`), or filed as held (its
+-- score is at or above holdScore and no regrouping step has reached it yet).
+-- Returns the number admitted.
+local MAX_SCAN = 1000
+local function drain(room, now)
+  if room.status ~= 'open' or now < room.opens_at then return 0 end
+  accrue(room, now)
+  local budget = math.min(MAX_ADMIT, math.floor(room.bank / UNIT))
+  if budget < 1 then return 0 end -- the common case: nothing earned yet, nothing to read
+  free_expired(now)
+  if room.capacity > 0 then
+    budget = math.min(budget, room.capacity - redis.call('ZCARD', ACTIVE))
+  end
+  if budget < 1 then return 0 end
+  local check_revoked = redis.call('HLEN', RVK) > 0
+  local admitted, scanned, dropped, batch = 0, 0, 0, new_batch()
+  while admitted < budget and scanned < MAX_SCAN do
+    local want = math.min(budget - admitted, MAX_SCAN - scanned)
+    local head = redis.call('ZRANGE', LINE, 0, want - 1, 'WITHSCORES')
+    if #head == 0 then break end
+    local vids = {}
+    for i = 1, #head, 2 do vids[#vids + 1] = head[i] end
+    local records = redis.call('HMGET', SPOTS, unpack(vids))
+    for i, vid in ipairs(vids) do
+      local spot = records[i] and parse_spot(records[i])
+      if not spot then
+        -- an orphaned order entry: nothing to admit
+      elseif spot.score >= room.hold_score then
+        redis.call('ZADD', bucket(spot.score), head[2 * i], vid)
+        redis.call('SADD', BKS, spot.score)
+      elseif abandoned(spot.seen, room.abandon_after, now)
+          or (check_revoked and revoked(vid, spot.session_jti, now, true)) then
+        redis.call('HDEL', SPOTS, vid)
+        dropped = dropped + 1
+      else
+        deal(room, vid, spot, now, batch)
+        room.bank = room.bank - UNIT
+        admitted = admitted + 1
+      end
+    end
+    scanned = scanned + #vids
+    redis.call('ZREM', LINE, unpack(vids))
+  end
+  book_dealt(room, now, batch)
+  if dropped > 0 then redis.call('HINCRBY', ROOM, 'nswept', dropped) end
+  return admitted
+end
