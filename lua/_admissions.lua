@@ -46,18 +46,26 @@ end
 -- waits and peak are then booked with one command each.
 local function new_batch() return {records = {}, slots = {}, waits = {}} end
 
-local function deal(room, vid, spot, now, batch)
-  if spot.since > 0 then -- its entry time (records older than the histogram have none)
-    local wait = wait_bucket(now - spot.since)
+-- One admission into the batch: its admitted record, its slot until `expires` (ms, formatted),
+-- its wait from `entered` (ms; 0 or nil in records older than the histogram: not counted).
+local function book_deal(batch, vid, record, expires, entered, now)
+  if entered and entered > 0 then
+    local wait = wait_bucket(now - entered)
     batch.waits[wait] = (batch.waits[wait] or 0) + 1
   end
+  local records, slots = batch.records, batch.slots
+  records[#records + 1] = vid
+  records[#records + 1] = record
+  slots[#slots + 1] = expires
+  slots[#slots + 1] = vid
+end
+
+local function deal(room, vid, spot, now, batch)
+  local entered = spot.since
   room.dealt = room.dealt + 1
   spot.state, spot.since, spot.expires = 'a', now, now + room.admission_ttl * 1000
   spot.deal_number = room.dealt
-  batch.records[#batch.records + 1] = vid
-  batch.records[#batch.records + 1] = spot_record(spot)
-  batch.slots[#batch.slots + 1] = fmt(spot.expires)
-  batch.slots[#batch.slots + 1] = vid
+  book_deal(batch, vid, spot_record(spot), fmt(spot.expires), entered, now)
 end
 
 local function book_dealt(room, now, batch)

@@ -16,27 +16,43 @@ local function drain(room, now)
   end
   if budget < 1 then return 0 end
   local check_revoked = redis.call('HLEN', RVK) > 0
+  local admitted_at, expires = fmt(now), fmt(now + room.admission_ttl * 1000)
   local admitted, scanned, dropped, batch = 0, 0, 0, new_batch()
   while admitted < budget and scanned < MAX_SCAN do
     local want = math.min(budget - admitted, MAX_SCAN - scanned)
-    local head = redis.call('ZRANGE', LINE, 0, want - 1, 'WITHSCORES')
-    if #head == 0 then break end
-    local vids = {}
-    for i = 1, #head, 2 do vids[#vids + 1] = head[i] end
+    local vids = redis.call('ZRANGE', LINE, 0, want - 1)
+    if #vids == 0 then break end
     local records = redis.call('HMGET', SPOTS, unpack(vids))
     for i, vid in ipairs(vids) do
-      local spot = records[i] and parse_spot(records[i])
-      if not spot then
+      local raw = records[i]
+      local head, score, middle, seen, session_jti, since
+      if raw then head, score, middle, seen, session_jti, since = raw:match(WAITING_PATTERN) end
+      if not raw then
         -- an orphaned order entry: nothing to admit
-      elseif spot.score >= room.hold_score then
-        redis.call('ZADD', bucket(spot.score), head[2 * i], vid)
-        redis.call('SADD', BKS, spot.score)
-      elseif abandoned(spot.seen, room.abandon_after, now)
-          or (check_revoked and revoked(vid, spot.session_jti, now, true)) then
+      elseif not head then -- an older record: the long way
+        local spot = parse_spot(raw)
+        if spot.score >= room.hold_score then
+          redis.call('ZADD', bucket(spot.score), redis.call('ZSCORE', LINE, vid), vid)
+          redis.call('SADD', BKS, spot.score)
+        elseif abandoned(spot.seen, room.abandon_after, now) then
+          redis.call('HDEL', SPOTS, vid)
+          dropped = dropped + 1
+        else
+          deal(room, vid, spot, now, batch)
+          room.bank = room.bank - UNIT
+          admitted = admitted + 1
+        end
+      elseif tonumber(score) >= room.hold_score then
+        redis.call('ZADD', bucket(score), redis.call('ZSCORE', LINE, vid), vid)
+        redis.call('SADD', BKS, score)
+      elseif abandoned(tonumber(seen), room.abandon_after, now)
+          or (check_revoked and revoked(vid, session_jti, now, true)) then
         redis.call('HDEL', SPOTS, vid)
         dropped = dropped + 1
       else
-        deal(room, vid, spot, now, batch)
+        room.dealt = room.dealt + 1
+        local record = admitted_record(head, middle, admitted_at, expires, room.dealt)
+        book_deal(batch, vid, record, expires, tonumber(since), now)
         room.bank = room.bank - UNIT
         admitted = admitted + 1
       end

@@ -5,13 +5,30 @@
 -- ahead, see mark_seen); `since` is the entry time while waiting and the admission time once
 -- admitted; `expires` and the deal number are empty while waiting. One match, not a split loop.
 local SPOT_PATTERN = '^' .. string.rep('([^|]*)|', 8) .. '([^|]*)$'
+-- Records written before the poll limit left Redis had two more fields (window|count) after
+-- `seen`: read alike, so spots waiting across an upgrade keep their place.
+local OLD_SPOT_PATTERN = '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|[^|]*|[^|]*|' ..
+  string.rep('([^|]*)|', 4) .. '([^|]*)$'
 local function parse_spot(raw)
   local ticket, score, state, seen, session_jti, network_tag, since, expires, deal_number =
     raw:match(SPOT_PATTERN)
+  if not ticket then
+    ticket, score, state, seen, session_jti, network_tag, since, expires, deal_number =
+      raw:match(OLD_SPOT_PATTERN)
+  end
   return {ticket = tonumber(ticket), score = tonumber(score), state = state,
     seen = tonumber(seen), session_jti = session_jti, network_tag = network_tag,
     since = tonumber(since) or 0, expires = tonumber(expires) or 0,
     deal_number = tonumber(deal_number) or 0}
+end
+
+-- The drain's view of a waiting record, in one match and without a table per spot (it deals
+-- up to 200 a call): head "ticket|score|", score, middle "|seen|session jti|network tag|",
+-- seen, session jti, entry time ('' in records older than the wait histogram). The admitted
+-- record is then the same with its state and tail rewritten (see spot_record in _spot.lua).
+local WAITING_PATTERN = '^([^|]*|([^|]*)|)w(|([^|]*)|([^|]*)|[^|]*|)([^|]*)||$'
+local function admitted_record(head, middle, admitted_at, expires, deal_number)
+  return head .. 'a' .. middle .. admitted_at .. '|' .. expires .. '|' .. deal_number
 end
 
 -- The expiry rules, written once. A waiting spot is abandoned once `seen` is abandonAfterSec
