@@ -1,15 +1,16 @@
 -- The poll of a spot far from the head, for the common case: it writes nothing, so it may run
--- as EVALSHA_RO on a replica. It answers exactly what poll.lua would answer, and only when
--- poll.lua would write nothing: the spot is waiting, eligible, more than NEAR_HEAD from the head
--- and not revoked; its last-seen booking has not passed; no sweep pass or regrouping is due; the
--- drain is owed nothing. Otherwise it replies {'MORE'} and the engine runs poll.lua on the
--- primary, so the drain still runs as soon as anything is owed, whoever polls.
+-- as EVALSHA_RO on a replica. It answers exactly what poll.lua would answer when the spot is
+-- waiting, eligible, more than NEAR_HEAD from the head and not revoked, no sweep pass or
+-- regrouping is due and the drain is owed nothing. Otherwise it replies {'MORE'} and the engine
+-- runs poll.lua on the primary, so the drain still runs as soon as anything is owed, whoever
+-- polls. When the spot's last-seen booking has passed (one poll in eleven at 15 s), its answer
+-- says so and the engine books it on the primary with the small book_seen.lua.
 -- needs: _record, _revocations, _bank, _cadence
 -- KEYS: room spots line active rvk
 -- ARGV: vid, ticket, generation, session jti ('' in older tickets; poll.lua uses it), spent
 --   (see `limited` in _cadence.lua).
--- Reply: poll.lua's waiting answer (see `answer` in _answer.lua), {'ERR', 'RateLimited',
---   retry s} or {'MORE'}.
+-- Reply: poll.lua's waiting answer (see `answer` in _answer.lua) followed by 1 when last-seen
+--   must be booked (else 0), {'ERR', 'RateLimited', retry s} or {'MORE'}.
 local NEAR_HEAD = 100 -- room_engine.NEAR_HEAD
 local MORE = {'MORE'}
 local vid, ticket, generation, spent = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[5]
@@ -41,7 +42,6 @@ if not raw then return MORE end
 local spot = parse_spot(raw)
 if spot.ticket ~= ticket or spot.state ~= 'w' or spot.score >= room.hold_score then return MORE end
 if revoked(vid, spot.session_jti, now) then return MORE end
-if seen_due(spot.seen, now) then return MORE end -- poll.lua books it
 local wait = limited(generation, ticket, now, spent)
 if wait then return err('RateLimited', wait) end
 
@@ -54,4 +54,5 @@ if open then
   eta = eta_at_rate(room.opens_at, room.rate, position, now)
 end
 return {'waiting', ticket, position, eta, fmt(room.opens_at), poll_after(position), room.status,
-  generation, 0, 0, '', spot.session_jti, spot.network_tag, 0, spot.score, fmt(now)}
+  generation, 0, 0, '', spot.session_jti, spot.network_tag, 0, spot.score, fmt(now),
+  seen_due(spot.seen, now) and 1 or 0}

@@ -152,3 +152,30 @@ def test_the_far_poll_runs_read_only_on_a_replica(
     finally:
         replica_server.stop()
         primary_server.stop()
+
+
+def test_a_due_booking_of_a_deep_spot_is_written_without_the_full_poll(
+    engine: Engine, redis_client: redis.Redis
+) -> None:
+    room = make_room(engine, ratePerMinute=1)  # abandonAfterSec 300: booked 150 s ahead
+    engine.set_clock(room, START)
+    engine.open(room, START + 86_400_000)  # a pre-queue: the drain owes nothing
+    for i in range(300):
+        engine.enter(room, f"v{i}", f"s{i}", 10)
+    engine.shift_clock(room, 61_000)
+    while not engine.sweep(room, 10_000)[1]:  # the minute's sweep pass, done
+        pass
+    keys = engine.keys.room_keys(room)
+    vid = redis_client.zrange(keys["line"], 200, 200)[0]  # 201st in the lottery's order
+    ticket = int(vid[1:]) + 1
+    for op in ("poll_far", "book_seen"):  # loaded before counting (a NOSCRIPT counts a call)
+        redis_client.script_load(engine._scripts[op].script)
+    calls = evalsha_calls(engine)
+    answer = engine.poll(room, vid, ticket, 1)
+    assert (answer.status, answer.position) == ("waiting", 201)
+    assert evalsha_calls(engine) - calls == 2  # the far poll, then book_seen: no full poll
+    record = redis_client.hget(keys["spots"], vid) or ""
+    assert int(record.split("|")[3]) == START + 61_000 + 150_000
+    calls = evalsha_calls(engine)
+    engine.poll(room, vid, ticket, 1)  # booked: nothing more to write
+    assert evalsha_calls(engine) - calls == 1

@@ -28,6 +28,7 @@ OPERATIONS = (
     "enter",
     "poll",
     "poll_far",
+    "book_seen",
     "leave",
     "refresh",
     "revoke",
