@@ -1,4 +1,13 @@
 -- needs: _admissions, _revocations
+-- The drain's view of a waiting record, in one match and without a table per spot (it deals
+-- up to 200 a call): head "ticket|score|", score, middle "|seen|session jti|network tag|",
+-- seen, session jti, entry time ('' in records older than the wait histogram). The admitted
+-- record is then the same with its state and tail rewritten (see spot_record in _spot.lua).
+local WAITING_PATTERN = '^([^|]*|([^|]*)|)w(|([^|]*)|([^|]*)|[^|]*|)([^|]*)||$'
+local function admitted_record(head, middle, admitted_at, expires, deal_number)
+  return head .. 'a' .. middle .. admitted_at .. '|' .. expires .. '|' .. deal_number
+end
+
 -- The drain: admit in drain order from the head of LINE, as many as the bank (and capacity)
 -- allows, at most MAX_ADMIT per call. Every spot read leaves the line: admitted, dropped
 -- (abandoned or revoked, at no cost to the budget, counted in `nswept`), or filed as held (its

@@ -1,4 +1,4 @@
--- needs: _bank
+-- needs: _bank, _clock
 -- The room's record (hash ROOM), read in one HMGET and built in one table constructor (which
 -- sizes the table once: filling an empty one field by field rehashes it on every call).
 local function load_room()

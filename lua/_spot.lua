@@ -1,4 +1,4 @@
--- needs: _record
+-- needs: _record, _expiry, _due, _bucket
 local function get_spot(vid)
   local raw = redis.call('HGET', SPOTS, vid)
   if not raw then return nil end

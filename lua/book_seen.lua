@@ -1,6 +1,6 @@
 -- Book a waiting spot's last-seen ahead (see mark_seen in _spot.lua) after a far poll found it
 -- due: the far poll's only write, done here on the primary instead of a whole poll.lua.
--- needs: _spot
+-- needs: _spot, _clock
 -- KEYS: room spots
 -- ARGV: vid, ticket, generation (of the far poll's answer).
 -- Reply: 1 when booked; 0 when nothing was (the spot changed meanwhile, or it was booked).

@@ -1,7 +1,7 @@
 -- Close a room: every live spot expires, the opening's counters restart, back to idle. A new
 -- generation makes every queue token of the old one answer TicketGone. The life counters
 -- (nent, nfull, nleft, nswept) and the wait histogram are kept.
--- needs: _room
+-- needs: _room, _bucket
 -- KEYS: room spots line active adm bks
 -- ARGV: none. Reply: {'OK'} or {'ERR', 'RoomNotFound', 0}.
 local room = load_room()

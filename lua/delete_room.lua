@@ -1,5 +1,5 @@
 -- Delete a room and every key it owns (held buckets included).
--- needs: _base
+-- needs: _bucket
 -- KEYS: room spots line active adm rvk bks waits
 -- ARGV: none. Reply: the number of keys deleted.
 for _, score in ipairs(redis.call('SMEMBERS', BKS)) do redis.call('UNLINK', bucket(score)) end

@@ -5,7 +5,7 @@
 -- runs poll.lua on the primary, so the drain still runs as soon as anything is owed, whoever
 -- polls. When the spot's last-seen booking has passed (one poll in eleven at 15 s), its answer
 -- says so and the engine books it on the primary with the small book_seen.lua.
--- needs: _record, _revocations, _bank, _cadence
+-- needs: _clock, _record, _due, _revocations, _bank, _cadence
 -- KEYS: room spots line active rvk
 -- ARGV: vid, ticket, generation, session jti ('' in older tickets; poll.lua uses it), spent
 --   (see `limited` in _cadence.lua).
@@ -39,9 +39,9 @@ end
 
 local raw = redis.call('HGET', SPOTS, vid)
 if not raw then return MORE end
-local spot = parse_spot(raw)
-if spot.ticket ~= ticket or spot.state ~= 'w' or spot.score >= room.hold_score then return MORE end
-if revoked(vid, spot.session_jti, now) then return MORE end
+local spot_ticket, score, state, seen, session_jti, network_tag = parse_head(raw)
+if spot_ticket ~= ticket or state ~= 'w' or score >= room.hold_score then return MORE end
+if revoked(vid, session_jti, now) then return MORE end
 local wait = limited(generation, ticket, now, spent)
 if wait then return err('RateLimited', wait) end
 
@@ -54,5 +54,4 @@ if open then
   eta = eta_at_rate(room.opens_at, room.rate, position, now)
 end
 return {'waiting', ticket, position, eta, fmt(room.opens_at), poll_after(position), room.status,
-  generation, 0, 0, '', spot.session_jti, spot.network_tag, 0, spot.score, fmt(now),
-  seen_due(spot.seen, now) and 1 or 0}
+  generation, 0, 0, '', session_jti, network_tag, 0, score, fmt(now), seen_due(seen, now) and 1 or 0}
