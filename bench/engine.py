@@ -294,6 +294,29 @@ def model_1m(results: dict[str, Any], size: str) -> dict[str, Any]:
     }
 
 
+def print_before_after(out: Path, after: dict[str, Any]) -> None:
+    """The headline figures of the previous run in ``out`` (if any) beside this run's."""
+    try:
+        before = json.loads(out.read_text())
+    except (OSError, ValueError):
+        return
+    rows = [("poll µs (median)", "poll_us_median"), ("floor µs", "floor_us")]
+    rows += [("poll / floor", "ratio_to_floor"), ("near head µs", "poll_near_head_us_median")]
+    print("figure                      before -> after")
+    for label, key in rows:
+        for size, value in after.get(key, {}).items():
+            print(f"{label + ' @' + size:<27} {before.get(key, {}).get(size, '-')} -> {value}")
+    for key in ("drain200_ms_median", "bytes_per_waiting_spot", "bytes_ratio_to_floor"):
+        print(f"{key:<27} {before.get(key, '-')} -> {after.get(key)}")
+    print(
+        f"{'aof_bytes_per_poll':<27} {before.get('aof_bytes_per_poll', '-')} -> "
+        f"{after.get('aof_bytes_per_poll')}"
+    )
+    for key in ("primary_cores", "replica_cores", "total_cores"):
+        was = before.get("model_1m", {}).get(key, "-")
+        print(f"{'model_1m ' + key:<27} {was} -> {after['model_1m'][key]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--redis-url")
@@ -340,6 +363,7 @@ def main() -> None:
         )
         print(f"1M model: {results['model_1m']}")
         out = Path(args.out)
+        print_before_after(out, results)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=2) + "\n")
         print(json.dumps(results, indent=2))
