@@ -79,7 +79,7 @@ def test_many_tickers_tick_a_room_once_a_second(
             thread.join()
         assert sorted(worked) == [0, 0, 0, 1]  # one tick worked, whoever came first
         assert engine.stats(room).dealt_total == 100 * second
-    engine.shift_clock(room, 999)  # within the second: nobody ticks
+    engine.shift_clock(room, 500)  # within the second: nobody ticks
     assert [t.step() for t in tickers] == [0, 0, 0, 0]
 
 
@@ -122,3 +122,17 @@ def test_a_key_space_room_ticks_under_its_prefix(redis_client: redis.Redis) -> N
     assert ticker_for(engine).step() == 1
     assert KeySpace("shop:").room(room) in redis_client.keys("shop:*")
     assert engine.stats(room).dealt_total == 1  # a second's worth at most
+
+
+def test_an_open_room_nobody_waits_in_costs_no_script(
+    engine: Engine, redis_client: redis.Redis
+) -> None:
+    room = make_room(engine, ratePerMinute=60)
+    engine.open(room)
+    ticker = ticker_for(engine)
+    redis_client.config_resetstat()
+    assert ticker.step() == 0
+    assert "cmdstat_evalsha" not in redis_client.info("commandstats")
+    engine.enter(room, "v0", "s", 10)  # someone waits: the tick works again
+    engine.shift_clock(room, 1_000)
+    assert ticker.step() == 1

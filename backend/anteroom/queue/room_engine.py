@@ -374,6 +374,12 @@ class Engine:
         """
         return sweep_result(self._run("sweep", room_id, count))
 
+    def is_empty(self, room_id: str) -> bool:
+        """True when the room holds no spot and no revocation: a tick would have nothing to do."""
+        keys = self.keys.room_keys(room_id)
+        with storage_errors():
+            return not self.redis.exists(keys["spots"], keys["rvk"])
+
     def tick(self, room_id: str, every_ms: int = 1_000) -> TickResult:
         """The service's tick of an open room: sweep step, regrouping step and drain.
 

@@ -70,7 +70,7 @@ def create_app(
     app.extensions["anteroom"] = services
     # Lazily, per process: gunicorn forks workers after the app may have been built.
     app.before_request(services.directory.ensure_running)
-    app.before_request(services.ticker.ensure_running)  # drains and sweeps every open room
+    directory.companions.append(services.ticker.ensure_running)  # drains and sweeps open rooms
 
     from anteroom.web import api_docs as docs
     from anteroom.web import demo_shop as demo
