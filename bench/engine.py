@@ -1,23 +1,37 @@
 """Queue-engine benchmark: server-side cost of poll at 1k/100k/1M waiting spots beside the floor
-of what a poll must do, a drain of 200, memory per waiting spot and AOF bytes per poll.
+of what a poll must do, a drain of 200, memory per waiting spot, AOF bytes per poll, and a model
+of a 1M line split into primary and replica-able work.
 
 Per-call time is Redis's own figure: ``CONFIG RESETSTAT``, a batch of EVALSHA calls, then
 ``INFO commandstats`` (usec / calls) — one figure per batch; median and p99 are over batches.
-Lines are filled as a pre-queue (opensAt a day ahead, rate 1/min) so the drain stays idle while
-positions are still computed; polled spots are random across the whole line.
+Lines are filled as a pre-queue (opensAt a day ahead, rate 1/min) with the room's clock pinned,
+so the drain stays idle, no sweep pass or last-seen booking falls due while measuring, and
+positions are still computed; polled spots are random across the line (ranks > 100 for the far
+poll, the 100 first for the near-head poll).
 
-The floor is one script doing what any poll must: HGET of the room, ZRANK of the visitor in a
-line of the same length (random order, as the pre-queue's lottery order is) and HSET of its
-last-seen time. It runs in the same batches' conditions, so ``ratio_to_floor`` is the figure to
-compare between machines; absolute microseconds depend on the machine and its load.
+Per poll, four figures: ``poll_far_us`` (the read-only far poll, the common case: replica-able),
+``book_seen_us`` (the primary's write when a far poll finds last-seen due, one poll in eleven at
+the 15 s cadence), ``poll_full_us`` (poll.lua on a deep spot: what a far poll's MORE costs on the
+primary) and ``poll_near_head_us_median`` (poll.lua near the head). ``poll_us_median`` is the
+cost of an average deep poll at the 15 s cadence: far + book_seen / 11. The floor is one script
+doing what any poll must: HGET of the room, ZRANK of the visitor in a line of the same length
+(random order, as the pre-queue's lottery order is) and HSET of its last-seen time.
+``ratio_to_floor`` = poll_us_median / floor_us: the figure to compare between machines.
+
+Drain of 200: the service's tick (lua/tick.lua) admitting 200 from a line of 400 (opensAt 1 s
+ahead, the clock moved 1.5 s), no sweep pass due.
 
 The 1M model (``model_1m``): the polls a second of a 1M line polling as told (cadence bands),
-times this run's per-poll costs (far and near the head), plus the drain at 100 admissions a second.
+times this run's per-call costs. Replica-able: every far poll. Primary: the last-seen bookings
+(1 in 11 polls at 15 s, 1 in 31 at 5 s), one full poll per admission (a far poll that finds an
+admission owed hands on to the full poll, which drains it; this assumes replication lag well
+under the 10 ms an admission takes to be earned at 100 a second), the near-head polls, the ticks
+and the drain at 100 admissions a second.
 
 AOF bytes per poll: ``aof_current_size`` (``INFO persistence``) before and after every spot of
 a 1,000-spot pre-queue polls every 15 s (the cadence deep in a line) for ten minutes of room clock.
-Run: ``python bench/engine.py [--redis-url URL] [--sizes 1000,100000,1000000]``.
-Writes ``bench/results/engine.json``.
+Run: ``python bench/engine.py [--redis-url URL] [--sizes 1000,100000,1000000] [--out FILE]``.
+Writes ``bench/results/engine.json`` by default.
 """
 
 from __future__ import annotations
@@ -56,17 +70,22 @@ ROOM_CONFIG = {"name": "b", "redirectUrl": "https://x.example/", "maxWaiting": 1
 
 
 def evalsha_usec(client: redis.Redis) -> tuple[float, int]:
-    stats = client.info("commandstats").get("cmdstat_evalsha", {})
-    return float(stats.get("usec", 0)), int(stats.get("calls", 0))
+    """Time and calls of every script run since the last reset (EVALSHA_RO too, on Redis 7)."""
+    commands = client.info("commandstats")
+    usec = calls = 0
+    for name in ("cmdstat_evalsha", "cmdstat_evalsha_ro"):
+        usec += float(commands.get(name, {}).get("usec", 0))
+        calls += int(commands.get(name, {}).get("calls", 0))
+    return usec, calls
 
 
 def fill(engine: Engine, room: str, n: int) -> None:
     script = engine._scripts["enter"]
-    base = engine.keys.room_base(room)
+    keys = engine.script_keys("enter", room)
     for start in range(0, n, 5_000):
         pipe = engine.redis.pipeline(transaction=False)
         for i in range(start, min(n, start + 5_000)):
-            script(keys=[base], args=[f"v{i}", "s", 10, ""], client=pipe)
+            script(keys=keys, args=[f"v{i}", "s", 10, "", ""], client=pipe)
         pipe.execute()
 
 
@@ -102,48 +121,97 @@ def p99(costs: list[float]) -> float:
     return ordered[int(len(ordered) * 0.99) - 1]
 
 
+def deep_sample(engine: Engine, room: str, n: int, size: int = 2_000) -> list[tuple[str, int]]:
+    """(vid, ticket) of ``size`` distinct random spots ranked past the near-head band."""
+    line = engine.keys.room_keys(room)["line"]
+    ranks = random.sample(range(NEAR_HEAD, n), min(size, n - NEAR_HEAD))
+    pipe = engine.redis.pipeline(transaction=False)
+    for rank in ranks:
+        pipe.zrange(line, rank, rank)
+    vids = [found[0] for found in pipe.execute()]
+    return [(vid, int(vid[1:]) + 1) for vid in vids]
+
+
+def head_sample(engine: Engine, room: str) -> list[tuple[str, int]]:
+    """(vid, ticket) of the spots in the near-head band."""
+    vids = engine.redis.zrange(engine.keys.room_keys(room)["line"], 0, NEAR_HEAD - 1)
+    return [(vid, int(vid[1:]) + 1) for vid in vids]
+
+
 def poll_and_floor(engine: Engine, n: int, results: dict[str, Any]) -> float:
     """Poll and floor costs at ``n`` spots, interleaved batch by batch; engine bytes per spot."""
     client = engine.redis
-    room = engine.create_room("bench", ROOM_CONFIG | {"slug": f"line-{n}", "ratePerMinute": 1})[
-        "id"
-    ]
-    engine.open(room, engine.stats(room).now_ms + 86_400_000)
+    config = ROOM_CONFIG | {"slug": f"line-{n}", "ratePerMinute": 1}
+    room = engine.create_room("bench", config)["id"]
+    now = engine.stats(room).now_ms
+    engine.set_clock(room, now)  # pinned: nothing falls due while measuring
+    engine.open(room, now + 86_400_000)
     before = int(client.info("memory")["used_memory"])
     t0 = time.monotonic()
     fill(engine, room, n)
     filled = time.monotonic() - t0
     engine_bytes = (int(client.info("memory")["used_memory"]) - before) / n
+    while not engine.sweep(room, 10_000)[1]:  # the pass the first entry began, finished
+        pass
     before = int(client.info("memory")["used_memory"])
     fill_floor(client, n)
     floor_bytes = (int(client.info("memory")["used_memory"]) - before) / n
     floor = client.register_script(FLOOR_SCRIPT)
     keys = floor_keys(n)
+    deep, head = deep_sample(engine, room, n), head_sample(engine, room)
 
-    def poll(i: int) -> None:
-        engine.poll(room, f"v{i}", i + 1, 1)
+    def far(i: int) -> None:
+        vid, ticket = deep[i]
+        engine.poll(room, vid, ticket, 1)
+
+    def full(i: int) -> None:
+        vid, ticket = deep[i]
+        engine.poll(room, vid, ticket, 1, near_head=True)
+
+    def near(i: int) -> None:
+        vid, ticket = head[i]
+        engine.poll(room, vid, ticket, 1, near_head=True)
 
     def floor_poll(i: int) -> None:
         floor(keys=keys, args=[f"v{i}", int(time.time() * 1000)])
 
-    polls: list[float] = []
+    fars: list[float] = []
+    fulls: list[float] = []
+    nears: list[float] = []
     floors: list[float] = []
-    near: list[float] = []
-    for _ in range(10):  # interleaved, so both see the same load on a shared machine
-        polls += batch_costs(client, poll, n, 20, 20)
+    for _ in range(10):  # interleaved, so all see the same load on a shared machine
+        fars += batch_costs(client, far, len(deep), 20, 20)
         floors += batch_costs(client, floor_poll, n, 20, 20)
-        near += batch_costs(client, poll, min(n, NEAR_HEAD), 5, 20)
+        fulls += batch_costs(client, full, len(deep), 5, 20)
+        nears += batch_costs(client, near, len(head), 5, 20)
+    # Last-seen falls due for every spot a millisecond on; each sampled spot books it once.
+    engine.shift_clock(room, 1)
+    books: list[float] = []
+    for start in range(0, len(deep) - 19, 20):
+        client.config_resetstat()
+        for vid, ticket in deep[start : start + 20]:
+            engine.poll(room, vid, ticket, 1)
+        usec, _ = evalsha_usec(client)
+        books.append(usec / 20)  # one far poll and one book_seen per poll
     key = str(n)
-    results["poll_near_head_us_median"][key] = round(statistics.median(near), 2)
-    poll_us, floor_us = statistics.median(polls), statistics.median(floors)
+    far_us, floor_us = statistics.median(fars), statistics.median(floors)
+    book_us = max(0.0, statistics.median(books) - far_us)
+    poll_us = far_us + book_us / 11  # an average deep poll at the 15 s cadence
+    results["poll_far_us"][key] = round(far_us, 2)
+    results["poll_far_us_p99"][key] = round(p99(fars), 2)
+    results["book_seen_us"][key] = round(book_us, 2)
+    results["poll_full_us"][key] = round(statistics.median(fulls), 2)
+    results["poll_near_head_us_median"][key] = round(statistics.median(nears), 2)
     results["poll_us_median"][key] = round(poll_us, 2)
-    results["poll_us_p99"][key] = round(p99(polls), 2)
+    results["poll_us_p99"][key] = round(p99(fars) + book_us / 11, 2)
     results["floor_us"][key] = round(floor_us, 2)
     results["ratio_to_floor"][key] = round(poll_us / floor_us, 2)
     results["floor_bytes_per_spot"][key] = round(floor_bytes, 1)
     print(
-        f"{n:>9} spots: filled in {filled:.1f}s, poll median {poll_us:.1f} µs "
-        f"(p99 {p99(polls):.1f}), floor {floor_us:.1f} µs, ratio {poll_us / floor_us:.2f}; "
+        f"{n:>9} spots: filled in {filled:.1f}s; far poll {far_us:.1f} µs (p99 {p99(fars):.1f}), "
+        f"book_seen {book_us:.1f}, poll {poll_us:.1f}, full poll "
+        f"{results['poll_full_us'][key]}, near head {results['poll_near_head_us_median'][key]}; "
+        f"floor {floor_us:.1f} µs, ratio {poll_us / floor_us:.2f}; "
         f"{engine_bytes:.0f} bytes per spot (floor {floor_bytes:.0f})"
     )
     engine.delete_room(room)
@@ -151,23 +219,30 @@ def poll_and_floor(engine: Engine, n: int, results: dict[str, Any]) -> float:
     return engine_bytes
 
 
-def drain_of_200(engine: Engine) -> float:
-    """Median Redis time (ms) of one poll that admits 200 from a line of 400."""
+def drain_of_200(engine: Engine) -> tuple[float, float]:
+    """Median Redis time (ms) of one tick that admits 200 from a line of 400, and of a tick
+    that finds nothing to do (µs)."""
     client = engine.redis
-    drains = []
+    drains, idle = [], []
     for t in range(20):
         config = ROOM_CONFIG | {"slug": f"drain-{t}", "ratePerMinute": 100_000}
         room = engine.create_room("bench", config)["id"]
-        engine.open(room, engine.stats(room).now_ms + 60_000)
+        now = engine.stats(room).now_ms
+        engine.set_clock(room, now)
+        engine.open(room, now + 1_000)
         fill(engine, room, 400)
-        engine.shift_clock(room, 65_000)
+        engine.shift_clock(room, 1_500)
         client.config_resetstat()
-        engine.poll(room, "v0", 1, 1)
+        engine.tick(room)
         usec, _ = evalsha_usec(client)
         assert engine.stats(room).dealt_total == 200
         drains.append(usec / 1000)
+        client.config_resetstat()
+        engine.tick(room)  # within the same second: read one field, return
+        usec, _ = evalsha_usec(client)
+        idle.append(usec)
         engine.delete_room(room)
-    return statistics.median(drains)
+    return statistics.median(drains), statistics.median(idle)
 
 
 def aof_bytes_per_poll(engine: Engine, spots: int = 1_000, every_ms: int = 15_000) -> float:
@@ -195,32 +270,63 @@ def aof_bytes_per_poll(engine: Engine, spots: int = 1_000, every_ms: int = 15_00
 def model_1m(results: dict[str, Any], size: str) -> dict[str, Any]:
     """Redis core-seconds per second of a 1M line polling as told, from this run's figures.
 
-    Every poll script writes (the per-ticket counter, unreplicated) so all of it is primary
-    work; none can go to a replica yet. ``size`` is the largest line measured.
+    ``size`` is the largest line measured. See the module's docstring for what goes where.
     """
-    far = CADENCE_1M["far"] * results["poll_us_median"][size] / 1e6
+    per_second = MODEL_RATE_PER_MINUTE / 60
+    far_polls = CADENCE_1M["far"]
+    bookings = 999_000 / 15.0 / 11 + 900 / 5.0 / 31
+    replica = far_polls * results["poll_far_us"][size] / 1e6
+    booking = bookings * results["book_seen_us"][size] / 1e6
+    handed_on = per_second * results["poll_full_us"][size] / 1e6
     near = CADENCE_1M["near"] * results["poll_near_head_us_median"][size] / 1e6
-    drain = MODEL_RATE_PER_MINUTE / 60 * results["drain200_ms_median"] / 200 / 1e3
+    drain = per_second * results["drain200_ms_median"] / 200 / 1e3
+    ticks = results["tick_idle_us"] / 1e6  # one working tick a second; the others read a field
+    primary = booking + handed_on + near + drain + ticks
     floor = sum(CADENCE_1M.values()) * results["floor_us"][size] / 1e6
-    total = far + near + drain
     return {
         "line_measured": int(size),
         "polls_per_second": round(sum(CADENCE_1M.values())),
-        "admissions_per_second": MODEL_RATE_PER_MINUTE // 60,
-        "far_poll_cores": round(far, 3),
+        "admissions_per_second": int(per_second),
+        "far_poll_cores": round(replica, 3),
+        "booking_cores": round(booking, 3),
+        "handed_on_cores": round(handed_on, 3),
         "near_poll_cores": round(near, 3),
         "drain_cores": round(drain, 3),
-        "primary_cores": round(total, 3),
-        "replica_cores": 0.0,
-        "total_cores": round(total, 3),
+        "primary_cores": round(primary, 3),
+        "replica_cores": round(replica, 3),
+        "total_cores": round(primary + replica, 3),
         "floor_cores": round(floor, 3),
     }
+
+
+def print_before_after(out: Path, after: dict[str, Any]) -> None:
+    """The headline figures of the previous run in ``out`` (if any) beside this run's."""
+    try:
+        before = json.loads(out.read_text())
+    except (OSError, ValueError):
+        return
+    rows = [("poll µs (median)", "poll_us_median"), ("floor µs", "floor_us")]
+    rows += [("poll / floor", "ratio_to_floor"), ("near head µs", "poll_near_head_us_median")]
+    print("figure                      before -> after")
+    for label, key in rows:
+        for size, value in after.get(key, {}).items():
+            print(f"{label + ' @' + size:<27} {before.get(key, {}).get(size, '-')} -> {value}")
+    for key in ("drain200_ms_median", "bytes_per_waiting_spot", "bytes_ratio_to_floor"):
+        print(f"{key:<27} {before.get(key, '-')} -> {after.get(key)}")
+    print(
+        f"{'aof_bytes_per_poll':<27} {before.get('aof_bytes_per_poll', '-')} -> "
+        f"{after.get('aof_bytes_per_poll')}"
+    )
+    for key in ("primary_cores", "replica_cores", "total_cores"):
+        was = before.get("model_1m", {}).get(key, "-")
+        print(f"{'model_1m ' + key:<27} {was} -> {after['model_1m'][key]}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--redis-url")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "engine.json"))
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     server, data = None, tempfile.TemporaryDirectory()  # a 1M line leaves ~400 MB of AOF
@@ -236,13 +342,19 @@ def main() -> None:
         "ratio_to_floor": {},
         "floor_bytes_per_spot": {},
         "poll_near_head_us_median": {},
+        "poll_far_us": {},
+        "poll_far_us_p99": {},
+        "book_seen_us": {},
+        "poll_full_us": {},
     }
     memory = 0.0
     try:
         results["redis_version"] = client.info("server")["redis_version"]
         for n in sizes:
             memory = poll_and_floor(engine, n, results)
-        results["drain200_ms_median"] = round(drain_of_200(engine), 3)
+        drain_ms, idle_us = drain_of_200(engine)
+        results["drain200_ms_median"] = round(drain_ms, 3)
+        results["tick_idle_us"] = round(idle_us, 2)
         results["bytes_per_waiting_spot"] = round(memory, 1)
         results["bytes_ratio_to_floor"] = round(
             memory / results["floor_bytes_per_spot"][str(sizes[-1])], 2
@@ -255,7 +367,8 @@ def main() -> None:
             f"{results['aof_bytes_per_poll']} AOF bytes per poll (15 s cadence)"
         )
         print(f"1M model: {results['model_1m']}")
-        out = ROOT / "bench" / "results" / "engine.json"
+        out = Path(args.out)
+        print_before_after(out, results)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=2) + "\n")
         print(json.dumps(results, indent=2))

@@ -1,64 +1,79 @@
 -- Enter the line: one spot per (room, vid); a repeated entry returns the same spot. Like poll,
 -- it carries a step of the sweep along, so a full line frees its abandoned places by itself.
--- ARGV: vid, session jti, score (0-100), network tag ('' unless the room binds it).
--- Reply: a queue answer (see `answer` in _room.lua) or {'ERR', code, retry s}.
-local vid, sjti, score, qi = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
-local r = load_room()
-if not r then return err('RoomNotFound') end
-if r.st == 'idle' then return {'idle', -1, -1, -1, 0, 0, 'idle', r.gen, 0, 0, '', '', '', 0, 0} end
-local now = clock(r)
-if redis.call('HLEN', RVK) > 0 and is_revoked(vid, sjti, now) then return err('SessionRevoked') end
-local s = get_spot(vid)
-if s and s.st == 'a' and now > s.exp + 60000 then drop_spot(vid, s); s = nil end
-if s then
-  local wait = over_limit(s, now)
+-- needs: _room, _spot, _revocations, _drain, _sweep, _regroup, _answer
+-- KEYS: room spots line active adm rvk bks waits
+-- ARGV: vid, session jti, score (0-100), network tag ('' unless the room binds it), spent
+--   ('<generation>:<ticket>:<minute>' of a ticket whose polls this minute are used up, else '').
+-- Reply: a queue answer (see `answer` in _answer.lua) or {'ERR', code, retry s}.
+local POST_OPEN = 4503599627370496 -- 2^52: post-open order keys sort behind every pool key
+local POOL_TICKETS = 16777216      -- 2^24 tickets fit beside a 28-bit lottery number
+local vid, session_jti, score, network_tag, spent =
+  ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local room = load_room()
+if not room then return err('RoomNotFound') end
+if room.status == 'idle' then
+  return {'idle', -1, -1, -1, 0, 0, 'idle', room.generation, 0, 0, '', '', '', 0, 0, 0}
+end
+local now = clock(room)
+if revoked(vid, session_jti, now, true) then return err('SessionRevoked') end
+local spot = get_spot(vid)
+if spot and spot.state == 'a' and admission_gone(spot.expires, now) then
+  drop_spot(vid, spot)
+  spot = nil
+end
+
+if spot then -- found again (a second tab, a reload)
+  local wait = limited(room.generation, spot.ticket, now, spent)
   if wait then return err('RateLimited', wait) end -- a refused entry changes nothing
-  local booked = mark_seen(r, s, now)
-  if s.st == 'w' and (s.sj ~= sjti or s.qi ~= qi) then s.sj, s.qi, booked = sjti, qi, true end
-  if s.st == 'w' and s.sc ~= score then
+  local changed = mark_seen(room.abandon_after, spot, now)
+  if spot.state == 'w' and (spot.session_jti ~= session_jti or spot.network_tag ~= network_tag) then
+    spot.session_jti, spot.network_tag, changed = session_jti, network_tag, true
+  end
+  if spot.state == 'w' and spot.score ~= score then
     -- a new session with another score may move between line and held, at its own place
-    local key = unplace(vid, s.sc)
-    if key then place(r, vid, score, key) end
-    s.sc, booked = score, true
+    local order_key = unplace(vid, spot.score)
+    if order_key then place(room.hold_score, vid, score, order_key) end
+    spot.score, changed = score, true
   end
-  if booked then put_spot(vid, s) end
-  sweep_step(r, now, SWEEP_STEP) -- after the spot's own `seen`: a visitor never sweeps itself
-  regroup_step(r, REGROUP_CARRIED)
-  local dealt = drain(r, now)
-  save_room(r, true)
-  if dealt > 0 then -- the drain may have admitted this spot: answer what it wrote
-    local counted = s
-    s = get_spot(vid)
-    s.win, s.cnt = counted.win, counted.cnt
-  end
-  local reply = answer(r, vid, s, now)
-  if not booked then put_spot_counter(vid, s) end -- the counter, unreplicated, last
-  return reply
+  if changed then put_spot(vid, spot) end
+  sweep_step(room, now, SWEEP_STEP) -- after the spot's own `seen`: a visitor never sweeps itself
+  regroup_step(room, REGROUP_CARRIED)
+  local dealt = drain(room, now)
+  save_room(room, true)
+  if dealt > 0 then spot = get_spot(vid) end -- the drain may have admitted this spot
+  return answer(room, vid, spot, now)
 end
-sweep_step(r, now, SWEEP_STEP) -- before the fullness check: a swept place is free at once
-regroup_step(r, REGROUP_CARRIED)
-drain(r, now)
+
+sweep_step(room, now, SWEEP_STEP) -- before the fullness check: a swept place is free at once
+regroup_step(room, REGROUP_CARRIED)
+drain(room, now)
 local eligible, held = waiting_counts()
-if eligible + held >= r.maxw then save_room(r, true); return err('QueueFull', 60) end
-local pool = now < r.oa
-if pool and r.tk + 1 >= POOL_TICKETS then save_room(r, true); return err('QueueFull', 60) end
-r.tk = r.tk + 1
-s = {t = r.tk, sc = score, st = 'w', seen = now, win = math.floor(now / 60000), cnt = 1,
-  sj = sjti, qi = qi}
-local free = r.cap == 0 or r.cap - redis.call('ZCARD', ACTIVE) > 0
-if not pool and eligible == 0 and score < r.hold and r.st == 'open' and r.bank >= UNIT and free then
-  -- nobody eligible is waiting and the budget allows: straight in, no queue jumped
-  r.bank = r.bank - UNIT
-  admit(r, vid, s, now)
-else
-  local key
-  if pool then
-    key = tonumber(redis.sha1hex(r.seed .. vid):sub(1, 7), 16) * POOL_TICKETS + r.tk
-  else
-    key = POST_OPEN + r.tk
-  end
-  place(r, vid, score, fmt(key))
-  put_spot(vid, s)
+local pool = now < room.opens_at -- before opensAt: the lottery pool
+if eligible + held >= room.max_waiting or (pool and room.tickets + 1 >= POOL_TICKETS) then
+  save_room(room, true)
+  redis.call('HINCRBY', ROOM, 'nfull', 1)
+  return err('QueueFull', 60)
 end
-save_room(r)
-return answer(r, vid, s, now)
+room.tickets = room.tickets + 1
+redis.call('HINCRBY', ROOM, 'nent', 1)
+spot = {ticket = room.tickets, score = score, state = 'w', seen = now,
+  session_jti = session_jti, network_tag = network_tag, since = now}
+local free = room.capacity == 0 or room.capacity - redis.call('ZCARD', ACTIVE) > 0
+if not pool and eligible == 0 and score < room.hold_score and room.status == 'open'
+    and room.bank >= UNIT and free then
+  -- nobody eligible is waiting and the budget allows: straight in, no queue jumped
+  room.bank = room.bank - UNIT
+  admit(room, vid, spot, now)
+else
+  local order_key
+  if pool then
+    local lottery = tonumber(redis.sha1hex(room.seed .. vid):sub(1, 7), 16)
+    order_key = lottery * POOL_TICKETS + room.tickets
+  else
+    order_key = POST_OPEN + room.tickets
+  end
+  place(room.hold_score, vid, score, fmt(order_key))
+  put_spot(vid, spot)
+end
+save_room(room)
+return answer(room, vid, spot, now)

@@ -1,10 +1,13 @@
 -- Leave: frees a waiting spot or an admitted visitor's active slot at once. Idempotent.
+-- needs: _room, _spot
+-- KEYS: room spots line active
 -- ARGV: vid, ticket, generation.
--- Reply: 1 when a spot or slot was freed, else 0.
-local vid, ticket, gen = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local r = load_room()
-if not r or r.gen ~= gen then return 0 end
-local s = get_spot(vid)
-if not s or s.t ~= ticket then return 0 end
-drop_spot(vid, s)
+-- Reply: 1 when a spot or slot was freed (counted in `nleft`), else 0.
+local vid, ticket, generation = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local room = load_room()
+if not room or room.generation ~= generation then return 0 end
+local spot = get_spot(vid)
+if not spot or spot.ticket ~= ticket then return 0 end
+drop_spot(vid, spot)
+redis.call('HINCRBY', ROOM, 'nleft', 1)
 return 1

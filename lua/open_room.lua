@@ -1,15 +1,19 @@
--- Open (or resume) a room. ARGV: opensAt in epoch ms ('' for now), a fresh random seed.
--- Reply: {'OK', status now}.
--- Resuming a paused room keeps its counters, shuffle and opensAt; paused time earns nothing.
-local r = load_room()
-if not r then return err('RoomNotFound') end
-local now = clock(r)
-if r.st == 'paused' then
+-- Open (or resume) a room. Resuming a paused room keeps its counters, shuffle and opensAt;
+-- paused time earns nothing.
+-- needs: _room
+-- KEYS: room
+-- ARGV: opensAt (epoch ms, '' for now), a fresh random seed (the pre-open lottery's).
+-- Reply: {'OK', status now} or {'ERR', 'RoomNotFound', 0}.
+local opens_at, seed = tonumber(ARGV[1]), ARGV[2]
+local room = load_room()
+if not room then return err('RoomNotFound') end
+local now = clock(room)
+if room.status == 'paused' then
   redis.call('HSET', ROOM, 'st', 'open', 'last', fmt(now))
-elseif r.st == 'idle' then
-  local oa = tonumber(ARGV[1]) or now
+elseif room.status == 'idle' then
+  opens_at = opens_at or now
   -- a past opensAt is taken as given: accrual starts there (capped like any other quiet time)
-  redis.call('HSET', ROOM, 'st', 'open', 'oa', fmt(oa), 'last', fmt(math.min(oa, now)),
-    'bank', 0, 'seed', ARGV[2])
+  redis.call('HSET', ROOM, 'st', 'open', 'oa', fmt(opens_at), 'last',
+    fmt(math.min(opens_at, now)), 'bank', 0, 'seed', seed)
 end
 return {'OK', redis.call('HGET', ROOM, 'st')}

@@ -1,9 +1,11 @@
 -- Pause an open room: what was earned so far is booked, then the drain stops.
-local r = load_room()
-if not r then return err('RoomNotFound') end
-if r.st ~= 'open' then return err('NotOpen') end
-local now = clock(r)
-accrue(r, now)
-save_room(r)
+-- needs: _room
+-- KEYS: room
+-- ARGV: none. Reply: {'OK'} or {'ERR', 'RoomNotFound' | 'NotOpen', 0}.
+local room = load_room()
+if not room then return err('RoomNotFound') end
+if room.status ~= 'open' then return err('NotOpen') end
+accrue(room, clock(room))
+save_room(room)
 redis.call('HSET', ROOM, 'st', 'paused')
 return {'OK'}

@@ -1,39 +1,39 @@
--- Poll a spot: proves the visitor is still there, carries the sweep along, runs the drain,
--- answers the spot's state.
+-- Poll a spot (the full poll, on the primary): proves the visitor is still there, carries the
+-- sweep and the drain along, answers the spot's state.
+-- needs: _room, _spot, _revocations, _drain, _sweep, _regroup, _answer
+-- KEYS: room spots line active adm rvk bks waits
 -- ARGV: vid, ticket, generation, session jti (all from the signed queue token; the jti may be
--- '' in tickets signed before tickets carried it).
--- Writes: last-seen only when it is due (see mark_seen); the poll counter unreplicated, last.
--- Reply: a queue answer (see `answer` in _room.lua) or {'ERR', code, retry s}.
-local vid, ticket, gen, sjti = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] or ''
-local r = load_room()
-if not r or r.gen ~= gen then return err('TicketGone') end
-local now = clock(r)
-local s = get_spot(vid)
-local mine = s ~= nil and s.t == ticket
+--   '' in tickets signed before tickets carried it), spent (see `limited` in _cadence.lua).
+-- Writes: last-seen only when it is due (see mark_seen); a refused poll writes nothing.
+-- Reply: a queue answer (see `answer` in _answer.lua) or {'ERR', code, retry s}.
+local vid, ticket, generation, session_jti, spent =
+  ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] or '', ARGV[5]
+local room = load_room()
+if not room or room.generation ~= generation then return err('TicketGone') end
+local now = clock(room)
+local spot = get_spot(vid)
+local mine = spot ~= nil and spot.ticket == ticket
 -- Before the spot's own checks: a revoked visitor hears so even when its spot is already gone.
-if redis.call('HLEN', RVK) > 0 and is_revoked(vid, mine and s.sj or sjti, now) then
-  if mine then drop_spot(vid, s) end
+if revoked(vid, mine and spot.session_jti or session_jti, now, true) then
+  if mine then drop_spot(vid, spot) end
   return err('SessionRevoked')
 end
 if not mine then return err('TicketGone') end
-if s.st == 'a' and now > s.exp + 60000 then drop_spot(vid, s); return err('TicketGone') end
-local wait = over_limit(s, now)
+if spot.state == 'a' and admission_gone(spot.expires, now) then
+  drop_spot(vid, spot)
+  return err('TicketGone')
+end
+local wait = limited(generation, ticket, now, spent)
 if wait then return err('RateLimited', wait) end -- a refused poll changes nothing
-local booked = mark_seen(r, s, now)
-if booked then put_spot(vid, s) end
-sweep_step(r, now, SWEEP_STEP) -- after `seen` is set, so this spot is never the one swept
-regroup_step(r, REGROUP_CARRIED)
-local dealt = 0
-if s.st == 'w' then
-  dealt = drain(r, now)
-  save_room(r, true)
+if mark_seen(room.abandon_after, spot, now) then put_spot(vid, spot) end
+sweep_step(room, now, SWEEP_STEP) -- after `seen` is booked, so this spot is never the one swept
+regroup_step(room, REGROUP_CARRIED)
+if spot.state == 'w' then
+  local dealt = drain(room, now)
+  save_room(room, true)
   if dealt > 0 then -- only a drain that dealt can have changed this spot
-    local counted = s
-    s = get_spot(vid)
-    if not s then return err('TicketGone') end
-    s.win, s.cnt = counted.win, counted.cnt
+    spot = get_spot(vid)
+    if not spot then return err('TicketGone') end
   end
 end
-local reply = answer(r, vid, s, now)
-if not booked then put_spot_counter(vid, s) end
-return reply
+return answer(room, vid, spot, now)

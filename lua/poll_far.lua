@@ -1,94 +1,57 @@
--- The poll of a spot far from the head: a small script of its own (no shared prelude) for the
--- common case, answering exactly what poll.lua would answer and writing what it would write.
--- It answers only when poll.lua would do nothing more: the spot is waiting, eligible, more than
--- NEAR_HEAD from the head and not revoked; no sweep pass or regrouping is due; the drain is owed
--- nothing. Otherwise it replies {'MORE'} having written nothing, and the engine runs poll.lua,
--- so the drain still runs as soon as anything is owed, whoever polls.
--- KEYS[1]: the room's key base "<prefix>r:{<id>}:" (room, spots, line, rvk, active below it).
--- ARGV: vid, ticket, generation, session jti ('' in older tickets; poll.lua uses it).
--- Reply: poll.lua's waiting answer {'waiting', ticket, position, eta s, opensAt ms, pollAfterMs,
---   room status, generation, 0, 0, '', session jti, network tag, 0, score}, or
---   {'ERR', 'RateLimited', retry s}, or {'MORE'}.
--- Writes: last-seen when it is due (replicated); the poll counter, unreplicated and last.
-local base = KEYS[1]
-local vid, ticket, generation = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local NEAR_HEAD, UNIT, SWEEP_EVERY, POLLS_A_MINUTE = 100, 60000, 60000, 90
+-- The poll of a spot far from the head, for the common case: it writes nothing, so it may run
+-- as EVALSHA_RO on a replica. It answers exactly what poll.lua would answer when the spot is
+-- waiting, eligible, more than NEAR_HEAD from the head and not revoked, no sweep pass or
+-- regrouping is due and the drain is owed nothing. Otherwise it replies {'MORE'} and the engine
+-- runs poll.lua on the primary, so the drain still runs as soon as anything is owed, whoever
+-- polls. When the spot's last-seen booking has passed (one poll in eleven at 15 s), its answer
+-- says so and the engine books it on the primary with the small book_seen.lua.
+-- needs: _clock, _record, _due, _revocations, _bank, _cadence
+-- KEYS: room spots line active rvk
+-- ARGV: vid, ticket, generation, session jti ('' in older tickets; poll.lua uses it), spent
+--   (see `limited` in _cadence.lua).
+-- Reply: poll.lua's waiting answer (see `answer` in _answer.lua) followed by 1 when last-seen
+--   must be booked (else 0), {'ERR', 'RateLimited', retry s} or {'MORE'}.
+local NEAR_HEAD = 100 -- room_engine.NEAR_HEAD
 local MORE = {'MORE'}
+local vid, ticket, generation, spent = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[5]
 
-local room = redis.call('HMGET', base .. 'room', 'gen', 'st', 'clk', 'fix', 'oa', 'rate', 'cap',
-  'hold', 'aban', 'swt', 'swc', 'rel', 'cvk', 'bank', 'last')
-if tonumber(room[1]) ~= generation then return MORE end
-local sweep_cursor, released, convict_key = room[11] or '0', room[12] or '0', room[13] or ''
-if sweep_cursor ~= '0' or released == '1' or convict_key ~= '' then return MORE end
+local v = redis.call('HMGET', ROOM, 'gen', 'st', 'clk', 'fix', 'oa', 'rate', 'cap', 'hold',
+  'swt', 'swc', 'rel', 'cvk', 'bank', 'last')
+if tonumber(v[1]) ~= generation then return MORE end
+local n = tonumber
+local room = {status = v[2], clock_offset = n(v[3]) or 0, pinned_clock = n(v[4]) or 0,
+  opens_at = n(v[5]) or 0, rate = n(v[6]) or 0, capacity = n(v[7]) or 0, hold_score = n(v[8]),
+  sweep_started = n(v[9]) or 0, sweep_cursor = v[10] or '0', releasing = v[11] or '0',
+  convict_key = v[12] or '', bank = n(v[13]) or 0, accrued_at = n(v[14]) or 0}
+if regroup_due(room.releasing, room.convict_key) then return MORE end
+local now = room_clock(room.pinned_clock, room.clock_offset)
+if sweep_due(room.sweep_cursor, room.sweep_started, now) then return MORE end
 
-local status, offset, pinned = room[2], tonumber(room[3]) or 0, tonumber(room[4]) or 0
-local now
-if pinned > 0 then
-  now = pinned + offset
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + offset
-end
-if now - (tonumber(room[10]) or 0) >= SWEEP_EVERY then return MORE end -- a sweep pass is due
-
-local opens_at, rate, capacity = tonumber(room[5]) or 0, tonumber(room[6]) or 0, tonumber(room[7]) or 0
-local draining = status == 'open' and now >= opens_at
+local open = room.status == 'open'
 local live = -1 -- live admissions, read once if capacity bounds the room
-if capacity > 0 and status == 'open' then
-  live = redis.call('ZCOUNT', base .. 'active', '(' .. string.format('%.0f', now), '+inf')
+if room.capacity > 0 and open then
+  live = redis.call('ZCOUNT', ACTIVE, '(' .. fmt(now), '+inf')
 end
-if draining and not (capacity > 0 and live >= capacity) then
-  -- the drain's own test (see accrue): is one admission earned?
-  local bank, last = tonumber(room[14]) or 0, tonumber(room[15]) or 0
-  local from = math.max(last, opens_at)
-  if now > from then bank = math.min(math.max(UNIT, rate * 1000), bank + (now - from) * rate) end
-  if bank >= UNIT then return MORE end
+if open and now >= room.opens_at and not (room.capacity > 0 and live >= room.capacity) then
+  local bank = earned(room.bank, room.accrued_at, room.opens_at, room.rate, now)
+  if bank >= UNIT then return MORE end -- the drain is owed an admission
 end
 
-local raw = redis.call('HGET', base .. 'spots', vid)
+local raw = redis.call('HGET', SPOTS, vid)
 if not raw then return MORE end
-local spot_ticket, score, state, seen, window, count, session_jti, network_tag, tail =
-  raw:match('^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|(.*)$')
-score = tonumber(score)
-if tonumber(spot_ticket) ~= ticket or state ~= 'w' or score >= tonumber(room[8]) then return MORE end
+local spot_ticket, score, state, seen, session_jti, network_tag = parse_head(raw)
+if spot_ticket ~= ticket or state ~= 'w' or score >= room.hold_score then return MORE end
+if revoked(vid, session_jti, now) then return MORE end
+local wait = limited(generation, ticket, now, spent)
+if wait then return err('RateLimited', wait) end
 
-local revocations = base .. 'rvk'
-if redis.call('HLEN', revocations) > 0 then
-  local untils = redis.call('HMGET', revocations, 'j:' .. session_jti, 'v:' .. vid)
-  for i = 1, 2 do
-    if (session_jti ~= '' or i == 2) and untils[i] and tonumber(untils[i]) > now then
-      return MORE
-    end
-  end
-end
-
--- The per-ticket limit: a fixed one-minute window kept in the spot (a refusal writes nothing).
-local minute = math.floor(now / 60000)
-count = tonumber(count)
-if tonumber(window) ~= minute then count = 0 end
-if count >= POLLS_A_MINUTE then
-  return {'ERR', 'RateLimited', math.ceil(((minute + 1) * 60000 - now) / 1000)}
-end
-
-local rank = redis.call('ZRANK', base .. 'line', vid)
+local rank = redis.call('ZRANK', LINE, vid)
 if not rank or rank + 1 <= NEAR_HEAD then return MORE end
 local position = rank + 1
-
 local eta = -1
-if status == 'open' then
-  if capacity > 0 and live >= capacity then return MORE end -- an ETA from observed admissions
-  eta = math.ceil((math.max(0, opens_at - now) + position * UNIT / rate) / 1000)
+if open then
+  if room.capacity > 0 and live >= room.capacity then return MORE end -- an ETA from the pace
+  eta = eta_at_rate(room.opens_at, room.rate, position, now)
 end
-local poll_after = 15000
-if position <= 1000 then poll_after = 5000 end
-
--- Last-seen is booked min(abandonAfterSec / 2, 150 s) ahead, only once it has passed (see
--- mark_seen in _room.lua).
-local booked = tonumber(seen) < now
-if booked then seen = string.format('%.0f', now + math.min(tonumber(room[9]) * 500, 150000)) end
-local record = table.concat({spot_ticket, score, 'w', seen, string.format('%.0f', minute),
-  count + 1, session_jti, network_tag, tail}, '|')
-if not booked then redis.set_repl(redis.REPL_NONE) end
-redis.call('HSET', base .. 'spots', vid, record)
-return {'waiting', ticket, position, eta, room[5] or '0', poll_after, status, generation, 0, 0, '',
-  session_jti, network_tag, 0, score}
+return {'waiting', ticket, position, eta, fmt(room.opens_at), poll_after(position), room.status,
+  generation, 0, 0, '', session_jti, network_tag, 0, score, fmt(now), seen_due(seen, now) and 1 or 0}

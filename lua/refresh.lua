@@ -1,21 +1,24 @@
--- Refresh an admission: a live active slot is extended by the room's admission TTL.
+-- Refresh an admission: a live active slot is extended by the room's admission TTL. A revoked
+-- session's admission is never extended, and its slot is freed.
+-- needs: _room, _spot, _revocations, _answer
+-- KEYS: room spots line active adm rvk bks
 -- ARGV: vid, generation ('' for any: the jti names one), admission jti, session jti (`qj` of
--- the admission). A revoked session's admission is never extended, and its slot is freed.
--- Reply: a queue answer (see `answer` in _room.lua) or {'ERR', code, retry s}.
-local vid, gen, jti, sjti = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4] or ''
-local r = load_room()
-if not r or (gen and r.gen ~= gen) then return err('TicketGone') end
-local now = clock(r)
-local s = get_spot(vid)
-local mine = s ~= nil and s.st == 'a' and admission_jti(r, s) == jti
-if redis.call('HLEN', RVK) > 0 and is_revoked(vid, mine and s.sj or sjti, now) then
-  if mine then drop_spot(vid, s) end
+--   the admission).
+-- Reply: a queue answer (see `answer` in _answer.lua) or {'ERR', code, retry s}.
+local vid, generation, jti, session_jti = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4] or ''
+local room = load_room()
+if not room or (generation and room.generation ~= generation) then return err('TicketGone') end
+local now = clock(room)
+local spot = get_spot(vid)
+local mine = spot ~= nil and spot.state == 'a' and admission_jti(room, spot) == jti
+if revoked(vid, mine and spot.session_jti or session_jti, now, true) then
+  if mine then drop_spot(vid, spot) end
   return err('SessionRevoked')
 end
 if not mine then return err('TicketGone') end
 local slot = tonumber(redis.call('ZSCORE', ACTIVE, vid))
-if not slot or slot <= now then drop_spot(vid, s); return err('TicketGone') end
-s.iat, s.exp, s.seen = now, now + r.ttl * 1000, now
-put_spot(vid, s)
-redis.call('ZADD', ACTIVE, fmt(s.exp), vid)
-return answer(r, vid, s, now)
+if not slot or slot <= now then drop_spot(vid, spot); return err('TicketGone') end
+spot.since, spot.expires, spot.seen = now, now + room.admission_ttl * 1000, now
+put_spot(vid, spot)
+redis.call('ZADD', ACTIVE, fmt(spot.expires), vid)
+return answer(room, vid, spot, now)

@@ -1,9 +1,12 @@
--- Live figures of a room: status, waiting, held, active, admittedLastMinute, dealtTotal,
--- opensAt, tickets dealt, peak active, clock.
--- Reply: those ten, in that order (counts as integers, times in ms).
-local r = load_room()
-if not r then return err('RoomNotFound') end
-local now = clock(r)
+-- Live figures of a room.
+-- needs: _room, _spot, _admissions
+-- KEYS: room spots line active adm bks
+-- ARGV: none.
+-- Reply: status, waiting, held, active, admittedLastMinute, dealtTotal, opensAt ms, tickets
+--   dealt, peak active, now ms; or {'ERR', 'RoomNotFound', 0}.
+local room = load_room()
+if not room then return err('RoomNotFound') end
+local now = clock(room)
 local eligible, held = waiting_counts()
-return {r.st, eligible, held, active_count(now), admitted_last_minute(now), r.dealt, fmt(r.oa),
-  r.tk, r.peak, fmt(now)}
+return {room.status, eligible, held, active_count(now), admitted_last_minute(now), room.dealt,
+  fmt(room.opens_at), room.tickets, room.peak, fmt(now)}

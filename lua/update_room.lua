@@ -1,24 +1,26 @@
--- Change configuration fields. ARGV: field, value, ...
+-- Change configuration fields. A rate change first books the time elapsed at the old rate, so
+-- it never causes a burst. A holdScore change regroups the line: a first bounded step now (a
+-- whole line of up to REGROUP_STEP spots), the rest carried along by the ticker, enter and poll.
+-- needs: _room, _regroup
+-- KEYS: room spots line bks
+-- ARGV: field, value, ... (validated by Python).
 -- Reply: {'OK'} or {'ERR', 'RoomNotFound', 0}.
--- A rate change first books the time elapsed at the old rate, so it never causes a burst.
--- A holdScore change regroups the line: a first bounded step now (a whole line of up to
--- REGROUP_STEP spots), the rest carried along by enter and poll.
-local r = load_room()
-if not r then return err('RoomNotFound') end
-local now = clock(r)
-local old_hold = r.hold
+local room = load_room()
+if not room then return err('RoomNotFound') end
+local now = clock(room)
+local old_hold_score = room.hold_score
 for i = 1, #ARGV, 2 do
   if ARGV[i] == 'rate' then
-    accrue(r, now)
-    r.rate = tonumber(ARGV[i + 1])
-    r.bank = math.min(r.bank, math.max(UNIT, r.rate * 1000))
+    accrue(room, now)
+    room.rate = tonumber(ARGV[i + 1])
+    room.bank = math.min(room.bank, bank_cap(room.rate))
   elseif ARGV[i] == 'hold' then
-    r.hold = tonumber(ARGV[i + 1])
+    room.hold_score = tonumber(ARGV[i + 1])
   end
 end
 redis.call('HSET', ROOM, unpack(ARGV))
-save_room(r)
-if r.hold > old_hold then r.rel = '1' end
-if r.hold < old_hold then r.cvk = '-inf' end -- a new pass from the head of the line
-regroup_step(r, REGROUP_STEP)
+save_room(room)
+if room.hold_score > old_hold_score then room.releasing = '1' end
+if room.hold_score < old_hold_score then room.convict_key = '-inf' end -- a pass from the head
+regroup_step(room, REGROUP_STEP)
 return {'OK'}

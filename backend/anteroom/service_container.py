@@ -13,6 +13,7 @@ from anteroom.queue.redis_link import Breaker
 from anteroom.queue.room_directory import RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
 from anteroom.queue.room_series import RoomSeries
+from anteroom.queue.room_ticker import RoomTicker
 from anteroom.queue.series_sampler import SamplerThread
 from anteroom.sdk.tokens import Keyring
 
@@ -32,6 +33,7 @@ class Services:
     directory: RoomDirectory
     series: RoomSeries
     sampler: SamplerThread
+    ticker: RoomTicker
 
     @property
     def keys(self) -> KeySpace:

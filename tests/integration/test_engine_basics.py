@@ -269,6 +269,7 @@ def test_key_names(engine: Engine, redis_client: redis.Redis) -> None:
             "anteroom:environments",
             "anteroom:env:{test}:rooms",
             *(base + k for k in ("room", "spots", "active", "adm", "rvk", "bks", "line", "b:80")),
+            base + "waits",
         ]
     )
     assert KeySpace("shop:").room_base("q1") == "shop:r:{q1}:"
@@ -281,3 +282,24 @@ def test_custom_prefix_keeps_rooms_apart(redis_client: redis.Redis) -> None:
     make_room(a)
     make_room(b)
     assert {k.split(":")[0] for k in redis_client.keys("*")} == {"a", "b"}
+
+
+def test_a_spot_written_before_the_upgrade_keeps_its_place(
+    engine: Engine, redis_client: redis.Redis
+) -> None:
+    """Records that still carry the old in-Redis poll counter (window|count) are read alike."""
+    room = make_room(engine, ratePerMinute=60)
+    engine.set_clock(room, 1_800_000_000_000)
+    engine.open(room)  # the bank starts empty and the clock stands still: "new" waits
+    engine.enter(room, "new", "s1", 10)
+    keys = engine.keys.room_keys(room)
+    old = "2|10|w|1800000000000|30000000|1|s2||||"  # ticket|score|w|seen|window|count|jti|tag|||
+    redis_client.hset(keys["spots"], "old", old)
+    redis_client.zadd(keys["line"], {"old": 2**52 + 2})
+    redis_client.hset(keys["room"], "tk", 2)
+    assert engine.poll(room, "old", 2, 1, near_head=True).position == 2
+    for _ in range(2):  # one admission a second: both in, in order
+        engine.shift_clock(room, 1_000)
+        engine.tick(room)
+    answers = [engine.poll(room, v, t, 1) for v, t in (("new", 1), ("old", 2))]
+    assert [a.admission.deal_number if a.admission else None for a in answers] == [1, 2]

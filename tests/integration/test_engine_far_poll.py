@@ -4,16 +4,20 @@ and never stops the line: whoever polls, the drain runs as soon as an admission 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
+import redis
 
 from anteroom.engine import Engine
+from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue import room_engine as eng
-from helpers import make_room
+from helpers import free_port, make_room
 
 pytestmark = pytest.mark.redis
 
 START = 1_800_000_000_000
+REDIS7 = "/usr/bin/redis-server"
 
 
 def open_line(engine: Engine, spots: int, **config: int) -> str:
@@ -94,3 +98,84 @@ def test_a_spot_near_the_head_polls_in_one_round_trip_when_told(engine: Engine) 
     # A stale hint costs nothing but the small poll: a deep spot told "near" still answers right.
     deep = engine.poll(room, "v189", 190, 1, near_head=True)
     assert deep.position == engine.poll(room, "v189", 190, 1).position
+
+
+def test_the_far_poll_writes_nothing(engine: Engine, redis_client: redis.Redis) -> None:
+    room = open_line(engine, 300, ratePerMinute=1)
+    engine.shift_clock(room, 1_000)
+    engine.poll(room, "v250", 251, 1)  # books last-seen: the full poll's write
+    base = engine.keys.room_base(room)
+    before = {key: redis_client.dump(key) for key in redis_client.keys(base + "*")}
+    aof = int(redis_client.info("persistence")["aof_current_size"])
+    for _ in range(30):
+        raw = engine._run_read("poll_far", room, "v250", 251, 1, "s250", "")
+        assert raw[0] == "waiting"
+    assert {key: redis_client.dump(key) for key in redis_client.keys(base + "*")} == before
+    assert int(redis_client.info("persistence")["aof_current_size"]) == aof
+
+
+def redis7(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> EmbeddedRedis:
+    monkeypatch.setenv("ANTEROOM_REDIS_SERVER", REDIS7)
+    return EmbeddedRedis(tmp_path / name, port=free_port()).start()
+
+
+@pytest.mark.skipif(not Path(REDIS7).exists(), reason="Debian's redis-server 7 is not installed")
+def test_the_far_poll_runs_read_only_on_a_replica(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    primary_server = redis7(tmp_path, "primary", monkeypatch)
+    replica_server = redis7(tmp_path, "replica", monkeypatch)
+    try:
+        primary = redis.Redis.from_url(primary_server.url, decode_responses=True)
+        replica = redis.Redis.from_url(replica_server.url, decode_responses=True)
+        if int(primary.info("server")["redis_version"].split(".")[0]) < 7:
+            pytest.skip("not Redis 7")
+        replica.replicaof("127.0.0.1", primary_server.port)
+        engine = Engine(primary, reader=replica)
+        room = open_line(engine, 300, ratePerMinute=1)
+        engine.shift_clock(room, 1_000)
+        full = engine.poll(room, "v250", 251, 1, near_head=True)  # books last-seen
+        assert primary.wait(1, 10_000) == 1  # the replica has every write so far
+        engine.poll(room, "v250", 251, 1)  # the replica loads the script (NOSCRIPT first)
+        replica.config_resetstat()
+        primary.config_resetstat()
+        for _ in range(5):
+            assert engine.poll(room, "v250", 251, 1) == full
+        assert replica.info("commandstats")["cmdstat_evalsha_ro"]["calls"] == 5
+        assert "cmdstat_evalsha" not in primary.info("commandstats")
+        # Something due (a sweep pass, a minute on): the replica hands it on to the primary.
+        engine.shift_clock(room, 60_000)
+        assert primary.wait(1, 10_000) == 1
+        primary.config_resetstat()
+        assert engine.poll(room, "v250", 251, 1).position == 250
+        assert primary.info("commandstats")["cmdstat_evalsha"]["calls"] == 1
+    finally:
+        replica_server.stop()
+        primary_server.stop()
+
+
+def test_a_due_booking_of_a_deep_spot_is_written_without_the_full_poll(
+    engine: Engine, redis_client: redis.Redis
+) -> None:
+    room = make_room(engine, ratePerMinute=1)  # abandonAfterSec 300: booked 150 s ahead
+    engine.set_clock(room, START)
+    engine.open(room, START + 86_400_000)  # a pre-queue: the drain owes nothing
+    for i in range(300):
+        engine.enter(room, f"v{i}", f"s{i}", 10)
+    engine.shift_clock(room, 61_000)
+    while not engine.sweep(room, 10_000)[1]:  # the minute's sweep pass, done
+        pass
+    keys = engine.keys.room_keys(room)
+    vid = redis_client.zrange(keys["line"], 200, 200)[0]  # 201st in the lottery's order
+    ticket = int(vid[1:]) + 1
+    for op in ("poll_far", "book_seen"):  # loaded before counting (a NOSCRIPT counts a call)
+        redis_client.script_load(engine._scripts[op].script)
+    calls = evalsha_calls(engine)
+    answer = engine.poll(room, vid, ticket, 1)
+    assert (answer.status, answer.position) == ("waiting", 201)
+    assert evalsha_calls(engine) - calls == 2  # the far poll, then book_seen: no full poll
+    record = redis_client.hget(keys["spots"], vid) or ""
+    assert int(record.split("|")[3]) == START + 61_000 + 150_000
+    calls = evalsha_calls(engine)
+    engine.poll(room, vid, ticket, 1)  # booked: nothing more to write
+    assert evalsha_calls(engine) - calls == 1

@@ -1,12 +1,16 @@
 """Load the Lua scripts of ``lua/`` and register them with a Redis client.
 
-Every operation script is prefixed with ``_room.lua`` (the shared helpers), so each one
-is a single EVALSHA, except the small standalone ones (``STANDALONE``), which carry only what
-they need; redis-py reloads a script after NOSCRIPT (a restarted Redis).
+Each operation (``lua/<name>.lua``) is one script carrying only the helper pieces it needs: its
+header names them in a ``-- needs: _a, _b`` line (pieces are ``lua/_<piece>.lua``, with needs of
+their own), and its keys in a ``-- KEYS: room spots …`` line (names of ``KeySpace.room_keys``).
+The assembled script binds each declared key to a local (``ROOM``, ``SPOTS`` …), then the pieces
+in dependency order, then the operation. redis-py reloads a script after NOSCRIPT.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from functools import cache
 
 import redis
@@ -24,30 +28,76 @@ OPERATIONS = (
     "enter",
     "poll",
     "poll_far",
+    "book_seen",
     "leave",
     "refresh",
     "revoke",
     "stats",
     "line",
     "sweep",
+    "tick",
     "shift_clock",
     "set_clock",
 )
 
+_NEEDS = re.compile(r"^-- needs: *(.*)$", re.MULTILINE)
+_KEYS = re.compile(r"^-- KEYS: *(.*)$", re.MULTILINE)
 
-# Scripts run on nearly every call, kept free of the shared prelude.
-STANDALONE = frozenset({"poll_far"})
+
+@dataclass(frozen=True)
+class Operation:
+    """An assembled script: its full source and the room keys it declares, in KEYS order."""
+
+    source: str
+    keys: tuple[str, ...]
+
+
+def _read(name: str) -> str:
+    return (resource_dir("lua") / f"{name}.lua").read_text(encoding="utf-8")
+
+
+def _needs(text: str) -> list[str]:
+    found = _NEEDS.search(text)
+    return [n.strip() for n in found.group(1).split(",") if n.strip()] if found else []
+
+
+def _pieces(name: str) -> list[str]:
+    """The pieces ``name`` needs, each after its own needs, each once."""
+    ordered: list[str] = []
+
+    def visit(piece: str, path: tuple[str, ...]) -> None:
+        if piece in ordered:
+            return
+        if piece in path:
+            raise ValueError(f"lua pieces need each other: {' -> '.join((*path, piece))}")
+        for need in _needs(_read(piece)):
+            visit(need, (*path, piece))
+        ordered.append(piece)
+
+    for need in _needs(_read(name)):
+        visit(need, (name,))
+    return ordered
 
 
 @cache
+def operation(name: str) -> Operation:
+    """Operation ``name`` assembled: key locals, needed pieces, then its own text."""
+    body = _read(name)
+    declared = _KEYS.search(body)
+    if not declared:
+        raise ValueError(f"lua/{name}.lua has no '-- KEYS:' header line")
+    keys = tuple(declared.group(1).split())
+    bind = ", ".join(key.upper() for key in keys)
+    slots = ", ".join(f"KEYS[{i}]" for i in range(1, len(keys) + 1))
+    parts = [f"local {bind} = {slots}"]
+    parts += [f"-- {piece}.lua\n{_read(piece)}" for piece in _pieces(name)]
+    parts.append(f"-- {name}.lua\n{body}")
+    return Operation("\n".join(parts), keys)
+
+
 def source(name: str) -> str:
-    """Full source of operation ``name``: the shared prelude, then the operation."""
-    folder = resource_dir("lua")
-    if name in STANDALONE:
-        return (folder / f"{name}.lua").read_text(encoding="utf-8")
-    prelude = (folder / "_room.lua").read_text(encoding="utf-8")
-    body = (folder / f"{name}.lua").read_text(encoding="utf-8")
-    return f"{prelude}\n-- {name}.lua\n{body}"
+    """Full source of operation ``name``."""
+    return operation(name).source
 
 
 def register(client: redis.Redis) -> dict[str, Script]:

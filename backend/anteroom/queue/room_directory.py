@@ -157,6 +157,8 @@ class RoomDirectory:
         self._written = (0.0, "")  # (when, content without `at`) of this process's last write
         self._pid = 0
         self._start_lock = threading.Lock()
+        # Started with the refresher in each process (the room ticker): one per-request hook.
+        self.companions: list[Callable[[], None]] = []
         self._stop = threading.Event()
         self._round_done = threading.Condition()
         self._load_snapshot()
@@ -203,10 +205,17 @@ class RoomDirectory:
             )
             thread.start()
             self._pid = pid
+        for start in self.companions:
+            start()
 
     def stop(self) -> None:
         """Stop the refresher (tests, shutdown)."""
         self._stop.set()
+
+    @property
+    def stopping(self) -> threading.Event:
+        """Set by :meth:`stop`; the room ticker (room_ticker.py) stops with the refresher."""
+        return self._stop
 
     def wait_for_rounds(self, count: int, timeout: float, *, failed: bool = False) -> bool:
         """Wait until ``count`` rounds here succeeded (or ``failed``); False on timeout."""

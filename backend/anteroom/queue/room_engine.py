@@ -7,7 +7,6 @@ their flat answers and turns their error codes and Redis failures into exception
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -15,13 +14,35 @@ import redis
 from anteroom.queue import lua_scripts as scripts
 from anteroom.queue import room_config as rooms
 from anteroom.queue.key_layout import DEFAULT_PREFIX, KeySpace
+from anteroom.queue.poll_limit import PollCounter
 from anteroom.queue.redis_link import StorageError, storage_errors
+from anteroom.queue.script_replies import (
+    Admission,
+    LineEntry,
+    QueueAnswer,
+    RoomStats,
+    TickResult,
+    line_entries,
+    queue_answer,
+    room_stats,
+    sweep_result,
+    tick_result,
+)
 
 # Spots this close to the front are answered by the full poll (lua/poll_far.lua says the same).
 NEAR_HEAD = 100
+# Counters of the room hash, counted over the room's life by the scripts (a close keeps them;
+# only `dealt` restarts when the room closes): entries taken, QueueFull refusals, leaves, spots
+# dropped by the sweep or the drain (abandoned, expired, revoked), admissions dealt.
+COUNTERS = ("nent", "nfull", "nleft", "nswept", "dealt")
+# Upper bounds (seconds) of the wait histogram's buckets, as lua/_admissions.lua's WAIT_BOUNDS.
+WAIT_BUCKETS = ("1", "2", "5", "10", "20", "30", "60", "120", "300", "600", "1200", "1800",
+                "3600", "7200", "inf")  # fmt: skip
 
 __all__ = [
+    "COUNTERS",
     "NEAR_HEAD",
+    "WAIT_BUCKETS",
     "Admission",
     "Engine",
     "EngineError",
@@ -34,6 +55,7 @@ __all__ = [
     "RoomStats",
     "SessionRevoked",
     "SlugTaken",
+    "TickResult",
     "TicketGone",
     "room_from_stored",
 ]
@@ -83,95 +105,12 @@ _ERRORS: dict[str, type[EngineError]] = {
 }
 
 
-@dataclass(frozen=True)
-class Admission:
-    """An admission dealt to a spot (times in epoch ms of the room's clock)."""
-
-    jti: str
-    issued_ms: int
-    expires_ms: int
-    session_jti: str
-    network_tag: str
-    deal_number: int
-
-
-@dataclass(frozen=True)
-class QueueAnswer:
-    """One answer of enter/poll/refresh."""
-
-    status: str
-    ticket: int | None
-    position: int | None
-    eta_seconds: int | None
-    opens_at_ms: int | None
-    poll_after_ms: int
-    room_status: str
-    generation: int
-    admission: Admission | None
-    session_jti: str
-    network_tag: str = ""
-    score: int = 0
-
-
-@dataclass(frozen=True)
-class RoomStats:
-    """Live figures of a room."""
-
-    status: str
-    waiting: int
-    held: int
-    active: int
-    admitted_last_minute: int
-    dealt_total: int
-    opens_at_ms: int | None
-    tickets: int
-    peak_active: int
-    now_ms: int
-
-
-@dataclass(frozen=True)
-class LineEntry:
-    """One spot of the line, as the drain sees it."""
-
-    position: int
-    ticket: int
-    visitor: str
-    score: int
-
-
-def _none(value: Any) -> int | None:
-    number = int(value)
-    return None if number < 0 else number
-
-
 def _check(result: Any) -> Any:
     if isinstance(result, list) and result and result[0] == "ERR":
         cls = _ERRORS.get(result[1], EngineError)
         retry = int(result[2]) if len(result) > 2 and int(result[2]) > 0 else None
         raise cls(str(result[1]), retry_after=retry)
     return result
-
-
-def _answer(raw: list[Any]) -> QueueAnswer:
-    status = raw[0]
-    admission = None
-    if status == "admitted":
-        admission = Admission(raw[10], int(raw[8]), int(raw[9]), raw[11], raw[12], int(raw[13]))
-    opens_at = int(raw[4])
-    return QueueAnswer(
-        status=status,
-        ticket=_none(raw[1]),
-        position=_none(raw[2]),
-        eta_seconds=_none(raw[3]),
-        opens_at_ms=opens_at or None,
-        poll_after_ms=int(raw[5]),
-        room_status=raw[6],
-        generation=int(raw[7]),
-        admission=admission,
-        session_jti=raw[11],
-        network_tag=raw[12],
-        score=int(raw[14]),
-    )
 
 
 def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
@@ -190,15 +129,61 @@ def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
 class Engine:
     """Queue operations on one Redis (or Valkey, or Cluster) under one key prefix."""
 
-    def __init__(self, client: redis.Redis, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(
+        self, client: redis.Redis, prefix: str = DEFAULT_PREFIX, reader: Any = None
+    ) -> None:
+        """``reader`` (a replica, a cluster client) runs the read-only far poll; else ``client``."""
         self.redis = client
+        self.reader = client if reader is None else reader
         self.keys = KeySpace(prefix)
         self._scripts = scripts.register(client)
+        self._read_only: bool | None = None  # does the reader know EVALSHA_RO (Redis >= 7)?
+        self.polls = PollCounter()
+
+    def script_keys(self, op: str, room_id: str) -> list[str]:
+        """The keys operation ``op`` declares (its ``-- KEYS:`` header), for room ``room_id``."""
+        base = self.keys.room_base(room_id)
+        return [base + name for name in scripts.operation(op).keys]
 
     def _run(self, op: str, room_id: str, *args: Any) -> Any:
         with storage_errors():
-            result = self._scripts[op](keys=[self.keys.room_base(room_id)], args=list(args))
+            result = self._scripts[op](keys=self.script_keys(op, room_id), args=list(args))
         return _check(result)
+
+    def _run_read(self, op: str, room_id: str, *args: Any) -> Any:
+        """Run a script that writes nothing on ``reader``: EVALSHA_RO where the server has it."""
+        script = self._scripts[op]
+        keys = self.script_keys(op, room_id)
+        keys_and_args = [*keys, *args]
+        with storage_errors():
+            try:
+                result = self._evalsha_read(script.sha, len(keys), keys_and_args)
+            except redis.exceptions.NoScriptError:  # a restarted or new server: load it there
+                self.reader.script_load(script.script)
+                result = self._evalsha_read(script.sha, len(keys), keys_and_args)
+        return _check(result)
+
+    def _evalsha_read(self, sha: str, numkeys: int, keys_and_args: list[Any]) -> Any:
+        if self._read_only is None:  # asked once: Redis 6.2 (the embedded one) has no EVALSHA_RO
+            try:
+                result = self.reader.evalsha_ro(sha, numkeys, *keys_and_args)
+            except redis.exceptions.ResponseError as exc:
+                if "unknown command" not in str(exc).lower():
+                    raise
+                self._read_only = False
+            else:
+                self._read_only = True
+                return result
+        if self._read_only:
+            return self.reader.evalsha_ro(sha, numkeys, *keys_and_args)
+        return self.reader.evalsha(sha, numkeys, *keys_and_args)
+
+    def _counted(self, room_id: str, vid: str, raw: list[Any]) -> QueueAnswer:
+        """Decode an enter/poll answer and count it against the ticket's poll limit."""
+        answer, now = queue_answer(raw)
+        if answer.ticket is not None:
+            self.polls.count(room_id, vid, answer.generation, answer.ticket, now)
+        return answer
 
     # -- rooms ---------------------------------------------------------------------------
 
@@ -291,8 +276,10 @@ class Engine:
     def enter(
         self, room_id: str, vid: str, session_jti: str, score: int, network_tag: str = ""
     ) -> QueueAnswer:
-        """Take (or find again) the visitor's spot."""
-        return _answer(self._run("enter", room_id, vid, session_jti, int(score), network_tag))
+        """Take (or find again) the visitor's spot; an entry counts as a poll of its ticket."""
+        spent = self.polls.spent(room_id, vid)
+        raw = self._run("enter", room_id, vid, session_jti, int(score), network_tag, spent)
+        return self._counted(room_id, vid, raw)
 
     def poll(
         self,
@@ -310,12 +297,15 @@ class Engine:
         straight to the full poll, which the small far poll would only hand it on to: one round
         trip instead of two. Either way the answer is the full poll's whenever it must be.
         """
-        args = (vid, ticket, generation, session_jti)
+        args = (vid, ticket, generation, session_jti, self.polls.spent(room_id, vid))
         if not near_head:
-            raw = self._run("poll_far", room_id, *args)  # the common case: far from the head
-            if raw[0] != "MORE":  # MORE: the far poll wrote nothing; the full poll answers
-                return _answer(raw)
-        return _answer(self._run("poll", room_id, *args))
+            # The common case, far from the head: read-only, so it may run on a replica.
+            raw = self._run_read("poll_far", room_id, *args)
+            if raw[0] != "MORE":  # MORE: something is due that only the full poll writes
+                if len(raw) > 16 and int(raw[16]):  # its one write: last-seen, on the primary
+                    self._run("book_seen", room_id, vid, ticket, generation)
+                return self._counted(room_id, vid, raw)
+        return self._counted(room_id, vid, self._run("poll", room_id, *args))
 
     def leave(self, room_id: str, vid: str, ticket: int, generation: int) -> bool:
         """Free a waiting spot or an active slot; True when something was freed."""
@@ -334,7 +324,8 @@ class Engine:
         ``generation`` may be None: the admission's jti already names one generation.
         """
         gen = "" if generation is None else generation
-        return _answer(self._run("refresh", room_id, vid, gen, admission_jti, session_jti))
+        raw = self._run("refresh", room_id, vid, gen, admission_jti, session_jti)
+        return queue_answer(raw)[0]
 
     def revoke(
         self, room_id: str, *, jti: str | None = None, vid: str | None = None, life_ms: int
@@ -358,26 +349,44 @@ class Engine:
 
     def stats(self, room_id: str) -> RoomStats:
         """Live figures of a room."""
-        r = self._run("stats", room_id)
-        return RoomStats(
-            r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4]), int(r[5]), int(r[6]) or None,
-            int(r[7]), int(r[8]), int(r[9]),
-        )  # fmt: skip
+        return room_stats(self._run("stats", room_id))
+
+    def counters(self, room_id: str) -> dict[str, int]:
+        """The room's counters (``COUNTERS``: nent, nfull, nleft, nswept, dealt); missing = 0."""
+        with storage_errors():
+            values = self.redis.hmget(self.keys.room(room_id), COUNTERS)
+        return {name: int(value or 0) for name, value in zip(COUNTERS, values, strict=True)}
+
+    def waits(self, room_id: str) -> dict[str, int]:
+        """Admissions by wait from entry: bucket upper bound in seconds ("1" … "inf") → count."""
+        with storage_errors():
+            raw = self.redis.hgetall(self.keys.room_keys(room_id)["waits"])
+        return {bound: int(raw.get(bound, 0)) for bound in WAIT_BUCKETS}
 
     def line(self, room_id: str, limit: int = 200) -> list[LineEntry]:
         """The first ``limit`` (≤ 200) waiting spots in drain order."""
-        r = self._run("line", room_id, limit)
-        return [
-            LineEntry(i // 3 + 1, int(r[i + 1]), r[i], int(r[i + 2])) for i in range(0, len(r), 3)
-        ]
+        return line_entries(self._run("line", room_id, limit))
 
     def sweep(self, room_id: str, count: int = 500) -> tuple[int, bool]:
         """One bounded sweep step: (spots dropped, pass finished).
 
         Enter and poll already carry the sweep along; this is for operator tooling and tests.
         """
-        dropped, finished = self._run("sweep", room_id, count)
-        return int(dropped), bool(finished)
+        return sweep_result(self._run("sweep", room_id, count))
+
+    def is_empty(self, room_id: str) -> bool:
+        """True when the room holds no spot and no revocation: a tick would have nothing to do."""
+        keys = self.keys.room_keys(room_id)
+        with storage_errors():
+            return not self.redis.exists(keys["spots"], keys["rvk"])
+
+    def tick(self, room_id: str, every_ms: int = 1_000) -> TickResult:
+        """The service's tick of an open room: sweep step, regrouping step and drain.
+
+        Only the first call per ``every_ms`` of the room's clock works, whichever instance makes
+        it (``ran``); the others read one field and return.
+        """
+        return tick_result(self._run("tick", room_id, int(every_ms)))
 
     def set_clock(self, room_id: str, epoch_ms: int) -> None:
         """Pin a room's clock at ``epoch_ms`` (0 unpins). Tests only; no HTTP route calls this."""

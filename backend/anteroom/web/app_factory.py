@@ -17,6 +17,7 @@ from anteroom.queue.redis_link import Breaker, connect
 from anteroom.queue.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
 from anteroom.queue.room_series import RoomSeries
+from anteroom.queue.room_ticker import RoomTicker
 from anteroom.queue.series_sampler import Sampler, SamplerThread
 from anteroom.resources import resource_dir
 from anteroom.sdk.tokens import Keyring
@@ -87,12 +88,14 @@ def create_app(
             time.time,
             lock_path=Path(settings.data_dir) / SAMPLER_LOCK,
         ),
+        ticker=RoomTicker(engine, directory, breaker=breaker),
     )
     app.extensions["anteroom"] = services
     # Lazily, per process: gunicorn forks workers after the app may have been built.
     app.before_request(services.directory.ensure_running)
     # The series sampler is started by `anteroom serve` as each worker boots (not per request:
     # a quiet room is sampled too, and no hook is added to the poll path).
+    directory.companions.append(services.ticker.ensure_running)  # drains and sweeps open rooms
 
     from anteroom.web import api_docs as docs
     from anteroom.web import console, front_door, metrics, request_log

@@ -1,0 +1,134 @@
+"""The service's own tick of every open room: the line moves even when nobody near the head polls.
+
+Far polls write nothing (they may run on a replica), so the drain and the sweep need someone on
+the primary: polls near the head still run them, and every process of the service runs one
+:class:`RoomTicker` thread that calls each open room's ``tick`` script about once a second (an
+open room with no spot and no revocation is skipped after one read). The script itself keeps a
+``tick`` time in the room's hash, so however many processes and instances call it, it works once
+per room per second and the other calls only read that field.
+
+Other jobs may ride on the same tick: ``jobs`` are called with (room id, now ms on the room's
+clock) for each tick that worked in this process, so across all instances once per room per
+second.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Callable, Iterable
+from functools import partial
+
+from anteroom.queue.redis_link import Breaker, StorageError, StorageUnavailable
+from anteroom.queue.room_directory import RoomDirectory
+from anteroom.queue.room_engine import Engine, EngineError
+
+# The script's guard and the thread's wake: a process alone ticks each room every second; with
+# several, the first to wake after 0.9 s ticks it, so each room ticks every 0.9 to 1.0 s.
+TICK_EVERY_MS = 900
+WAKE_EVERY_SEC = 0.5
+
+Job = Callable[[str, int], None]
+log = logging.getLogger("anteroom")
+
+
+class RoomTicker:
+    """Ticks every open room the directory knows; start with :meth:`ensure_running`."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        directory: RoomDirectory,
+        jobs: Iterable[Job] = (),
+        breaker: Breaker | None = None,
+        wake_every: float = WAKE_EVERY_SEC,
+    ) -> None:
+        """``breaker``: the instance's own, so an outage costs the ticker no connect attempts."""
+        self.engine = engine
+        self.directory = directory
+        self.breaker = breaker or Breaker()
+        self.jobs: list[Job] = list(jobs)
+        self.wake_every = wake_every
+        self.failing = False  # Redis unreachable at the last step: logged once, retried
+        self._pid = 0
+        self._start_lock = threading.Lock()
+
+    def open_rooms(self) -> list[str]:
+        """Ids of the rooms the directory last read as open."""
+        rooms = self.directory.known.rooms
+        return sorted(room_id for room_id, room in rooms.items() if room["status"] == "open")
+
+    def step(self) -> int:
+        """Tick every open room once; the number of rooms whose tick worked here.
+
+        A transport failure ends the step (the next one retries) and is logged once per outage.
+        """
+        worked = 0
+        for room_id in self.open_rooms():
+            if self.directory.stopping.is_set():
+                break
+            try:
+                # An open room nobody waits in (most, most of the time) costs one read, no script.
+                if self.breaker.call(partial(self.engine.is_empty, room_id)):
+                    continue
+                result = self.breaker.call(partial(self.engine.tick, room_id, TICK_EVERY_MS))
+            except StorageUnavailable as exc:
+                if not self.failing:
+                    log.warning("room ticker: Redis unreachable, will retry: %s", exc)
+                self.failing = True
+                return worked
+            except (EngineError, StorageError) as exc:  # one room's trouble stops no other
+                log.warning("room ticker: tick of %s failed: %s", room_id, exc)
+                continue
+            if self.failing:
+                log.info("room ticker: Redis reachable again")
+                self.failing = False
+            if result.ran:
+                worked += 1
+                self._run_jobs(room_id, result.now_ms)
+        return worked
+
+    def _run_jobs(self, room_id: str, now_ms: int) -> None:
+        for job in self.jobs:
+            try:
+                job(room_id, now_ms)
+            except Exception:  # a job's failure must not stop the line
+                log.exception("room ticker: job %r failed for %s", job, room_id)
+
+    def ensure_running(self) -> None:
+        """Start this process's ticker thread unless it runs (cheap per request; fork-safe).
+
+        It stops with the directory (:meth:`RoomDirectory.stop`) and holds this ticker weakly,
+        so it also ends with its app.
+        """
+        pid = os.getpid()
+        if self._pid == pid:
+            return
+        with self._start_lock:
+            if self._pid == pid:
+                return
+            thread = threading.Thread(
+                target=_run,
+                args=(weakref.ref(self), self.directory.stopping, self.wake_every),
+                name="anteroom-ticker",
+                daemon=True,
+            )
+            thread.start()
+            self._thread = thread
+            self._pid = pid
+
+
+def _run(ref: weakref.ref[RoomTicker], stop: threading.Event, wake_every: float) -> None:
+    """The ticker's loop; ends when stopped or when its ticker is gone."""
+    while not stop.is_set():
+        ticker = ref()
+        if ticker is None:
+            return
+        try:
+            ticker.step()
+        except Exception:  # the thread must outlive any bad answer
+            log.exception("room ticker: step failed (will retry)")
+        del ticker
+        stop.wait(wake_every)

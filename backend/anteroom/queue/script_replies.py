@@ -1,0 +1,151 @@
+"""What the room scripts answer, decoded into named fields here and nowhere else.
+
+Each script's header (``lua/<name>.lua``) gives its reply as a flat array; these functions are
+the one place that knows the positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Admission:
+    """An admission dealt to a spot (times in epoch ms of the room's clock)."""
+
+    jti: str
+    issued_ms: int
+    expires_ms: int
+    session_jti: str
+    network_tag: str
+    deal_number: int
+
+
+@dataclass(frozen=True)
+class QueueAnswer:
+    """One answer of enter/poll/refresh."""
+
+    status: str
+    ticket: int | None
+    position: int | None
+    eta_seconds: int | None
+    opens_at_ms: int | None
+    poll_after_ms: int
+    room_status: str
+    generation: int
+    admission: Admission | None
+    session_jti: str
+    network_tag: str = ""
+    score: int = 0
+
+
+@dataclass(frozen=True)
+class RoomStats:
+    """Live figures of a room."""
+
+    status: str
+    waiting: int
+    held: int
+    active: int
+    admitted_last_minute: int
+    dealt_total: int
+    opens_at_ms: int | None
+    tickets: int
+    peak_active: int
+    now_ms: int
+
+
+@dataclass(frozen=True)
+class LineEntry:
+    """One spot of the line, as the drain sees it."""
+
+    position: int
+    ticket: int
+    visitor: str
+    score: int
+
+
+@dataclass(frozen=True)
+class TickResult:
+    """What one call of :meth:`Engine.tick` did (``now_ms`` on the room's clock)."""
+
+    ran: bool
+    now_ms: int
+    dealt: int
+    swept: int
+
+
+def _none(value: Any) -> int | None:
+    number = int(value)
+    return None if number < 0 else number
+
+
+def queue_answer(raw: list[Any]) -> tuple[QueueAnswer, int]:
+    """An enter/poll/refresh answer (see ``answer`` in lua/_answer.lua) and the room's clock
+    when it was given (ms)."""
+    status = raw[0]
+    admission = None
+    if status == "admitted":
+        admission = Admission(
+            jti=raw[10],
+            issued_ms=int(raw[8]),
+            expires_ms=int(raw[9]),
+            session_jti=raw[11],
+            network_tag=raw[12],
+            deal_number=int(raw[13]),
+        )
+    opens_at = int(raw[4])
+    answer = QueueAnswer(
+        status=status,
+        ticket=_none(raw[1]),
+        position=_none(raw[2]),
+        eta_seconds=_none(raw[3]),
+        opens_at_ms=opens_at or None,
+        poll_after_ms=int(raw[5]),
+        room_status=raw[6],
+        generation=int(raw[7]),
+        admission=admission,
+        session_jti=raw[11],
+        network_tag=raw[12],
+        score=int(raw[14]),
+    )
+    return answer, int(raw[15])
+
+
+def room_stats(raw: list[Any]) -> RoomStats:
+    """The reply of lua/stats.lua."""
+    return RoomStats(
+        status=raw[0],
+        waiting=int(raw[1]),
+        held=int(raw[2]),
+        active=int(raw[3]),
+        admitted_last_minute=int(raw[4]),
+        dealt_total=int(raw[5]),
+        opens_at_ms=int(raw[6]) or None,
+        tickets=int(raw[7]),
+        peak_active=int(raw[8]),
+        now_ms=int(raw[9]),
+    )
+
+
+def line_entries(raw: list[Any]) -> list[LineEntry]:
+    """The reply of lua/line.lua: (vid, ticket, score) triples in drain order."""
+    return [
+        LineEntry(
+            position=i // 3 + 1, ticket=int(raw[i + 1]), visitor=raw[i], score=int(raw[i + 2])
+        )
+        for i in range(0, len(raw), 3)
+    ]
+
+
+def tick_result(raw: list[Any]) -> TickResult:
+    """The reply of lua/tick.lua."""
+    ran, now, dealt, swept = raw
+    return TickResult(ran=bool(int(ran)), now_ms=int(now), dealt=int(dealt), swept=int(swept))
+
+
+def sweep_result(raw: list[Any]) -> tuple[int, bool]:
+    """The reply of lua/sweep.lua: (spots dropped, pass finished)."""
+    dropped, finished = raw
+    return int(dropped), bool(int(finished))

@@ -1,0 +1,87 @@
+-- needs: _room, _spot
+-- Admissions dealt per second in a 60-slot ring (ADM), for admittedLastMinute and capacity ETAs.
+local function count_admissions(now, count)
+  local second = math.floor(now / 1000)
+  local slot = tostring(second % 60)
+  local current = redis.call('HGET', ADM, slot)
+  local before = 0
+  if current then
+    local slot_second, slot_count = current:match('^(%d+):(%d+)$')
+    if tonumber(slot_second) == second then before = tonumber(slot_count) end
+  end
+  redis.call('HSET', ADM, slot, second .. ':' .. (before + count))
+end
+
+local function admitted_last_minute(now)
+  local second = math.floor(now / 1000)
+  local total = 0
+  for _, value in ipairs(redis.call('HVALS', ADM)) do
+    local slot_second, slot_count = value:match('^(%d+):(%d+)$')
+    if tonumber(slot_second) > second - 60 then total = total + tonumber(slot_count) end
+  end
+  return total
+end
+
+-- Active slots (ACTIVE: vid -> expires) lapse by themselves: a bounded clean-up keeps the set
+-- honest without trusting browsers.
+local MAX_ADMIT = 200
+local function free_expired(now)
+  local gone = redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', fmt(now), 'LIMIT', 0, MAX_ADMIT)
+  if #gone > 0 then redis.call('ZREM', ACTIVE, unpack(gone)) end
+end
+
+local function active_count(now) return redis.call('ZCOUNT', ACTIVE, '(' .. fmt(now), '+inf') end
+
+-- The wait histogram (WAITS): admissions by their wait from entry, field = the bucket's upper
+-- bound in seconds (the operator console reads it; WAIT_BUCKETS in room_engine.py).
+local WAIT_BOUNDS = {1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200}
+local function wait_bucket(wait_ms)
+  for _, bound in ipairs(WAIT_BOUNDS) do
+    if wait_ms <= bound * 1000 then return tostring(bound) end
+  end
+  return 'inf'
+end
+
+-- Admissions are dealt in a batch: the batch's spot records, active slots, admission count,
+-- waits and peak are then booked with one command each.
+local function new_batch() return {records = {}, slots = {}, waits = {}} end
+
+-- One admission into the batch: its admitted record, its slot until `expires` (ms, formatted),
+-- its wait from `entered` (ms; 0 or nil in records older than the histogram: not counted).
+local function book_deal(batch, vid, record, expires, entered, now)
+  if entered and entered > 0 then
+    local wait = wait_bucket(now - entered)
+    batch.waits[wait] = (batch.waits[wait] or 0) + 1
+  end
+  local records, slots = batch.records, batch.slots
+  records[#records + 1] = vid
+  records[#records + 1] = record
+  slots[#slots + 1] = expires
+  slots[#slots + 1] = vid
+end
+
+local function deal(room, vid, spot, now, batch)
+  local entered = spot.since
+  room.dealt = room.dealt + 1
+  spot.state, spot.since, spot.expires = 'a', now, now + room.admission_ttl * 1000
+  spot.deal_number = room.dealt
+  book_deal(batch, vid, spot_record(spot), fmt(spot.expires), entered, now)
+end
+
+local function book_dealt(room, now, batch)
+  if #batch.slots == 0 then return end
+  redis.call('HSET', SPOTS, unpack(batch.records))
+  redis.call('ZADD', ACTIVE, unpack(batch.slots))
+  count_admissions(now, #batch.slots / 2)
+  for wait, count in pairs(batch.waits) do redis.call('HINCRBY', WAITS, wait, count) end
+  if room.capacity > 0 then
+    local active = redis.call('ZCARD', ACTIVE)
+    if active > room.peak then room.peak = active end
+  end
+end
+
+local function admit(room, vid, spot, now)
+  local batch = new_batch()
+  deal(room, vid, spot, now, batch)
+  book_dealt(room, now, batch)
+end

@@ -1,0 +1,59 @@
+-- needs: _room, _spot
+-- Regrouping after a holdScore change, a bounded step at a time, every spot at its original
+-- order key. `releasing` ('rel') = '1' while held buckets under holdScore may still hold spots
+-- (a raise); `convict_key` ('cvk') is the order key a conviction pass (a lowering) has reached
+-- in the line, '' if none. Until a step has reached a spot, the drain still treats it by its
+-- score (never admitting a held spot) and a released spot is moved when it polls; positions of
+-- others count spots not yet moved, so a change to a line longer than one step is exact only
+-- once regrouped.
+local REGROUP_STEP, REGROUP_CARRIED = 1000, 200
+local SCORE_PATTERN = '^[^|]*|([^|]*)|'
+
+local function release_step(room, count)
+  local pending = false
+  for _, score in ipairs(redis.call('SMEMBERS', BKS)) do
+    if tonumber(score) < room.hold_score then
+      local held = bucket(score)
+      local items = {}
+      if count > 0 then items = redis.call('ZRANGE', held, 0, count - 1, 'WITHSCORES') end
+      if #items > 0 then
+        local keyed, vids = {}, {}
+        for i = 1, #items, 2 do
+          keyed[#keyed + 1] = items[i + 1]; keyed[#keyed + 1] = items[i]
+          vids[#vids + 1] = items[i]
+        end
+        redis.call('ZADD', LINE, unpack(keyed))
+        redis.call('ZREM', held, unpack(vids))
+        count = count - #vids
+      end
+      if redis.call('EXISTS', held) == 1 then pending = true end
+    end
+  end
+  if not pending then room.releasing = '0' end
+  return count
+end
+
+local function convict_step(room, count)
+  local from = room.convict_key == '-inf' and '-inf' or '(' .. room.convict_key
+  local items = redis.call('ZRANGEBYSCORE', LINE, from, '+inf', 'WITHSCORES', 'LIMIT', 0, count)
+  for i = 1, #items, 2 do
+    local vid, order_key = items[i], items[i + 1]
+    local raw = redis.call('HGET', SPOTS, vid)
+    local score = raw and tonumber(raw:match(SCORE_PATTERN))
+    if not score then
+      redis.call('ZREM', LINE, vid) -- an orphaned order entry
+    elseif score >= room.hold_score then
+      redis.call('ZREM', LINE, vid)
+      place(room.hold_score, vid, score, order_key)
+    end
+    room.convict_key = order_key
+  end
+  if #items < 2 * count then room.convict_key = '' end
+end
+
+local function regroup_step(room, count)
+  if not regroup_due(room.releasing, room.convict_key) then return end -- the common case
+  if room.releasing == '1' then count = release_step(room, count) end
+  if room.convict_key ~= '' and count > 0 then convict_step(room, count) end
+  redis.call('HSET', ROOM, 'rel', room.releasing, 'cvk', room.convict_key)
+end

@@ -1,0 +1,62 @@
+-- needs: _record, _expiry, _due, _bucket
+local function get_spot(vid)
+  local raw = redis.call('HGET', SPOTS, vid)
+  if not raw then return nil end
+  return parse_spot(raw)
+end
+
+local function spot_record(spot)
+  local tail = fmt(spot.since) .. '||'
+  if spot.state == 'a' then
+    tail = fmt(spot.since) .. '|' .. fmt(spot.expires) .. '|' .. fmt(spot.deal_number)
+  end
+  return table.concat({fmt(spot.ticket), spot.score, spot.state, fmt(spot.seen),
+    spot.session_jti, spot.network_tag, tail}, '|')
+end
+
+local function put_spot(vid, spot) redis.call('HSET', SPOTS, vid, spot_record(spot)) end
+
+-- Books `seen` ahead when it has passed (see seen_booking); returns whether the spot must be
+-- written.
+local function mark_seen(abandon_after, spot, now)
+  if not seen_due(spot.seen, now) then return false end
+  spot.seen = seen_booking(abandon_after, now)
+  return true
+end
+
+-- A waiting spot is in LINE, or in its score's held bucket (a holdScore change may not have
+-- moved it yet): both are tried, a ZREM of an absent member costs a lookup.
+local function drop_spot(vid, spot)
+  redis.call('HDEL', SPOTS, vid)
+  if spot.state == 'a' then redis.call('ZREM', ACTIVE, vid); return end
+  redis.call('ZREM', LINE, vid)
+  redis.call('ZREM', bucket(spot.score), vid)
+end
+
+-- Files a waiting spot's order key where its score puts it now.
+local function place(hold_score, vid, score, order_key)
+  if score < hold_score then
+    redis.call('ZADD', LINE, order_key, vid)
+  else
+    redis.call('ZADD', bucket(score), order_key, vid)
+    redis.call('SADD', BKS, score)
+  end
+end
+
+-- Takes a waiting spot's order key out of wherever it is filed; returns it (nil if nowhere).
+local function unplace(vid, score)
+  local order_key = redis.call('ZSCORE', LINE, vid)
+  if order_key then redis.call('ZREM', LINE, vid); return order_key end
+  order_key = redis.call('ZSCORE', bucket(score), vid)
+  if order_key then redis.call('ZREM', bucket(score), vid) end
+  return order_key
+end
+
+-- Waiting spots: eligible (the line) and held.
+local function waiting_counts()
+  local held = 0
+  for _, score in ipairs(redis.call('SMEMBERS', BKS)) do
+    held = held + redis.call('ZCARD', bucket(score))
+  end
+  return redis.call('ZCARD', LINE), held
+end

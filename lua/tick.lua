@@ -1,0 +1,23 @@
+-- The service's tick of an open room: a sweep step, a regrouping step and the drain, so the line
+-- moves and abandoned spots go even when nobody near the head polls. Every instance's ticker
+-- calls it about once a second per open room; the `tick` field (room clock, ms) makes only the
+-- first call of each interval work, so N instances run it once per room per interval.
+-- needs: _room, _drain, _sweep, _regroup
+-- KEYS: room spots line active adm rvk bks waits
+-- ARGV: interval (ms).
+-- Reply: {ran (1 when this call worked, else 0), now (ms, room clock), dealt, swept}.
+local every = tonumber(ARGV[1]) or 1000
+-- Most calls find another instance ticked this second: they read four fields and return.
+local v = redis.call('HMGET', ROOM, 'st', 'tick', 'fix', 'clk')
+if v[1] ~= 'open' then return {0, 0, 0, 0} end
+local now = room_clock(tonumber(v[3]) or 0, tonumber(v[4]) or 0)
+local last_tick = tonumber(v[2]) or 0
+-- a clock moved back (tests pin it) must not stop the ticks until it catches up
+if now >= last_tick and now - last_tick < every then return {0, fmt(now), 0, 0} end
+redis.call('HSET', ROOM, 'tick', fmt(now))
+local room = load_room()
+local swept = sweep_step(room, now, SWEEP_STEP)
+regroup_step(room, REGROUP_CARRIED)
+local dealt = drain(room, now)
+save_room(room, true)
+return {1, fmt(now), dealt, swept}

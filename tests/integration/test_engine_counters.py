@@ -1,0 +1,79 @@
+"""The operator console's counters: entries, QueueFull refusals, leaves, spots swept, admissions,
+and the wait histogram, each counted where it happens."""
+
+from __future__ import annotations
+
+import pytest
+
+from anteroom.engine import Engine
+from anteroom.queue import room_engine as eng
+from helpers import make_room
+
+pytestmark = pytest.mark.redis
+
+START = 1_800_000_000_000
+
+
+def pinned(engine: Engine, **config: int) -> str:
+    room = make_room(engine, **({"ratePerMinute": 60} | config))
+    engine.set_clock(room, START)
+    engine.open(room)
+    return room
+
+
+def test_a_new_room_counts_nothing(engine: Engine) -> None:
+    room = make_room(engine)
+    assert engine.counters(room) == {"nent": 0, "nfull": 0, "nleft": 0, "nswept": 0, "dealt": 0}
+    assert set(engine.waits(room).values()) == {0}
+    assert list(engine.waits(room)) == list(eng.WAIT_BUCKETS)
+
+
+def test_entries_refusals_and_leaves_are_counted_once_each(engine: Engine) -> None:
+    room = pinned(engine, maxWaiting=3)
+    answers = [engine.enter(room, f"v{i}", "s", 10) for i in range(3)]
+    engine.enter(room, "v0", "s", 10)  # the same spot again: not a new entry
+    for vid in ("v3", "v4"):
+        with pytest.raises(eng.QueueFull):
+            engine.enter(room, vid, "s", 10)
+    assert engine.leave(room, "v1", answers[1].ticket or 0, 1)
+    assert not engine.leave(room, "v1", answers[1].ticket or 0, 1)  # nothing left to free
+    counters = engine.counters(room)
+    assert (counters["nent"], counters["nfull"], counters["nleft"]) == (3, 2, 1)
+
+
+def test_abandoned_spots_are_counted_as_swept(engine: Engine) -> None:
+    room = pinned(engine, abandonAfterSec=60, ratePerMinute=1)
+    for i in range(4):
+        engine.enter(room, f"v{i}", "s", 10)  # the first entry begins a sweep pass
+    engine.shift_clock(room, 91_000)  # all four abandoned; a pass may begin
+    engine.sweep(room)
+    assert engine.stats(room).waiting == 0
+    assert engine.counters(room)["nswept"] == 4
+    engine.enter(room, "late", "s", 10)  # waits behind nobody: the drain takes it at once…
+    engine.enter(room, "later", "s", 10)
+    engine.shift_clock(room, 91_000)  # …and finds "later" abandoned when it runs
+    engine.tick(room)
+    assert engine.counters(room)["nswept"] == 5
+
+
+def test_each_admission_books_its_wait_from_entry(engine: Engine) -> None:
+    room = pinned(engine, ratePerMinute=60)  # one a second
+    for i in range(4):
+        engine.enter(room, f"v{i}", "s", 10)
+    for step in (1_000, 9_000, 50_000):  # waits 1 s, 10 s and 60 s from the entries at START
+        engine.shift_clock(room, step)
+        engine.tick(room)
+    waits = engine.waits(room)
+    assert (waits["1"], waits["10"], waits["60"]) == (1, 1, 1)
+    assert sum(waits.values()) == engine.counters(room)["dealt"] == 3
+
+
+def test_counters_outlive_a_close(engine: Engine) -> None:
+    room = pinned(engine)
+    engine.enter(room, "v0", "s", 10)
+    engine.shift_clock(room, 1_000)
+    engine.tick(room)
+    engine.close(room)
+    counters = engine.counters(room)
+    assert (counters["nent"], counters["dealt"]) == (1, 0)  # dealt counts the opening only
+    assert sum(engine.waits(room).values()) == 1
