@@ -17,6 +17,7 @@ Everything is killed and the folder removed on exit. Only the standard library a
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import signal
@@ -153,11 +154,31 @@ class LocalCluster:
                 raise TimeoutError(f"no replica took over from {old_port}:\n{self._report()}")
             time.sleep(0.05)  # waiting for the cluster's election, not for a race
 
-    def wait_ok(self, timeout: float = 30.0) -> None:
-        """Wait until every live node says ``cluster_state:ok``, knows every node and every
-        live replica has finished its sync."""
+    def warm_up(self) -> None:
+        """Write one key on each primary: Redis 7 leaves a replica out of CLUSTER SLOTS until
+        its replication offset is above zero, so a client reading from replicas would not know
+        of them before the first write (a test's first client would read from primaries)."""
+        owners = self._slot_owners()
+        for port in sorted(set(owners.values())):
+            key = next(
+                f"warm-up:{i}"
+                for i in itertools.count()
+                if owners[key_slot(f"warm-up:{i}".encode())] == port
+            )
+            client = self.node(port).client()
+            try:
+                client.set(key, "1")
+            finally:
+                client.close()
+
+    def wait_ok(self, timeout: float = 30.0, replicas_listed: int = 0) -> None:
+        """Wait until every live node says ``cluster_state:ok``, knows every node, every live
+        replica has finished its sync and (``replicas_listed``) every node's CLUSTER SLOTS names
+        that many replicas per primary."""
         deadline = time.monotonic() + timeout
-        while not (self._all_ok() and self._replicas_synced()):
+        while not (
+            self._all_ok() and self._replicas_synced() and self._replicas_listed(replicas_listed)
+        ):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the cluster did not settle:\n{self._report()}")
             time.sleep(0.05)  # waiting for gossip and sync, not for a race
@@ -237,6 +258,21 @@ class LocalCluster:
             if "cluster_state:ok" not in text:
                 return False
             if len(str(known).strip().splitlines()) != len(self._nodes):
+                return False
+        return True
+
+    def _replicas_listed(self, replicas: int) -> bool:
+        for node in self._nodes:
+            if not node.alive:
+                continue
+            client = node.client(timeout=1.0)
+            try:
+                ranges = client.execute_command("CLUSTER", "SLOTS")
+            except redis.RedisError:
+                return False
+            finally:
+                client.close()
+            if any(len(entry) < 3 + replicas for entry in ranges):
                 return False
         return True
 
@@ -336,6 +372,8 @@ def local_cluster(
                 f"redis-cli --cluster create failed:\n{created.stdout}\n{created.stderr}"
             )
         cluster.wait_ok(timeout)
+        cluster.warm_up()
+        cluster.wait_ok(timeout, replicas_listed=replicas)
         yield cluster
     finally:
         cluster.stop()
