@@ -3,7 +3,12 @@ keys, rooms, audit, challenges, per-address limits and the visitor flow; rooms s
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import requests
@@ -112,3 +117,26 @@ def test_the_service_on_a_cluster_queues_admits_and_spreads_rooms_over_shards(
     assert any("anteroom:lim" in k for k in everywhere)  # identify/enter limits, by `limits`
     for visitor in visitors:
         visitor.close()
+
+
+def test_the_keys_command_creates_and_revokes_keys_on_a_cluster(
+    redis_cluster: LocalCluster, cluster_client: Client
+) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("ANTEROOM_")}
+    env = clean | {"ANTEROOM_REDIS_URL": redis_cluster.url}
+    anteroom = str(Path(sys.executable).with_name("anteroom"))
+
+    def keys(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [anteroom, "keys", *args], env=env, capture_output=True, text=True, timeout=60
+        )
+
+    made = keys("create", "--environment", "prod", "--json")
+    assert made.returncode == 0, made.stderr
+    created = json.loads(made.stdout)
+    store = KeyStore(cluster_client, KEYS)
+    record = store.authenticate(created["secretKey"])
+    assert record is not None and store.environment_of(created["publicKey"]) == "prod"
+    assert keys("revoke", record.id).returncode == 0
+    assert store.authenticate(created["secretKey"]) is None
+    assert store.environment_of(created["publicKey"]) is None
