@@ -300,7 +300,7 @@ class LocalCluster:
         return "\n".join(lines)
 
 
-def _start_node(folder: Path, node_timeout_ms: int) -> Node:
+def _start_node(folder: Path, node_timeout_ms: int, full_coverage: bool) -> Node:
     folder.mkdir(parents=True)
     port, bus_port = _free_port(), _free_port()
     while bus_port == port:
@@ -314,6 +314,7 @@ def _start_node(folder: Path, node_timeout_ms: int) -> Node:
         "--cluster-enabled", "yes",
         "--cluster-config-file", "nodes.conf",
         "--cluster-node-timeout", str(node_timeout_ms),
+        "--cluster-require-full-coverage", "yes" if full_coverage else "no",
         "--appendonly", "no",
         "--save", "",
         "--daemonize", "no",
@@ -347,10 +348,13 @@ def local_cluster(
     replicas: int = 1,
     *,
     node_timeout_ms: int = NODE_TIMEOUT_MS,
+    full_coverage: bool = True,
     timeout: float = 60.0,
 ) -> Iterator[LocalCluster]:
     """Start a cluster of ``primaries`` primaries with ``replicas`` replicas each; tear it down
-    after. Raises FileNotFoundError when Debian's redis-server is not installed."""
+    after. ``full_coverage=False`` lets the other shards answer while one has no primary
+    (``cluster-require-full-coverage no``; Redis's default stops them all). Raises
+    FileNotFoundError when Debian's redis-server is not installed."""
     if not (os.access(REDIS_SERVER, os.X_OK) and os.access(REDIS_CLI, os.X_OK)):
         raise FileNotFoundError(f"{REDIS_SERVER} and redis-cli are needed (make test installs)")
     folder = Path(tempfile.mkdtemp(prefix="anteroom-cluster-"))
@@ -358,7 +362,7 @@ def local_cluster(
     cluster = LocalCluster(nodes, folder)
     try:
         for i in range(primaries * (1 + replicas)):
-            nodes.append(_start_node(folder / f"node{i}", node_timeout_ms))
+            nodes.append(_start_node(folder / f"node{i}", node_timeout_ms, full_coverage))
         for node in nodes:
             _wait_answering(node, timeout)
         # redis-cli makes the first ``primaries`` addresses primaries, the rest their replicas.

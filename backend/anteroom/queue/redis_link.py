@@ -24,6 +24,7 @@ import redis.exceptions as rex
 from redis.cluster import ClusterNode, LoadBalancingStrategy, RedisCluster
 from redis.commands.core import Script
 from redis.connection import Encoder
+from redis.crc import key_slot
 
 T = TypeVar("T")
 
@@ -71,30 +72,58 @@ class Breaker:
     """Circuit breaker: after a transport failure, skip Redis for ``pause`` seconds.
 
     An outage then costs each request nothing instead of a connect timeout; the first call
-    after the pause tries Redis again.
+    after the pause tries Redis again. On a cluster (``shard_of``), a failure pauses only the
+    shard that failed (the call's key's, or the node redis-py names in its error): rooms on the
+    other shards carry on while one shard's replica is being promoted. A call that names no key
+    is skipped only while everything is paused (a single server, or a failure nobody can place).
     """
 
-    def __init__(self, pause: float = 3.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        pause: float = 3.0,
+        clock: Callable[[], float] = time.monotonic,
+        shard_of: Callable[[str], str | None] | None = None,
+    ) -> None:
         self.pause = pause
         self.clock = clock
-        self.open_until = 0.0
+        self.shard_of = shard_of
+        self.open_until = 0.0  # every call skipped until then
+        self.shards_open_until: dict[str, float] = {}  # shard -> its calls skipped until then
         self.lock = threading.Lock()
 
-    def call(self, fn: Callable[[], T]) -> T:
-        """Run ``fn`` unless the breaker is open; translate errors; open on a transport error."""
-        if self.clock() < self.open_until:
+    def call(self, fn: Callable[[], T], key: str | None = None) -> T:
+        """Run ``fn`` unless the breaker is open (for ``key``'s shard); translate errors; open on a
+        transport error."""
+        shard = self.shard_of(key) if self.shard_of is not None and key is not None else None
+        now = self.clock()
+        if now < self.open_until or (shard and now < self.shards_open_until.get(shard, 0.0)):
             raise StorageUnavailable("Redis skipped: circuit breaker open after a failure")
         try:
             with storage_errors():
                 return fn()
-        except StorageUnavailable:
+        except StorageUnavailable as exc:
+            failed = shard or self._failed_node(exc)
             with self.lock:
-                self.open_until = self.clock() + self.pause
+                if failed:
+                    self.shards_open_until[failed] = self.clock() + self.pause
+                else:
+                    self.open_until = self.clock() + self.pause
             raise
+
+    def _failed_node(self, exc: StorageUnavailable) -> str | None:
+        """On a cluster, the node a failed call could not reach ("host:port"), as redis-py
+        names it in its slot map; None when it cannot be told (then everything pauses)."""
+        if self.shard_of is None:
+            return None
+        where = getattr(exc.__cause__, "connection", None)
+        name = getattr(where, "name", None)  # a ClusterNode
+        if name is None and getattr(where, "host", None) and getattr(where, "port", None):
+            name = f"{where.host}:{where.port}"  # type: ignore[union-attr]
+        return str(name) if name else None
 
     @property
     def is_open(self) -> bool:
-        """True while calls are being skipped."""
+        """True while every call is being skipped."""
         return self.clock() < self.open_until
 
 
@@ -235,6 +264,11 @@ class LazyCluster:
         self._client: ClusterClient | None = None
         self._lock = threading.Lock()
 
+    @property
+    def built(self) -> ClusterClient | None:
+        """The cluster client if it was built, without building it."""
+        return self._client
+
     def client(self) -> ClusterClient:
         """The cluster client, built now if it was not yet."""
         client = self._client
@@ -273,6 +307,15 @@ class Links:
     target: RedisTarget
     writer: Client
     reader: Client
+
+    def shard_of(self, key: str) -> str | None:
+        """The cluster node serving ``key`` now, from the client's slot map (no round trip);
+        None for a single server, or before the cluster client has reached the cluster."""
+        writer = self.writer
+        if not isinstance(writer, LazyCluster) or writer.built is None:
+            return None
+        owners = writer.built.nodes_manager.slots_cache.get(key_slot(key.encode()))
+        return str(owners[0].name) if owners else None
 
     def close(self) -> None:
         """Close both clients."""

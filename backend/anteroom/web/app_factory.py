@@ -52,7 +52,7 @@ def create_app(
     links = connect_links(settings.redis_url, settings.redis_replicas)
     client = links.writer
     engine = Engine(client, settings.key_prefix, reader=links.reader)
-    breaker = Breaker()
+    breaker = Breaker(shard_of=links.shard_of)
     snapshot = Path(settings.data_dir) / SNAPSHOT_NAME
     services = Services(
         settings=settings,
