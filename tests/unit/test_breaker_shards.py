@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import redis.exceptions as rex
 
-from anteroom.queue.redis_link import Breaker, StorageUnavailable
+from anteroom.queue.redis_link import Breaker, ClusterUnreachable, StorageUnavailable
 
 SHARDS = {"room-a": "10.0.0.1:7000", "room-b": "10.0.0.2:7000"}
 
@@ -40,9 +40,16 @@ def test_without_shards_a_failure_pauses_every_call() -> None:
     assert breaker.call(lambda: "again") == "again"
 
 
-def test_a_failure_nobody_can_place_pauses_every_call_on_a_cluster_too() -> None:
+def test_on_a_cluster_only_an_unreachable_cluster_pauses_every_call() -> None:
     breaker = Breaker(pause=3.0, clock=lambda: 100.0, shard_of=SHARDS.get)
     with pytest.raises(StorageUnavailable):
-        breaker.call(refused)  # no key, and the error names no node
+        breaker.call(refused)  # several shards, one failed: redis-py names none
+    assert breaker.call(lambda: "answered", "room-b") == "answered"
+
+    def unreachable() -> None:
+        raise ClusterUnreachable("Redis Cluster unreachable: no seed answered")
+
+    with pytest.raises(StorageUnavailable):
+        breaker.call(unreachable, "room-a")
     with pytest.raises(StorageUnavailable, match="circuit breaker open"):
         breaker.call(lambda: "never run", "room-b")

@@ -74,8 +74,8 @@ class Breaker:
     An outage then costs each request nothing instead of a connect timeout; the first call
     after the pause tries Redis again. On a cluster (``shard_of``), a failure pauses only the
     shard that failed (the call's key's, or the node redis-py names in its error): rooms on the
-    other shards carry on while one shard's replica is being promoted. A call that names no key
-    is skipped only while everything is paused (a single server, or a failure nobody can place).
+    other shards carry on while one shard's replica is being promoted; only a cluster that cannot
+    be reached at all pauses everything. A call that names no key is skipped only then.
     """
 
     def __init__(
@@ -102,12 +102,15 @@ class Breaker:
             with storage_errors():
                 return fn()
         except StorageUnavailable as exc:
-            failed = shard or self._failed_node(exc)
+            everything = self.shard_of is None or isinstance(exc.__cause__, ClusterUnreachable)
+            failed = None if everything else shard or self._failed_node(exc)
             with self.lock:
-                if failed:
-                    self.shards_open_until[failed] = self.clock() + self.pause
-                else:
+                if everything:
                     self.open_until = self.clock() + self.pause
+                elif failed:
+                    self.shards_open_until[failed] = self.clock() + self.pause
+                # Else a call over several shards (a pipeline) failed on one that redis-py does
+                # not name: the keyed calls to that shard will pause it; the others go on.
             raise
 
     def _failed_node(self, exc: StorageUnavailable) -> str | None:
@@ -250,6 +253,10 @@ class ClusterClient(RedisCluster):
         return super().determine_slot(*args)  # type: ignore[no-any-return]
 
 
+class ClusterUnreachable(rex.ConnectionError):
+    """No seed of the cluster answered: nothing can be asked of any shard."""
+
+
 class LazyCluster:
     """A :class:`ClusterClient` built at its first command, not at start-up.
 
@@ -278,7 +285,7 @@ class LazyCluster:
                     try:
                         self._client = self._build()
                     except rex.RedisClusterException as exc:
-                        raise rex.ConnectionError(f"Redis Cluster unreachable: {exc}") from exc
+                        raise ClusterUnreachable(f"Redis Cluster unreachable: {exc}") from exc
                 client = self._client
         return client
 
