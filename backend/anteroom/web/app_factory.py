@@ -52,7 +52,8 @@ def create_app(
     links = connect_links(settings.redis_url, settings.redis_replicas)
     client = links.writer
     engine = Engine(client, settings.key_prefix, reader=links.reader)
-    breaker = Breaker(shard_of=links.shard_of)
+    # On a cluster the breaker pauses only the shard that failed; one server pauses as a whole.
+    breaker = Breaker(shard_of=links.shard_of if links.target.is_cluster else None)
     snapshot = Path(settings.data_dir) / SNAPSHOT_NAME
     services = Services(
         settings=settings,
