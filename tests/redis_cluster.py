@@ -95,7 +95,7 @@ class LocalCluster:
     @property
     def nodes(self) -> list[Node]:
         """Every node, its ``role`` refreshed from the cluster's current view."""
-        roles = self._roles()
+        roles = self._roles() if any(node.alive for node in self._nodes) else {}
         for node in self._nodes:
             # A killed process is dead before the others' gossip agrees it has failed.
             node.role = roles.get(node.port, node.role) if node.alive else "dead"

@@ -145,6 +145,9 @@ def cluster() -> Iterator[LocalCluster]:
     until the replica is promoted)."""
     with local_cluster(full_coverage=False) as own:
         yield own
+    # Torn down: every process gone, the folder removed.
+    assert not own.folder.exists()
+    assert not any(node.alive for node in own.nodes)
 
 
 def test_a_primary_killed_mid_drop_fails_over_without_a_5xx_or_a_broken_capacity(
@@ -157,9 +160,11 @@ def test_a_primary_killed_mid_drop_fails_over_without_a_5xx_or_a_broken_capacity
     busy = engine.create_room("shop", {"slug": "busy", "capacity": CAPACITY} | config)["id"]
     doomed = cluster.primary_for(KEYS.room(busy))
     # A fail-open room on the same shard: it admits during the gap instead of answering 503.
+    # Slow (one a second), so its visitors are mostly waiting, polling, when the gap comes.
     lenient = None
+    slow = config | {"ratePerMinute": 60, "failMode": "open"}
     for i in range(60):
-        room = engine.create_room("shop", {"slug": f"lenient-{i}", "failMode": "open"} | config)
+        room = engine.create_room("shop", {"slug": f"lenient-{i}"} | slow)
         if cluster.primary_for(KEYS.room(room["id"])) == doomed:
             lenient = room
             break
@@ -221,6 +226,9 @@ def test_a_primary_killed_mid_drop_fails_over_without_a_5xx_or_a_broken_capacity
     gap_busy = [a for a in seen["busy"].answers if a[2] == "Unavailable+retry"]
     gap_lenient = [a for a in seen[lenient["slug"]].answers if a[2] == "failOpen"]
     assert gap_busy, "the closed room answered 503 during the gap (the test saw the outage)"
+    from collections import Counter
+
+    print(Counter((a[1], a[2], a[3]) for a in seen[lenient["slug"]].answers if a[0] > killed_at))
     assert gap_lenient, "the fail-open room admitted during the gap"
     # A room on a healthy shard keeps answering its polls: the breaker pauses only the shard that
     # failed (identify may still meet the dead shard: a spent-challenge marker may live there).
