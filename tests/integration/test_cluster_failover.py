@@ -24,7 +24,7 @@ import pytest
 from anteroom.engine import Engine
 from anteroom.ops.keystore import KeyStore
 from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import connect
+from anteroom.queue.redis_link import StorageUnavailable, connect, storage_errors
 from anteroom.queue.room_directory import SNAPSHOT_NAME
 from anteroom.sdk import tokens
 from helpers import TEST_KEYS
@@ -260,4 +260,17 @@ def test_a_primary_killed_mid_drop_fails_over_without_a_5xx_or_a_broken_capacity
         f"(lost {lost_tickets}); admissions promised {len(seen['busy'].admissions)} vs dealt "
         f"{stats.dealt_total} (at least {max(0, lost_admissions)} lost)"
     )
+    client.close()
+
+
+def test_a_cluster_down_entirely_is_an_outage_not_an_error(cluster: LocalCluster) -> None:
+    client = connect(cluster.url, timeout=2)
+    client.set("anteroom:pk", "reached")  # the client knows the cluster before it goes down
+    for node in cluster.nodes:
+        if node.alive:
+            cluster.kill(node.port)
+    # redis-py re-reads the slot map after a refused connection; with no node left it raises its
+    # own "cannot be connected", which must read as Redis unreachable (503), not a 500.
+    with pytest.raises(StorageUnavailable), storage_errors():
+        client.get("anteroom:pk")
     client.close()

@@ -58,7 +58,13 @@ def storage_errors() -> Iterator[None]:
         if str(exc).startswith("OOM") or "-OOM " in str(exc):
             raise StorageBusy(str(exc)) from exc
         raise StorageError(str(exc)) from exc
-    except (rex.RedisError, rex.RedisClusterException) as exc:
+    except rex.RedisClusterException as exc:
+        if isinstance(exc.__cause__, rex.ConnectionError | rex.TimeoutError):
+            # redis-py re-read the slot map after a failure and no node answered: the whole
+            # cluster is out of reach (it says so in its own exception, not a ConnectionError).
+            raise StorageUnavailable(str(exc)) from ClusterUnreachable(str(exc))
+        raise StorageError(str(exc)) from exc
+    except rex.RedisError as exc:
         raise StorageError(str(exc)) from exc
 
 
