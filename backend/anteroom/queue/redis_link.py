@@ -79,7 +79,7 @@ class Breaker:
 
     An outage then costs each request nothing instead of a connect timeout; the first call
     after the pause tries Redis again. On a cluster (``shard_of``), a failure pauses only the
-    shard that failed (the call's key's, or the node redis-py names in its error): rooms on the
+    shard that failed (the node redis-py names in its error, else the call's key's): rooms on the
     other shards carry on while one shard's replica is being promoted; only a cluster that cannot
     be reached at all pauses everything. A call that names no key is skipped only then.
     """
@@ -109,7 +109,8 @@ class Breaker:
                 return fn()
         except StorageUnavailable as exc:
             everything = self.shard_of is None or isinstance(exc.__cause__, ClusterUnreachable)
-            failed = None if everything else shard or self._failed_node(exc)
+            # The node the error names first: a replica that failed a read pauses no primary.
+            failed = None if everything else self._failed_node(exc) or shard
             with self.lock:
                 if everything:
                     self.open_until = self.clock() + self.pause
