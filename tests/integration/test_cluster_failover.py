@@ -14,12 +14,13 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 from anteroom.engine import Engine
 from anteroom.ops.keystore import KeyStore
@@ -30,7 +31,7 @@ from anteroom.sdk import tokens
 from helpers import TEST_KEYS
 from live_server import LiveServers
 from redis_cluster import LocalCluster, local_cluster
-from visitor_client import Answer, Visitor
+from visitor_client import Answer, HttpTransport, Visitor
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -69,6 +70,21 @@ class Seen:
         return what
 
 
+class BrowserLikeTransport(HttpTransport):
+    """HTTP like a browser: a request whose reused keep-alive connection the server had just
+    closed (gunicorn closes idle ones after 2 s) is sent again once on a new connection."""
+
+    resets = 0
+
+    def post(self, path: str, body: Any, headers: Mapping[str, str], address: str | None) -> Answer:
+        try:
+            return super().post(path, body, headers, address)
+        except requests.ConnectionError:
+            BrowserLikeTransport.resets += 1
+            self.session.close()
+            return super().post(path, body, headers, address)
+
+
 def claims(token: str, kind: str) -> dict[str, Any]:
     """The claims of a token the service signed."""
     return tokens.decode(KEYRING, token, kind)
@@ -85,7 +101,7 @@ def visit(url: str, api_key: str, slug: str, seen: Seen, stop: threading.Event) 
     """One visitor after another: identify, enter, poll as told until admitted, hold the
     admission a moment, leave; every answer noted. Runs until ``stop``."""
     while not stop.is_set():
-        with Visitor(url, api_key) as visitor:
+        with Visitor(BrowserLikeTransport(url), api_key) as visitor:
             answer = visitor.identify()
             seen.note(answer, "identify")
             if answer.status_code != 200:
@@ -258,7 +274,8 @@ def test_a_primary_killed_mid_drop_fails_over_without_a_5xx_or_a_broken_capacity
         f"503 on another shard {len(gap_bystander)}; "
         f"tickets promised {len(seen['busy'].tickets)} vs engine {stats.tickets} "
         f"(lost {lost_tickets}); admissions promised {len(seen['busy'].admissions)} vs dealt "
-        f"{stats.dealt_total} (at least {max(0, lost_admissions)} lost)"
+        f"{stats.dealt_total} (at least {max(0, lost_admissions)} lost); "
+        f"keep-alive connections sent again: {BrowserLikeTransport.resets}"
     )
     client.close()
 
