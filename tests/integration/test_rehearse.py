@@ -1,0 +1,67 @@
+"""``anteroom rehearse`` against a real ``anteroom serve``: its report checked against the room."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import redis
+
+from anteroom.engine import Engine
+from anteroom.ops.keystore import KeyStore
+from helpers import make_room
+from live_server import ANTEROOM, LiveServers
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+VISITORS = 60
+RATE = 600  # ten a second: the rehearsal's crowd of 60 arrives over 3 s and waits about 6 s
+CAPACITY = 20
+
+
+def test_a_small_rehearsal_admits_everyone_once_in_order_at_the_rooms_rate(
+    live_server: LiveServers, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    server = live_server(
+        ANTEROOM_WORKERS="2", ANTEROOM_TRUSTED_PROXIES="1", ANTEROOM_POW_DIFFICULTY="4"
+    )
+    engine = Engine(redis_client)
+    record, secret = KeyStore(redis_client, engine.keys).create("rehearsal")
+    room = make_room(engine, env="rehearsal", slug="rush", ratePerMinute=RATE, capacity=CAPACITY)
+    engine.open(room)
+    engine.shift_clock(room, 1_000)
+    earlier = engine.enter(room, "earlier", "s", 10)  # someone already in: not the rehearsal's
+    assert earlier.status == "admitted"
+    report = tmp_path / "rehearsal.json"
+
+    run = subprocess.run(
+        [str(ANTEROOM), "rehearse", "--host", server.url, "--api-key", record.public_key,
+         "--secret-key", secret, "--room", "rush", "--visitors", str(VISITORS), "--over", "3s",
+         "--run-time", "90s", "--spread-addresses", "--second-tabs", "0.5",
+         "--report", str(report)],
+        capture_output=True, text=True, timeout=150,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "order inversions: 0; one-spot violations: 0" in run.stdout
+    figures = json.loads(report.read_text())
+
+    assert figures["room"]["ratePerMinute"] == RATE and figures["room"]["capacity"] == CAPACITY
+    # Every visitor admitted exactly once: by the visitors' count and by the room's own.
+    assert figures["visitors"]["admitted"] == VISITORS
+    assert figures["room"]["dealtDuring"] == VISITORS
+    assert figures["visitors"]["room_dealt_to_others"] == 0
+    assert figures["one_spot_violations"] == 0 and figures["order_inversions"] == 0
+    assert figures["requests"]["queue/enter"] > VISITORS  # the second tabs did enter again
+    assert figures["requests"]["queue/leave"] == VISITORS
+    rate = figures["admissions_per_minute"]
+    assert rate["rate_excess"] == 0  # never faster than the room's rate, in any run of seconds
+    assert RATE / 2 <= rate["achieved"] <= RATE * 1.1  # and the crowd kept it busy
+    assert figures["errors_by_code"] == {}
+    assert figures["poll_latency_ms"]["count"] > 0 and figures["poll_latency_ms"]["p99"] > 0
+    # The line was the bound: some waited, and nobody longer than the crowd takes to drain.
+    waits = figures["wait_seconds"]
+    assert waits["count"] == VISITORS and 0 < waits["max"] <= VISITORS * 60 / RATE + 5
+    assert figures["pow"]["difficulty"] == 4
+    assert engine.stats(room).active == 1  # everyone left after admission, but the earlier one
