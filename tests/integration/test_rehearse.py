@@ -1,4 +1,4 @@
-"""``anteroom rehearse`` against a real ``anteroom serve``: its report checked against the room."""
+"""``anteroom rehearse`` against two real ``anteroom serve``: its report checked by the room."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ CAPACITY = 20
 def test_a_small_rehearsal_admits_everyone_once_in_order_at_the_rooms_rate(
     live_server: LiveServers, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
-    server = live_server(
-        ANTEROOM_WORKERS="2", ANTEROOM_TRUSTED_PROXIES="1", ANTEROOM_POW_DIFFICULTY="4"
-    )
+    # Two instances on one Redis: each visitor's requests go to one and the other in turn.
+    env = {"ANTEROOM_WORKERS": "1", "ANTEROOM_TRUSTED_PROXIES": "1"}
+    servers = [live_server(ANTEROOM_POW_DIFFICULTY="4", **env) for _ in range(2)]
     engine = Engine(redis_client)
     record, secret = KeyStore(redis_client, engine.keys).create("rehearsal")
     room = make_room(engine, env="rehearsal", slug="rush", ratePerMinute=RATE, capacity=CAPACITY)
@@ -37,8 +37,9 @@ def test_a_small_rehearsal_admits_everyone_once_in_order_at_the_rooms_rate(
     report = tmp_path / "rehearsal.json"
 
     run = subprocess.run(
-        [str(ANTEROOM), "rehearse", "--host", server.url, "--api-key", record.public_key,
-         "--secret-key", secret, "--room", "rush", "--visitors", str(VISITORS), "--over", "3s",
+        [str(ANTEROOM), "rehearse", "--host", ",".join(s.url for s in servers),
+         "--api-key", record.public_key, "--secret-key", secret, "--room", "rush",
+         "--visitors", str(VISITORS), "--over", "3s",
          "--run-time", "90s", "--spread-addresses", "--second-tabs", "0.5",
          "--report", str(report)],
         capture_output=True, text=True, timeout=150,
@@ -65,3 +66,5 @@ def test_a_small_rehearsal_admits_everyone_once_in_order_at_the_rooms_rate(
     assert waits["count"] == VISITORS and 0 < waits["max"] <= VISITORS * 60 / RATE + 5
     assert figures["pow"]["difficulty"] == 4
     assert engine.stats(room).active == 1  # everyone left after admission, but the earlier one
+    for server in servers:  # both instances served the visitors
+        assert server.output().count('"POST /api/v1/queue/enter" 200') >= VISITORS // 4

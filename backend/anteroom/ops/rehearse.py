@@ -3,10 +3,11 @@
 Simulated visitors arrive at a chosen rate (``--visitors 20000 --over 60s``), each once: it asks
 a challenge, solves the proof of work, identifies, enters the room (a share of them a second
 time, as a second tab would), polls exactly when told (``pollAfterMs``; ``Retry-After`` on a 429
-or 503), and leaves as soon as it is admitted. The report (printed, and written as JSON) gives
-admissions per minute against the room's rate, order inversions, one-spot-per-visitor
-violations, poll latency, error answers by code and the wait-time distribution
-(:mod:`anteroom.ops.rehearsal_report`).
+or 503), and leaves as soon as it is admitted. Given several instances (``--host A,B``) each
+request goes to the next one, as a load balancer without affinity would send it. The report
+(printed, and written as JSON) gives admissions per minute against the room's rate, order
+inversions, one-spot-per-visitor violations, poll latency, error answers by code and the
+wait-time distribution (:mod:`anteroom.ops.rehearsal_report`).
 
 Run it on a deployment whose environment has a low proof-of-work difficulty
 (``ANTEROOM_POW_DIFFICULTY``, e.g. 8): every simulated visitor solves one challenge here. With
@@ -34,6 +35,7 @@ from locust.env import Environment
 # isort: split
 import argparse
 import ipaddress
+import itertools
 import json
 import random
 import re
@@ -76,7 +78,7 @@ def seconds(text: str) -> float:
 class Plan:
     """One rehearsal: whom to call, how many visitors over how long, where the report goes."""
 
-    host: str
+    host: str  # one URL, or several instances' separated by commas
     api_key: str
     room: str
     visitors: int
@@ -88,6 +90,11 @@ class Plan:
     spread_addresses: bool = False
     second_tabs: float = 0.1  # share of visitors who enter twice
     connections: int = 100  # keep-alive connections shared by all simulated visitors
+
+    @property
+    def hosts(self) -> list[str]:
+        """Every instance named: requests go to each in turn, as a balancer without affinity."""
+        return [h.strip().rstrip("/") for h in self.host.split(",") if h.strip()]
 
     def public(self) -> dict[str, Any]:
         """The plan as the report shows it (no key)."""
@@ -101,6 +108,7 @@ class Run:
     """The one rehearsal this process runs (Locust users are created by the runner)."""
 
     plan: Plan | None = None
+    hosts: list[str] = []  # the plan's, read once
     tally = Tally()
     room_before: dict[str, Any] | None = None
     started: float = 0.0
@@ -116,6 +124,7 @@ class RushVisitor(FastHttpUser):
     network_timeout = 30.0
     connection_timeout = 10.0
     client_pool: HTTPClientPool | None = None  # shared by all: set when the rehearsal starts
+    turn = itertools.count()  # next() on a count is atomic: the next instance to call
 
     @task
     def arrive(self) -> None:
@@ -138,9 +147,11 @@ class RushVisitor(FastHttpUser):
     def post(self, tally: Tally, name: str, body: dict[str, Any]) -> tuple[int, Any, float]:
         """POST ``body`` to /api/v1/``name``: (status, JSON body or None, seconds to retry)."""
         tally.requests[name] += 1
+        hosts = Run.hosts
+        url = hosts[next(self.turn) % len(hosts)] + "/api/v1/" + name
         started = time.perf_counter()
         with self.client.post(
-            "/api/v1/" + name, json=body, headers=self.headers, name=name, catch_response=True
+            url, json=body, headers=self.headers, name=name, catch_response=True
         ) as answer:
             elapsed_ms = (time.perf_counter() - started) * 1000
             status = answer.status_code or 0
@@ -239,7 +250,7 @@ def read_room(plan: Plan) -> dict[str, Any] | None:
     if not plan.secret_key:
         return None
     auth = {"Authorization": f"Bearer {plan.secret_key}"}
-    api = plan.host.rstrip("/") + "/api/management/v1/queues"
+    api = plan.hosts[0] + "/api/management/v1/queues"
 
     def get(url: str) -> Any:
         with urllib.request.urlopen(urllib.request.Request(url, headers=auth), timeout=30) as r:
@@ -263,7 +274,9 @@ def add_arguments(parser: Any, *, standalone: bool) -> None:
     """The rehearsal's options (``standalone``: also those Locust's own parser would give)."""
     if standalone:
         parser.add_argument(
-            "--host", required=True, help="the deployment, e.g. https://queue.example"
+            "--host",
+            required=True,
+            help="the deployment (https://queue.example), or its instances: URL,URL,…",
         )
         parser.add_argument("--visitors", type=int, default=1000, help="how many arrive")
         parser.add_argument("--over", type=seconds, default=60.0, help="arriving over (60s, 2m)")
@@ -340,6 +353,7 @@ def _start(environment: Environment, **_: Any) -> None:
     if not plan.api_key or not plan.room:
         raise SystemExit("anteroom rehearse: --api-key and --room are required")
     RushVisitor.client_pool = HTTPClientPool(concurrency=plan.connections)
+    Run.hosts = plan.hosts
     Run.tally = Tally()
     Run.room_before = read_room(plan)
     Run.started = time.monotonic()
@@ -402,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.visitors < 1 or args.over <= 0:
         parser.error("--visitors must be at least 1 and --over above 0")
     Run.plan = Plan(
-        host=args.host.rstrip("/"),
+        host=args.host,
         api_key=args.api_key,
         room=args.room,
         visitors=args.visitors,
@@ -417,8 +431,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.api_key or not args.room:
         parser.error("--api-key and --room are required")
-    RushVisitor.host = Run.plan.host
-    environment = Environment(user_classes=[RushVisitor], events=events, host=Run.plan.host)
+    RushVisitor.host = Run.plan.hosts[0]
+    environment = Environment(user_classes=[RushVisitor], events=events, host=RushVisitor.host)
     runner = environment.create_local_runner()
     runner.start(Run.plan.visitors, spawn_rate=Run.plan.visitors / Run.plan.over)
     gevent.spawn_later(Run.plan.run_time, runner.quit)
