@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,7 @@ def test_a_small_rehearsal_admits_everyone_once_in_order_at_the_rooms_rate(
     rate = figures["admissions_per_minute"]
     assert rate["rate_excess"] == 0  # never faster than the room's rate, in any run of seconds
     assert RATE / 2 <= rate["achieved"] <= RATE * 1.1  # and the crowd kept it busy
-    assert figures["errors_by_code"] == {}
+    assert figures["errors_by_code"] == {} and figures["recoveries_by_kind"] == {}
     assert figures["poll_latency_ms"]["count"] > 0 and figures["poll_latency_ms"]["p99"] > 0
     # The line was the bound: some waited, and nobody longer than the crowd takes to drain.
     waits = figures["wait_seconds"]
@@ -68,3 +69,46 @@ def test_a_small_rehearsal_admits_everyone_once_in_order_at_the_rooms_rate(
     assert engine.stats(room).active == 1  # everyone left after admission, but the earlier one
     for server in servers:  # both instances served the visitors
         assert server.output().count('"POST /api/v1/queue/enter" 200') >= VISITORS // 4
+
+
+def test_a_room_closed_mid_rush_sends_its_visitors_in_again_and_the_report_says_so(
+    live_server: LiveServers, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    server = live_server(
+        ANTEROOM_WORKERS="2", ANTEROOM_TRUSTED_PROXIES="1", ANTEROOM_POW_DIFFICULTY="4"
+    )
+    engine = Engine(redis_client)
+    record, secret = KeyStore(redis_client, engine.keys).create("rehearsal")
+    room = make_room(engine, env="rehearsal", slug="rush", ratePerMinute=300)
+    engine.open(room)
+    report = tmp_path / "rehearsal.json"
+    rehearsal = subprocess.Popen(
+        [str(ANTEROOM), "rehearse", "--host", server.url, "--api-key", record.public_key,
+         "--secret-key", secret, "--room", "rush", "--visitors", "40", "--over", "2s",
+         "--run-time", "90s", "--spread-addresses", "--report", str(report)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while engine.stats(room).waiting < 15:
+            assert time.monotonic() < deadline and rehearsal.poll() is None, "no line formed"
+            time.sleep(0.05)  # watching another process's crowd arrive, not a race
+        engine.pause(room)  # nobody is let in from here: every spot still waiting is counted
+        waiting = engine.stats(room).waiting
+        engine.close(room)  # every spot is gone: their next polls answer 410 TicketGone
+        engine.open(room)
+        output, _ = rehearsal.communicate(timeout=120)
+    finally:
+        rehearsal.kill()
+    assert rehearsal.returncode == 0, output
+    figures = json.loads(report.read_text())
+
+    # Each visitor took a new spot in the room's new opening, as the browser agent does, and
+    # was admitted once; tickets of the two openings are not mistaken for inversions.
+    assert figures["visitors"]["admitted"] == 40
+    assert figures["visitors"]["room_openings_seen"] == 2
+    assert figures["recoveries_by_kind"]["spot gone: entered again"] >= waiting
+    assert figures["errors_by_code"]["410 TicketGone"] >= waiting
+    assert figures["order_inversions"] == 0 and figures["one_spot_violations"] == 0
+    # The room's count restarted at the close: it is not held against the visitors'.
+    assert figures["visitors"]["room_dealt_to_others"] is None

@@ -8,19 +8,24 @@ import json
 from anteroom.ops.rehearsal_report import (
     Journey,
     Tally,
-    admission_claims,
     order_inversions,
     percentiles,
     rate_excess,
     report,
+    token_claims,
 )
 
 
 def test_order_inversions_count_later_tickets_dealt_in_earlier_seconds() -> None:
-    assert order_inversions([(1, 100), (2, 100), (3, 101), (4, 102)]) == 0
+    def spots(*pairs: tuple[int, int], generation: int = 1) -> list[tuple[tuple[int, int], int]]:
+        return [((generation, ticket), second) for ticket, second in pairs]
+
+    assert order_inversions(spots((1, 100), (2, 100), (3, 101), (4, 102))) == 0
     # Ticket 3 dealt a second before tickets 1 and 2: two inversions.
-    assert order_inversions([(1, 101), (2, 101), (3, 100), (4, 102)]) == 2
-    assert order_inversions([(t, 200 - t) for t in range(5)]) == 10  # all reversed: 5 choose 2
+    assert order_inversions(spots((1, 101), (2, 101), (3, 100), (4, 102))) == 2
+    assert order_inversions(spots(*((t, 200 - t) for t in range(5)))) == 10  # 5 choose 2
+    # A closed room's tickets start again at 1: the next opening's come after all of them.
+    assert order_inversions(spots((5, 100)) + spots((1, 101), generation=2)) == 0
 
 
 def test_rate_excess_applies_the_rooms_rate_over_every_run_of_seconds() -> None:
@@ -45,24 +50,26 @@ def admission(iat: int, jti: str) -> str:
 
 
 def test_the_report_names_shared_tickets_double_deals_and_the_rooms_own_count() -> None:
-    assert admission_claims(admission(7, "x")) == {"iat": 7, "jti": "x"}
+    assert token_claims(admission(7, "x")) == {"iat": 7, "jti": "x"}
     tally = Tally()
     for ticket, dealt, jti in ((1, 100, "a"), (2, 100, "b"), (2, 101, "c"), (3, 101, "c")):
         journey = tally.new_journey()
         journey.entered_at, journey.admitted_at = 0.0, 2.0
         journey.ticket, journey.dealt_at, journey.admission = ticket, dealt, jti
     tally.new_journey().lost = "poll 410 TicketGone"
+    tally.recovery("spot gone: entered again")
     room = {"ratePerMinute": 120, "dealtDuring": 3}
     figures = report(tally, {"visitors": 5}, room)
     assert figures["visitors"] == {"started": 5, "admitted": 4, "not_admitted": 1,
                                    "lost_by_reason": {"poll 410 TicketGone": 1},
-                                   "room_dealt_to_others": -1}  # fmt: skip
+                                   "room_openings_seen": 1, "room_dealt_to_others": -1}  # fmt: skip
     assert figures["violations_by_kind"] == {
         "ticket shared by two visitors": 1,
         "admission dealt twice": 1,
         "room dealt fewer than visitors admitted": 1,
     }
     assert figures["one_spot_violations"] == 3
+    assert figures["recoveries_by_kind"] == {"spot gone: entered again": 1}
     assert figures["admissions_per_minute"]["achieved"] == 120.0  # 4 over 2 seconds
     assert figures["admissions_per_minute"]["rate_excess"] == 0
     assert figures["wait_seconds"]["p50"] == 2.0

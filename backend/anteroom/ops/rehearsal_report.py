@@ -27,10 +27,12 @@ class Journey:
 
     entered_at: float = 0.0
     ticket: int | None = None
+    generation: int = 0  # the room's opening its spot belongs to (a close starts a new one)
     admitted_at: float | None = None
     dealt_at: int | None = None  # the admission's ``iat`` (Redis clock, whole seconds)
     admission: str | None = None  # the admission's ``jti``
     lost: str | None = None  # why it stopped short of an admission
+    reentries: int = 0  # times its spot was gone and it entered again
 
 
 @dataclass
@@ -42,6 +44,7 @@ class Tally:
     errors: Counter[str] = field(default_factory=Counter)
     requests: Counter[str] = field(default_factory=Counter)
     violations: Counter[str] = field(default_factory=Counter)
+    recoveries: Counter[str] = field(default_factory=Counter)
     difficulty: int | None = None
     solve_sec: float = 0.0
     finished: int = 0
@@ -64,6 +67,11 @@ class Tally:
         with self.lock:
             self.violations[kind] += 1
 
+    def recovery(self, kind: str) -> None:
+        """Count a visitor starting a step over, as the browser agent would."""
+        with self.lock:
+            self.recoveries[kind] += 1
+
     def finish(self) -> int:
         """Mark one visitor's journey over; returns how many are."""
         with self.lock:
@@ -71,9 +79,10 @@ class Tally:
             return self.finished
 
 
-def admission_claims(token: str) -> dict[str, Any]:
-    """The claims of an ``ab1`` admission, read without verifying (the site verifies; the
-    rehearsal only needs when it was dealt and its id)."""
+def token_claims(token: str) -> dict[str, Any]:
+    """The claims of a token (``ab1`` admission, ``qt1`` ticket), read without verifying: the
+    site verifies; the rehearsal only needs when an admission was dealt, its id, and which
+    opening of the room a ticket belongs to."""
     payload = token.split(".")[2]
     claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     return claims if isinstance(claims, dict) else {}
@@ -90,12 +99,14 @@ def percentiles(values: list[float], points: tuple[int, ...] = (50, 95, 99)) -> 
     return out
 
 
-def order_inversions(dealt: list[tuple[int, int]]) -> int:
-    """Pairs (ticket, second dealt) where a later ticket was dealt in an earlier second.
+def order_inversions(dealt: list[tuple[tuple[int, int], int]]) -> int:
+    """Pairs ((generation, ticket), second dealt) where a later spot was dealt in an earlier
+    second.
 
-    Tickets queue strictly in order after opening (SPEC, invariant 3), so any such pair is an
-    inversion. Seconds are the admissions' ``iat``: two deals within one second cannot be told
-    apart, so this counts inversions at one-second resolution.
+    Tickets queue strictly in order after opening (SPEC, invariant 3), and a closed room's
+    spots are all gone before the next opening's, so any such pair is an inversion. Seconds
+    are the admissions' ``iat``: two deals within one second cannot be told apart, so this
+    counts inversions at one-second resolution.
     """
     inversions = 0
     seen: list[int] = []  # seconds of the tickets behind, sorted
@@ -145,12 +156,15 @@ def report(tally: Tally, setup: dict[str, Any], room: dict[str, Any] | None) -> 
     admitted = [j for j in journeys if j.dealt_at is not None]
     seconds = [j.dealt_at for j in admitted if j.dealt_at is not None]
     violations = Counter(tally.violations)
-    tickets = Counter(j.ticket for j in journeys if j.ticket is not None)
+    tickets = Counter((j.generation, j.ticket) for j in journeys if j.ticket is not None)
     violations["ticket shared by two visitors"] += sum(n - 1 for n in tickets.values() if n > 1)
     admissions = Counter(j.admission for j in admitted)
     violations["admission dealt twice"] += sum(n - 1 for n in admissions.values() if n > 1)
     rate = room.get("ratePerMinute") if room else setup.get("rate")
     dealt_during = room.get("dealtDuring") if room else None
+    generations = {j.generation for j in journeys if j.ticket is not None}
+    if len(generations) > 1:
+        dealt_during = None  # the room was closed meanwhile: its count started again at 0
     if dealt_during is not None and dealt_during < len(admitted):
         # Visitors saw more admissions than the room dealt: one spot answered for two.
         violations["room dealt fewer than visitors admitted"] += len(admitted) - dealt_during
@@ -167,6 +181,7 @@ def report(tally: Tally, setup: dict[str, Any], room: dict[str, Any] | None) -> 
             "not_admitted": len(journeys) - len(admitted),
             "lost_by_reason": dict(lost),
             # Admissions the room dealt meanwhile to others than the rehearsal's visitors.
+            "room_openings_seen": len(generations),
             "room_dealt_to_others": (
                 dealt_during - len(admitted) if dealt_during is not None else None
             ),
@@ -180,13 +195,16 @@ def report(tally: Tally, setup: dict[str, Any], room: dict[str, Any] | None) -> 
         },
         "order_inversions": order_inversions(
             [
-                (j.ticket, j.dealt_at)
+                ((j.generation, j.ticket), j.dealt_at)
                 for j in admitted
                 if j.ticket is not None and j.dealt_at is not None
             ]
         ),
         "one_spot_violations": sum(violations.values()),
         "violations_by_kind": {k: v for k, v in violations.items() if v},
+        # Spots that were gone when polled (a failover's lost writes, or abandonment) and
+        # sessions earned twice: what the visitors had to start over.
+        "recoveries_by_kind": dict(tally.recoveries),
         "poll_latency_ms": percentiles(tally.poll_ms),
         "requests": dict(tally.requests),
         "errors_by_code": dict(tally.errors),

@@ -52,7 +52,7 @@ import gevent
 from geventhttpclient.client import HTTPClientPool
 
 from anteroom.identity.proof_of_work import solve
-from anteroom.ops.rehearsal_report import Journey, Tally, admission_claims, report
+from anteroom.ops.rehearsal_report import Journey, Tally, report, token_claims
 
 __all__ = ["Plan", "RushVisitor", "main"]
 
@@ -180,36 +180,58 @@ class RushVisitor(FastHttpUser):
             gevent.sleep(retry or 1.0)
         return status, data
 
-    def visit(self, plan: Plan, tally: Tally, journey: Journey) -> None:
+    def identify(self, plan: Plan, tally: Tally, journey: Journey) -> str | None:
+        """A session token, as the browser agent earns one: a challenge refused at identify
+        (401: spent, e.g. by an attempt whose answer was lost) is replaced by a fresh one."""
         key = plan.api_key
-        status, issued = self.call(tally, "challenge", {"apiKey": key})
-        if status != 200:
-            journey.lost = f"challenge {status}"
+        for _ in range(RETRIES):
+            status, issued = self.call(tally, "challenge", {"apiKey": key})
+            if status != 200:
+                journey.lost = f"challenge {status}"
+                return None
+            started = time.perf_counter()
+            solution = solve(issued["challenge"], int(issued["difficulty"]))
+            tally.solve_sec += time.perf_counter() - started
+            tally.difficulty = int(issued["difficulty"])
+            body = {"apiKey": key, "challenge": issued["challenge"], "solution": solution}
+            status, session = self.call(tally, "identify", body | {"signals": SIGNALS})
+            if status == 200:
+                return str(session["sessionToken"])
+            if status != 401:
+                break
+            tally.recovery("identify again with a fresh challenge")
+        journey.lost = f"identify {status}"
+        return None
+
+    def visit(self, plan: Plan, tally: Tally, journey: Journey) -> None:
+        session = self.identify(plan, tally, journey)
+        if session is None:
             return
-        started = time.perf_counter()
-        solution = solve(issued["challenge"], int(issued["difficulty"]))
-        tally.solve_sec += time.perf_counter() - started
-        tally.difficulty = int(issued["difficulty"])
-        body = {"apiKey": key, "challenge": issued["challenge"], "solution": solution}
-        status, session = self.call(tally, "identify", body | {"signals": SIGNALS})
-        if status != 200:
-            journey.lost = f"identify {status}"
-            return
-        entry = {"apiKey": key, "room": plan.room, "sessionToken": session["sessionToken"]}
+        entry = {"apiKey": plan.api_key, "room": plan.room, "sessionToken": session}
         status, answer = self.call(tally, "queue/enter", entry)
         if status != 200:
             journey.lost = f"enter {status}"
             return
         journey.entered_at = time.monotonic()
-        journey.ticket = answer.get("ticket")
+        self.keep_spot(journey, answer)
         if random.random() < plan.second_tabs:
             status, again = self.call(tally, "queue/enter", entry)
             if status == 200 and again.get("ticket") != journey.ticket:
                 tally.violation("a second enter moved the spot")
-        self.wait_turn(plan, tally, journey, answer)
+        self.wait_turn(plan, tally, journey, answer, entry)
 
-    def wait_turn(self, plan: Plan, tally: Tally, journey: Journey, answer: Any) -> None:
-        """Poll as told until admitted, then leave."""
+    @staticmethod
+    def keep_spot(journey: Journey, answer: dict[str, Any]) -> None:
+        """Note the spot an enter answer gave: its ticket, and the room's opening it is of."""
+        journey.ticket = answer.get("ticket")
+        if answer.get("queueToken"):
+            journey.generation = int(token_claims(answer["queueToken"]).get("g", 0))
+
+    def wait_turn(
+        self, plan: Plan, tally: Tally, journey: Journey, answer: Any, entry: dict[str, Any]
+    ) -> None:
+        """Poll as told until admitted, then leave. A spot gone (410, or a ticket that no
+        longer verifies) is entered again with the same session, as the browser agent does."""
         key = plan.api_key
         while answer["status"] in ("waiting", "held"):
             delay = (answer.get("pollAfterMs") or 1000) / 1000
@@ -223,6 +245,13 @@ class RushVisitor(FastHttpUser):
                     break
                 tally.error(status, data)
                 failures += 1
+                if status in (401, 410) and journey.reentries < RETRIES:
+                    status, data = self.call(tally, "queue/enter", entry)
+                    if status == 200:
+                        tally.recovery("spot gone: entered again")
+                        journey.reentries += 1
+                        self.keep_spot(journey, data)
+                        break
                 if failures > RETRIES or not (status == 0 or (status in (429, 503) and retry)):
                     journey.lost = f"poll {status} {(data or {}).get('error', '')}".strip()
                     return
@@ -234,7 +263,7 @@ class RushVisitor(FastHttpUser):
             journey.lost = f"status {answer['status']}"
             return
         journey.admitted_at = time.monotonic()
-        claims = admission_claims(answer["token"])
+        claims = token_claims(answer["token"])
         journey.dealt_at = int(claims["iat"])
         journey.admission = str(claims["jti"])
         status, _ = self.call(tally, "queue/leave", {"apiKey": key, "ticket": answer["queueToken"]})
@@ -394,6 +423,7 @@ def summary(figures: dict[str, Any], path: str) -> str:
         f"poll latency ms: p50 {lat['p50']} p95 {lat['p95']} p99 {lat['p99']} ({lat['count']})",
         f"wait s: p50 {wait['p50']} p90 {wait['p90']} p99 {wait['p99']} max {wait['max']}",
         f"errors: {figures['errors_by_code'] or 'none'}",
+        f"started over: {figures['recoveries_by_kind'] or 'nobody'}",
         f"report: {path}",
     ]
     return "\n".join(lines)
