@@ -293,6 +293,7 @@ def rush(
             "order_inversions": figures["order_inversions"],
             "one_spot_violations": figures["one_spot_violations"],
             "violations_by_kind": figures["violations_by_kind"],
+            "recoveries_by_kind": figures["recoveries_by_kind"],
             "capacity": CAPACITY,
             "max_active_seen": sampler.max_active,
             "max_waiting_seen": sampler.max_waiting,
@@ -408,6 +409,8 @@ def main() -> None:
     args = parser.parse_args()
     wanted = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     results: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    head = subprocess.run(["git", "log", "-1", "--format=%h %s"], cwd=ROOT, capture_output=True,
+                          text=True, check=False).stdout.strip()  # fmt: skip
     results["setup"] = {
         "visitors": args.visitors,
         "arrivals_over_seconds": args.over,
@@ -433,6 +436,7 @@ def main() -> None:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         outcome["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        outcome["code"] = head
         results[names[name]] = outcome
         RESULTS.write_text(json.dumps(results, indent=2) + "\n")
         print(json.dumps({k: v for k, v in outcome.items() if k != "redis"}, indent=1)[:3000])
