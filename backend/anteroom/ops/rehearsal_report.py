@@ -57,9 +57,10 @@ class Tally:
         return journey
 
     def error(self, status: int, body: Any) -> None:
-        """Count an error answer as ``"<status> <error code>"`` (``"0 connection"``: no answer)."""
+        """Count an error answer as ``"<status> <error code>"``; status 0 is no answer at all,
+        named by the transport's exception (``"0 ConnectionResetError"``)."""
         code = body.get("error") if isinstance(body, dict) else None
-        name = "connection" if status == 0 else str(code or "(no JSON error)")
+        name = str(code or ("connection" if status == 0 else "(no JSON error)"))
         with self.lock:
             self.errors[f"{status} {name}"] += 1
 

@@ -159,6 +159,8 @@ class RushVisitor(FastHttpUser):
                 data = answer.json() if status not in (0, 204) else None
             except ValueError:
                 data = None
+            if status == 0:  # no answer: say what the transport said, in the error's place
+                data = {"error": type(getattr(answer, "error", None)).__name__}
             retry = float(answer.headers.get("Retry-After") or 0) if status else 0.0
             if status in (200, 204) or (status in (429, 503) and retry):
                 answer.success()  # asked to wait is the flow working, not a failure
