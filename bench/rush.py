@@ -16,9 +16,10 @@ poll figures divide the whole rush's CPU by its polls (everything else the rush 
 identify, enter, leave, the rooms refresher — is in the numerator too: an upper bound; the
 per-visitor figures are the whole journey's). Redis counts the commands a script runs in
 ``commandstats`` as well as the script itself (``by_command``). ``poll_latency_ms`` is what the
-load generator saw, end to end (the wait for a free gunicorn thread included); ``server_poll_ms``
-is gunicorn's timing of the same polls inside the app (access log, whole ms). A sampler reads the room through
-the management API twice a second: the most active admissions seen, against ``capacity``.
+load generator saw, end to end (the wait for a free gunicorn thread included);
+``server_poll_ms`` is gunicorn's timing of the same polls inside the app (access log, whole
+ms). A sampler reads the room through the management API twice a second: the most active
+admissions seen, against ``capacity``.
 
 Sizing (2 cores, shared by the load generator, the web tier and Redis): the default crowd is
 2,000 visitors arriving over 20 s into a room dealing 3,000 a minute, so the line peaks near a

@@ -12,7 +12,7 @@ import redis
 
 from anteroom.engine import Engine
 from anteroom.ops.keystore import KeyStore
-from helpers import make_room
+from helpers import free_port, make_room
 from live_server import ANTEROOM, LiveServers
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -112,3 +112,25 @@ def test_a_room_closed_mid_rush_sends_its_visitors_in_again_and_the_report_says_
     assert figures["order_inversions"] == 0 and figures["one_spot_violations"] == 0
     # The room's count restarted at the close: it is not held against the visitors'.
     assert figures["visitors"]["room_dealt_to_others"] is None
+
+
+def test_bad_options_and_an_unreachable_deployment_are_told_apart(tmp_path: Path) -> None:
+    bad = subprocess.run(
+        [str(ANTEROOM), "rehearse", "--host", "http://127.0.0.1:1", "--api-key", "pk_x",
+         "--room", "rush", "--second-tabs", "2"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "--second-tabs must be between 0 and 1" in bad.stderr
+
+    report = tmp_path / "rehearsal.json"
+    nobody = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    run = subprocess.run(
+        [str(ANTEROOM), "rehearse", "--host", nobody, "--api-key", "pk_x", "--room", "rush",
+         "--visitors", "2", "--over", "1s", "--run-time", "60s", "--report", str(report)],
+        capture_output=True, text=True, timeout=90,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr  # nobody got in: not a pass
+    figures = json.loads(report.read_text())
+    assert figures["visitors"]["not_admitted"] == 2
+    assert figures["visitors"]["lost_by_reason"] == {"challenge 0": 2}
+    assert set(figures["errors_by_code"]) == {"0 ConnectionRefusedError"}

@@ -432,13 +432,16 @@ def summary(figures: dict[str, Any], path: str) -> str:
 
 
 def broken(figures: dict[str, Any]) -> bool:
-    """True when the rehearsal saw a promise broken (order, one spot, rate)."""
+    """True when the rehearsal saw a promise broken (order, one spot, rate) or a visitor who
+    never got in."""
     excess = figures["admissions_per_minute"]["rate_excess"] or 0
-    return bool(figures["order_inversions"] or figures["one_spot_violations"] or excess > 0)
+    promises = figures["order_inversions"] or figures["one_spot_violations"] or excess > 0
+    return bool(promises or figures["visitors"]["not_admitted"])
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``anteroom rehearse``: run headless, print and write the report; 1 if a promise broke."""
+    """``anteroom rehearse``: run headless, print and write the report; 1 if a promise broke
+    or a visitor was not admitted, 2 on bad options."""
     parser = argparse.ArgumentParser(
         prog="anteroom rehearse",
         description="A rush rehearsal against a running Anteroom deployment (Locust, headless).",
@@ -447,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.visitors < 1 or args.over <= 0:
         parser.error("--visitors must be at least 1 and --over above 0")
+    if not 0 <= args.second_tabs <= 1 or args.connections < 1:
+        parser.error("--second-tabs must be between 0 and 1, --connections at least 1")
     Run.plan = Plan(
         host=args.host,
         api_key=args.api_key,
