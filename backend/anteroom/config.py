@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from anteroom.queue.redis_link import parse_target
+
 PREFIX = "ANTEROOM_"
 
 
@@ -19,7 +21,8 @@ class Settings:
     """Service settings; :meth:`from_env` reads them from ``ANTEROOM_<NAME>``."""
 
     bind: str = "127.0.0.1:8000"
-    redis_url: str = ""
+    redis_url: str = ""  # redis://, rediss://, unix:// or redis+cluster://host:port,host:port
+    redis_replicas: str = ""  # comma-separated URLs of read replicas of a single primary
     data_dir: str = "./var"
     keys: str = ""
     workers: int = 2
@@ -50,7 +53,11 @@ class Settings:
                     raise ValueError(f"{PREFIX}{f.name.upper()} must be an integer") from None
             else:
                 values[f.name] = raw
-        return cls(**values)
+        settings = cls(**values)
+        if settings.redis_url or settings.redis_replicas:
+            # A malformed URL fails at start-up, naming its variable, not at the first request.
+            parse_target(settings.redis_url or "redis://", settings.redis_replicas)
+        return settings
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with ``changes`` applied."""

@@ -1,15 +1,13 @@
-"""The per-process objects the views share: Redis client, engine, keyring, settings."""
+"""The per-process objects the views share: Redis clients, engine, keyring, settings."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import redis
-
 from anteroom.config import Settings
 from anteroom.ops.keystore import KeyStore
 from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import Breaker
+from anteroom.queue.redis_link import Breaker, Client, Links
 from anteroom.queue.room_directory import RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
 from anteroom.sdk.tokens import Keyring
@@ -20,7 +18,8 @@ class Services:
     """Attached to the Flask app as ``app.extensions["anteroom"]``."""
 
     settings: Settings
-    redis: redis.Redis
+    redis: Client  # the writer: the primary, or the cluster
+    links: Links  # the writer and the reader (a replica for read-only scripts, if any)
     engine: Engine
     keyring: Keyring
     keystore: KeyStore

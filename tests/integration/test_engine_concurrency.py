@@ -7,11 +7,10 @@ import time
 from typing import Any
 
 import pytest
-import redis
 
 from anteroom.engine import Engine
-from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue import room_engine as eng
+from anteroom.queue.redis_link import connect
 from helpers import open_room
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -28,7 +27,7 @@ def visitor(worker: int, i: int) -> str:
 def run_worker(url: str, room: str, worker: int, start: Any, entered: Any, out: Any) -> None:
     """Enter 15 visitors (and re-enter a neighbour's, like a second tab), poll until admitted,
     then leave so the next can come in."""
-    client = redis.Redis.from_url(url, decode_responses=True)
+    client = connect(url, timeout=30)
     engine = Engine(client)
     mine = [visitor(worker, i) for i in range(PER_PROCESS)]
     neighbour = [visitor((worker + 1) % PROCESSES, i) for i in range(PER_PROCESS)]
@@ -62,23 +61,23 @@ def run_worker(url: str, room: str, worker: int, start: Any, entered: Any, out: 
 
 def run_monitor(url: str, room: str, stop: Any, out: Any) -> None:
     """Sample the room's active count as fast as it can while the workers run."""
-    engine = Engine(redis.Redis.from_url(url, decode_responses=True))
+    engine = Engine(connect(url, timeout=30))
     peak = 0
     while not stop.is_set():
         peak = max(peak, engine.stats(room).active)
     out.put(peak)
 
 
-def test_eight_processes_keep_every_invariant(redis_server: EmbeddedRedis, engine: Engine) -> None:
+def test_eight_processes_keep_every_invariant(redis_url: str, engine: Engine) -> None:
     room = open_room(engine, ratePerMinute=60_000, capacity=CAPACITY, admissionTtlSec=300)
     ctx = mp.get_context("spawn")
     start, stop, out, peak_out = ctx.Event(), ctx.Event(), ctx.Queue(), ctx.Queue()
     entered = ctx.Barrier(PROCESSES)
     workers = [
-        ctx.Process(target=run_worker, args=(redis_server.url, room, w, start, entered, out))
+        ctx.Process(target=run_worker, args=(redis_url, room, w, start, entered, out))
         for w in range(PROCESSES)
     ]
-    monitor = ctx.Process(target=run_monitor, args=(redis_server.url, room, stop, peak_out))
+    monitor = ctx.Process(target=run_monitor, args=(redis_url, room, stop, peak_out))
     for p in [*workers, monitor]:
         p.start()
     start.set()

@@ -6,13 +6,12 @@ from typing import Any
 
 import hypothesis.strategies as st
 import pytest
-import redis
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from anteroom.engine import Engine, QueueAnswer
-from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue import room_engine as eng
+from anteroom.queue.redis_link import connect
 from helpers import make_room
 from reference_model import Model, ModelError
 
@@ -32,11 +31,11 @@ def comparable(answer: QueueAnswer) -> tuple:
 
 
 class EngineAgainstModel(RuleBasedStateMachine):
-    server: EmbeddedRedis
+    url: str
 
     def __init__(self) -> None:
         super().__init__()
-        self.client = redis.Redis.from_url(self.server.url, decode_responses=True)
+        self.client = connect(self.url, timeout=30)
         self.client.flushall()
         self.engine = Engine(self.client)
 
@@ -142,11 +141,11 @@ class EngineAgainstModel(RuleBasedStateMachine):
         self.client.close()
 
 
-def test_engine_matches_the_reference_model(redis_server: EmbeddedRedis) -> None:
-    EngineAgainstModel.server = redis_server
+def test_engine_matches_the_reference_model(redis_url: str, redis_target: str) -> None:
+    EngineAgainstModel.url = redis_url
     run = EngineAgainstModel.TestCase
     run.settings = settings(
-        max_examples=150,
+        max_examples=150 if redis_target == "embedded" else 50,  # the cluster: a shorter run
         stateful_step_count=50,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow],

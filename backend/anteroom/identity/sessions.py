@@ -78,9 +78,8 @@ def solved_challenge(
 def spend_challenge(services: Services, claims: dict[str, Any]) -> None:
     """Spend a solved challenge once (a Redis key until it expires), or TokenRejected."""
     ttl = max(1, int(claims["exp"]) - int(time.time()) + 1)
-    spent = services.breaker.call(
-        lambda: services.redis.set(services.keys.challenge_spent(claims["jti"]), 1, nx=True, ex=ttl)
-    )
+    key = services.keys.challenge_spent(claims["jti"])
+    spent = services.breaker.call(lambda: services.redis.set(key, 1, nx=True, ex=ttl), key)
     if not spent:
         raise TokenRejected("This challenge has already been used.")
 
@@ -96,7 +95,7 @@ def network_identifies(services: Services, network: str) -> int:
         pipe.expire(key, 120)
         return int(pipe.execute()[0])
 
-    return services.breaker.call(bump)
+    return services.breaker.call(bump, key)
 
 
 def is_revoked(services: Services, environment: str, jti: str, vid: str) -> bool:

@@ -13,10 +13,8 @@ import re
 import time
 from typing import Any
 
-import redis
-
 from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import storage_errors
+from anteroom.queue.redis_link import Client, storage_errors
 
 MAX_EVENTS = 100_000  # per environment; older events are trimmed (approximately) on write
 CURSOR_PATTERN = re.compile(r"^\d{1,20}-\d{1,20}$")
@@ -25,7 +23,7 @@ CURSOR_PATTERN = re.compile(r"^\d{1,20}-\d{1,20}$")
 class AuditLog:
     """Writes and pages through the audit streams."""
 
-    def __init__(self, client: redis.Redis, keys: KeySpace) -> None:
+    def __init__(self, client: Client, keys: KeySpace) -> None:
         self.redis = client
         self.keys = keys
 

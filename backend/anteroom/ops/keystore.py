@@ -14,10 +14,8 @@ import secrets
 import time
 from dataclasses import asdict, dataclass, field
 
-import redis
-
 from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import storage_errors
+from anteroom.queue.redis_link import Client, storage_errors
 
 SCOPES = ("queues:read", "queues:write", "audit:read")
 ENV_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
@@ -56,7 +54,7 @@ def _hash(secret: str) -> str:
 class KeyStore:
     """Keys in Redis under one :class:`KeySpace`."""
 
-    def __init__(self, client: redis.Redis, keys: KeySpace) -> None:
+    def __init__(self, client: Client, keys: KeySpace) -> None:
         self.redis = client
         self.keys = keys
 
@@ -72,12 +70,13 @@ class KeyStore:
         secret = f"sk_{key_id}_{secrets.token_urlsafe(24)}"
         public_key = f"pk_{secrets.token_urlsafe(12)}"
         record = KeyRecord(key_id, environment, scopes, public_key, _hash(secret), int(time.time()))
+        # Three keys in three Cluster slots, so no transaction: written in an order where a
+        # failure part-way leaves nothing usable. The public key, which visitors use, goes last;
+        # a secret key written alone is harmless, as its secret was never shown to anyone.
         with storage_errors():
-            pipe = self.redis.pipeline()
-            pipe.hset(self.keys.secret_keys(), key_id, json.dumps(asdict(record)))
-            pipe.hset(self.keys.public_keys(), public_key, environment)
-            pipe.sadd(self.keys.environments(), environment)
-            pipe.execute()
+            self.redis.hset(self.keys.secret_keys(), key_id, json.dumps(asdict(record)))
+            self.redis.sadd(self.keys.environments(), environment)
+            self.redis.hset(self.keys.public_keys(), public_key, environment)
         return record, secret
 
     def get(self, key_id: str) -> KeyRecord | None:
@@ -101,11 +100,11 @@ class KeyStore:
         if record is None:
             return False
         record.revoked = True
+        # Two slots, no transaction: the secret is refused first; if dropping the public key
+        # then fails, the caller sees the error and revoking again finishes the job.
         with storage_errors():
-            pipe = self.redis.pipeline()
-            pipe.hset(self.keys.secret_keys(), key_id, json.dumps(asdict(record)))
-            pipe.hdel(self.keys.public_keys(), record.public_key)
-            pipe.execute()
+            self.redis.hset(self.keys.secret_keys(), key_id, json.dumps(asdict(record)))
+            self.redis.hdel(self.keys.public_keys(), record.public_key)
         return True
 
     def authenticate(self, secret: str) -> KeyRecord | None:

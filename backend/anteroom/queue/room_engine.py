@@ -190,8 +190,12 @@ def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
 class Engine:
     """Queue operations on one Redis (or Valkey, or Cluster) under one key prefix."""
 
-    def __init__(self, client: redis.Redis, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(
+        self, client: redis.Redis, prefix: str = DEFAULT_PREFIX, reader: Any = None
+    ) -> None:
+        """``reader`` runs read-only scripts (a replica or cluster client); default ``client``."""
         self.redis = client
+        self.reader = client if reader is None else reader
         self.keys = KeySpace(prefix)
         self._scripts = scripts.register(client)
 

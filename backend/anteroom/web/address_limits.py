@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 
+import redis.exceptions as rex
 from flask import Flask, current_app, request
 from limits import RateLimitItem, parse_many
 from limits.storage import MemoryStorage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter, RateLimiter
+from limits.util import WindowStats
 
 from anteroom.config import Settings
 from anteroom.queue import redis_link as storage
@@ -39,11 +42,41 @@ EXTENSION = "anteroom.web.address_limits"
 MAX_REMEMBERED = 10_000
 
 
-def storage_uri(redis_url: str) -> str:
-    """The `limits` library's spelling of a redis-py URL."""
-    if redis_url.startswith("unix://"):
-        return "redis+unix://" + redis_url[len("unix://") :].split("?", 1)[0]
-    return redis_url
+class DeferredLimiter:
+    """A fixed-window limiter on Redis whose storage is built at its first use.
+
+    ``limits``' cluster storage asks the cluster for its slot map as it is built; a worker must
+    start even while Redis is unreachable (SPEC "Outages"), so nothing connects at start-up.
+    """
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self._limiter: FixedWindowRateLimiter | None = None
+        self._lock = threading.Lock()
+
+    def limiter(self) -> FixedWindowRateLimiter:
+        """The limiter, its storage built now if it was not yet."""
+        limiter = self._limiter
+        if limiter is None:
+            with self._lock:
+                if self._limiter is None:
+                    try:
+                        built = storage_from_string(
+                            self.uri, socket_connect_timeout=1, socket_timeout=1
+                        )
+                    except rex.RedisClusterException as exc:
+                        raise rex.ConnectionError(f"Redis Cluster unreachable: {exc}") from exc
+                    self._limiter = FixedWindowRateLimiter(built)
+                limiter = self._limiter
+        return limiter
+
+    def hit(self, item: RateLimitItem, *identifiers: str) -> bool:
+        """Count one hit; False when it is over the limit."""
+        return self.limiter().hit(item, *identifiers)
+
+    def get_window_stats(self, item: RateLimitItem, *identifiers: str) -> WindowStats:
+        """Reset time and remaining hits of the current window."""
+        return self.limiter().get_window_stats(item, *identifiers)
 
 
 @dataclass(frozen=True)
@@ -53,7 +86,7 @@ class AddressLimit:
     ``items`` are the parsed limit string (``10/second;500/hour`` gives two, each enforced).
     """
 
-    strategy: RateLimiter
+    strategy: RateLimiter | DeferredLimiter
     items: tuple[RateLimitItem, ...]
     prefix: str
     scope: str
@@ -110,12 +143,9 @@ def init_app(app: Flask, settings: Settings, prefix: str, breaker: Breaker) -> N
     Identify and enter share one Redis storage (keys: prefix, address, endpoint); the challenge
     limit has its own, in memory. Nothing runs on requests that no limit applies to.
     """
-    redis_storage = storage_from_string(
-        storage_uri(settings.redis_url), socket_connect_timeout=1, socket_timeout=1
-    )
-    shared = FixedWindowRateLimiter(redis_storage)
+    shared = DeferredLimiter(storage.limits_storage_uri(settings.redis_url))
     local = FixedWindowRateLimiter(MemoryStorage())
-    where: dict[str, tuple[RateLimiter, str, Breaker | None]] = {
+    where: dict[str, tuple[RateLimiter | DeferredLimiter, str, Breaker | None]] = {
         "challenge": (local, settings.limit_challenge, None),
         "identify": (shared, settings.limit_identify, breaker),
         "enter": (shared, settings.limit_enter, breaker),

@@ -10,7 +10,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from anteroom.config import Settings
 from anteroom.ops.keystore import KeyStore
-from anteroom.queue.redis_link import Breaker, connect
+from anteroom.queue.redis_link import Breaker, connect_links
 from anteroom.queue.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
 from anteroom.resources import resource_dir
@@ -49,13 +49,16 @@ def create_app(
     if settings.trusted_proxies > 0:
         # Only then is X-Forwarded-For believed, and only as many hops as were configured.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]
-    client = connect(settings.redis_url)
-    engine = Engine(client, settings.key_prefix)
-    breaker = Breaker()
+    links = connect_links(settings.redis_url, settings.redis_replicas)
+    client = links.writer
+    engine = Engine(client, settings.key_prefix, reader=links.reader)
+    # On a cluster the breaker pauses only the shard that failed; one server pauses as a whole.
+    breaker = Breaker(shard_of=links.shard_of if links.target.is_cluster else None)
     snapshot = Path(settings.data_dir) / SNAPSHOT_NAME
     services = Services(
         settings=settings,
         redis=client,
+        links=links,
         engine=engine,
         keyring=Keyring.parse(settings.keys),
         keystore=KeyStore(client, engine.keys),

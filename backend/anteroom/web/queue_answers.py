@@ -24,7 +24,9 @@ def environment_of(services: Services, api_key: str) -> str:
         raise errors.Unauthorized("apiKey must be a public key (pk_…).")
     env = services.public_keys.get(
         api_key,
-        lambda: services.breaker.call(lambda: services.keystore.environment_of(api_key)),
+        lambda: services.breaker.call(
+            lambda: services.keystore.environment_of(api_key), services.keys.public_keys()
+        ),
         lambda: services.directory.environment_of(api_key),
     )
     if not env:
@@ -36,11 +38,15 @@ def room_by_slug(services: Services, env: str, slug: str) -> dict[str, Any]:
     """Configuration of room ``slug`` in ``env`` (cached; known offline), or RoomNotFound."""
 
     def load() -> dict[str, Any] | None:
-        room_id = services.breaker.call(lambda: services.engine.room_id(env, slug))
+        room_id = services.breaker.call(
+            lambda: services.engine.room_id(env, slug), services.keys.env_rooms(env)
+        )
         if room_id is None:
             return None
         try:
-            room = services.breaker.call(lambda: services.engine.get_room(room_id))
+            room = services.breaker.call(
+                lambda: services.engine.get_room(room_id), services.keys.room(room_id)
+            )
         except eng.RoomNotFound:
             return None
         # Polls find rooms by id: keep both ways in, for the outage that may come.
@@ -62,7 +68,9 @@ def room_by_id(services: Services, room_id: str) -> dict[str, Any]:
 
     def load() -> dict[str, Any] | None:
         try:
-            return services.breaker.call(lambda: services.engine.get_room(room_id))
+            return services.breaker.call(
+                lambda: services.engine.get_room(room_id), services.keys.room(room_id)
+            )
         except eng.RoomNotFound:
             return None
 
@@ -72,10 +80,12 @@ def room_by_id(services: Services, room_id: str) -> dict[str, Any]:
     return room
 
 
-def engine_call(services: Services, fn: Any) -> Any:
-    """Run an engine call through the breaker, mapping engine refusals to API errors."""
+def engine_call(services: Services, fn: Any, room_id: str | None = None) -> Any:
+    """Run an engine call (on ``room_id``'s shard) through the breaker, mapping engine refusals
+    to API errors."""
+    key = services.keys.room(room_id) if room_id is not None else None
     try:
-        return services.breaker.call(fn)
+        return services.breaker.call(fn, key)
     except (eng.EngineError, StorageBusy) as exc:
         raise errors.from_domain(exc) from None
 

@@ -151,7 +151,9 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
     try:
         # Revocations are checked inside the script, in the room's own store.
         answer = visitor.engine_call(
-            s, lambda: s.engine.enter(room["id"], session["vid"], session["jti"], score, tag)
+            s,
+            lambda: s.engine.enter(room["id"], session["vid"], session["jti"], score, tag),
+            room["id"],
         )
     except StorageUnavailable:
         binding = visitor.Binding(session["jti"], session["vid"], score, tag)
@@ -169,7 +171,7 @@ def poll(call: Call[TicketRequest]) -> ResponseReturnValue:
         qr, vid, t, g = claims["qr"], claims["vid"], claims["t"], claims["g"]
         near = claims.get("qn") == 1
         answer = visitor.engine_call(
-            s, lambda: s.engine.poll(qr, vid, t, g, str(claims.get("qj", "")), near)
+            s, lambda: s.engine.poll(qr, vid, t, g, str(claims.get("qj", "")), near), qr
         )
     except StorageUnavailable:
         # The spot is still in Redis; a fail-open room lets its visitor in meanwhile, bound as
@@ -186,7 +188,9 @@ def leave(call: Call[TicketRequest]) -> ResponseReturnValue:
     s, claims = call.services, call.claims
     try:
         visitor.engine_call(
-            s, lambda: s.engine.leave(claims["qr"], claims["vid"], claims["t"], claims["g"])
+            s,
+            lambda: s.engine.leave(claims["qr"], claims["vid"], claims["t"], claims["g"]),
+            claims["qr"],
         )
     except StorageUnavailable:
         raise errors.Unavailable(retry_after=visitor.UNAVAILABLE_RETRY_SEC) from None
@@ -201,7 +205,7 @@ def refresh(call: Call[RefreshRequest]) -> ResponseReturnValue:
     try:
         room = visitor.room_by_id(s, claims["qr"])
         qr, vid, jti, qj = claims["qr"], claims["vid"], claims["jti"], str(claims.get("qj", ""))
-        answer = visitor.engine_call(s, lambda: s.engine.refresh(qr, vid, None, jti, qj))
+        answer = visitor.engine_call(s, lambda: s.engine.refresh(qr, vid, None, jti, qj), qr)
     except StorageUnavailable:
         # Same rules as a normal refresh: the binding and network of the admission held (the
         # polling address's network if it has none in a bindIp room), no revoked session.
