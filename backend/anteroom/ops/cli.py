@@ -1,4 +1,4 @@
-"""The ``anteroom`` command line: ``serve`` and ``keys``."""
+"""The ``anteroom`` command line: ``serve``, ``keys`` and ``rehearse``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -129,13 +130,34 @@ def _serve(settings: Settings) -> int:
     return 0
 
 
+def rehearse(argv: list[str]) -> int:
+    """``anteroom rehearse …``: the Locust rehearsal (:mod:`anteroom.ops.rehearse`).
+
+    In a fresh interpreter: Locust patches the standard library with gevent on import, which
+    must happen before anything (here: redis-py) has imported ``socket`` and ``ssl``.
+    """
+    command = [sys.executable, "-m", "anteroom.ops.rehearse", *argv]
+    try:
+        return subprocess.call(command)
+    except KeyboardInterrupt:
+        return 130
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``anteroom`` command."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["rehearse"]:  # its options are its own module's (and need no settings)
+        return rehearse(argv[1:])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     parser = argparse.ArgumentParser(prog="anteroom", description="Anteroom waiting room")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the service under gunicorn")
     cli_keys.add_parser(sub)
+    sub.add_parser(
+        "rehearse",
+        help="run a rush rehearsal against a deployment (Locust; pip install 'anteroom[rehearse]')",
+        add_help=False,
+    )
     args = parser.parse_args(argv)
     try:
         settings = Settings.from_env()
