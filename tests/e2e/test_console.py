@@ -43,15 +43,18 @@ class Crowd:
             self.engine.enter(self.room, f"v{self.entered}", f"s{self.entered}", 10)
 
     def tick(self) -> None:
-        """The head polls (admitted if the room deals), ten seconds pass, and a sample.
+        """The head polls (admitted if the room deals), ten seconds pass, the room ticks, and
+        a sample.
 
-        Nothing changes between the move of the clock and the sample, so the server's own
-        sampler, racing the test for the slot, writes the very same sample.
+        The test ticks the room itself right after moving the clock (as the server's room ticker
+        would a moment later: whichever comes first deals, the other finds nothing owed), so the
+        sample, the server's own sampler's or the test's, shows the line after the drain.
         """
         line = self.engine.line(self.room, 1)
         if line:
             self.engine.poll(self.room, line[0].visitor, line[0].ticket, 1)
         self.engine.shift_clock(self.room, 10_000)
+        self.engine.tick(self.room, 1000)
         self.series.sample(self.room)
 
 
@@ -95,7 +98,7 @@ def test_operator_watches_the_line_move_and_pauses_and_resumes(
 ) -> None:
     live, crowd, secret = console
     crowd.arrive(6)
-    crowd.tick()  # the room has earned nothing yet: nobody admitted
+    crowd.tick()  # ten seconds at 6 a minute: the first is admitted
     page = new_context(viewport={"width": 1280, "height": 800}).new_page()
     problems = watch_csp(page)
     sign_in(page, live, secret)
