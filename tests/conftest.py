@@ -43,8 +43,14 @@ CLUSTER_SUITES = frozenset(
 )
 
 
-# Tests that count one server's commands (INFO commandstats): the cluster spreads them over nodes.
-EMBEDDED_ONLY = frozenset({"test_a_spot_near_the_head_polls_in_one_round_trip_when_told"})
+# Tests that read one server's INFO (commandstats, the append-only file): a cluster spreads them.
+EMBEDDED_ONLY = frozenset(
+    {
+        "test_a_spot_near_the_head_polls_in_one_round_trip_when_told",
+        "test_the_far_poll_writes_nothing",
+        "test_a_due_booking_of_a_deep_spot_is_written_without_the_full_poll",
+    }
+)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

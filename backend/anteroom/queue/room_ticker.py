@@ -54,6 +54,7 @@ class RoomTicker:
         self.failing = False  # Redis unreachable at the last step: logged once, retried
         self._pid = 0
         self._start_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
 
     def open_rooms(self) -> list[str]:
         """Ids of the rooms the directory last read as open."""
@@ -96,6 +97,14 @@ class RoomTicker:
                 job(room_id, now_ms)
             except Exception:  # a job's failure must not stop the line
                 log.exception("room ticker: job %r failed for %s", job, room_id)
+
+    def join(self, timeout: float) -> bool:
+        """Wait for this process's thread to end after a stop; True when it has (or never ran)."""
+        thread = self._thread
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
 
     def ensure_running(self) -> None:
         """Start this process's ticker thread unless it runs (cheap per request; fork-safe).

@@ -145,7 +145,7 @@ def _stats_round(s: Services, room_ids: list[str]) -> list[Any]:
     pipe = s.redis.pipeline(transaction=False)
     script = s.engine._scripts["stats"]  # the engine's own figures, not a second definition
     for room_id in room_ids:
-        script(keys=[s.keys.room_base(room_id)], args=[], client=pipe)
+        script(keys=s.engine.script_keys("stats", room_id), args=[], client=pipe)
     return pipe.execute(raise_on_error=False)  # type: ignore[no-any-return]
 
 
