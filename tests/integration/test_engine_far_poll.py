@@ -119,7 +119,6 @@ def redis7(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> Embedd
     return EmbeddedRedis(tmp_path / name, port=free_port()).start()
 
 
-@pytest.mark.skipif(not Path(REDIS7).exists(), reason="Debian's redis-server 7 is not installed")
 def test_the_far_poll_runs_read_only_on_a_replica(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -128,8 +127,8 @@ def test_the_far_poll_runs_read_only_on_a_replica(
     try:
         primary = redis.Redis.from_url(primary_server.url, decode_responses=True)
         replica = redis.Redis.from_url(replica_server.url, decode_responses=True)
-        if int(primary.info("server")["redis_version"].split(".")[0]) < 7:
-            pytest.skip("not Redis 7")
+        # Debian's redis-server (make test installs it): EVALSHA_RO needs Redis 7.
+        assert int(primary.info("server")["redis_version"].split(".")[0]) >= 7
         replica.replicaof("127.0.0.1", primary_server.port)
         engine = Engine(primary, reader=replica)
         room = open_line(engine, 300, ratePerMinute=1)

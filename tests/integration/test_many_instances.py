@@ -242,21 +242,9 @@ def test_each_instance_trips_its_breaker_and_recovers_on_its_own(
         assert server.process is not None and server.process.poll() is None  # no restart
 
 
-def _ticker_merged() -> bool:
-    try:
-        import anteroom.queue.room_ticker  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 TICK_FIELD = "tick"  # the room hash's guard: when the room's tick last ran (room clock, ms)
 
 
-@pytest.mark.skipif(
-    not _ticker_merged(),
-    reason="needs RoomTicker (anteroom.queue.room_ticker, issue 12's engine branch), not merged",
-)
 def test_the_drain_ticker_runs_once_per_room_across_instances(
     shop: Shop, redis_client: redis.Redis
 ) -> None:
