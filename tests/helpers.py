@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import socket
 from typing import Any
 
@@ -38,3 +39,19 @@ def open_room(engine: Engine, env: str = "test", slug: str = "drop", **config: A
     room_id = make_room(engine, env, slug, **config)
     engine.open(room_id)
     return room_id
+
+
+def waiting_room(engine: Engine, live_url: str, ahead: int = 1, **cfg: Any) -> tuple[str, str]:
+    """An open room with ``ahead`` spots already in line (they never poll, so nobody moves).
+
+    Each test gets its own slug: the live server caches room configuration for a moment.
+    """
+    slug = "drop-" + secrets.token_hex(4)
+    config = {"ratePerMinute": 1, "redirectUrl": f"{live_url}/healthz?from=queue"} | cfg
+    room = make_room(engine, env="web", slug=slug, **config)
+    # Pinned: the line moves only when a test moves the room's clock, never by itself.
+    engine.set_clock(room, engine.stats(room).now_ms)
+    engine.open(room)
+    for i in range(ahead):
+        engine.enter(room, f"ahead{i}", "s", 10)
+    return room, slug

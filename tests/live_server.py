@@ -176,6 +176,25 @@ class LiveServer(ServerProcess):
             time.sleep(0.002)  # polling /proc until the worker has accepted it, not a race
         return None
 
+    def connection_per_worker(self) -> dict[int, http.client.HTTPConnection]:
+        """One kept-alive connection pinned to each worker the kernel lets us reach.
+
+        Left to itself, the worker that wakes first may accept every connection, and a test of
+        what several workers share would see one only.
+        """
+        pinned: dict[int, http.client.HTTPConnection] = {}
+        for _ in range(200):
+            if len(pinned) == len(self.workers()):
+                break
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+            conn.connect()
+            worker = self.worker_holding(conn.sock)  # type: ignore[arg-type]
+            if worker is None or worker in pinned:
+                conn.close()
+            else:
+                pinned[worker] = conn
+        return pinned
+
 
 def _socket_inodes(port: int) -> dict[int, str]:
     """Server-side sockets of ``port`` on loopback: client port -> socket inode (Linux /proc)."""

@@ -15,7 +15,7 @@ from playwright.sync_api import Page, expect
 from anteroom.engine import Engine
 from anteroom.ops.keystore import KeyStore
 from anteroom.web import page_languages as languages
-from helpers import make_room
+from helpers import make_room, waiting_room
 from live_server import LiveServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -43,18 +43,6 @@ def room_url(live: LiveServer, slug: str, api_key: str, query: str = "") -> str:
     return f"{live.url}/queue/{slug}?key={api_key}{query}"
 
 
-def waiting_room(engine: Engine, live: LiveServer, ahead: int = 1, **cfg: Any) -> tuple[str, str]:
-    """An open room with ``ahead`` spots in line that never move unless the test moves them."""
-    slug = "drop-" + secrets.token_hex(4)
-    config = {"ratePerMinute": 1, "redirectUrl": f"{live.url}/healthz?from=queue"} | cfg
-    room = make_room(engine, env="web", slug=slug, **config)
-    engine.set_clock(room, engine.stats(room).now_ms)
-    engine.open(room)
-    for i in range(ahead):
-        engine.enter(room, f"ahead{i}", "s", 10)
-    return room, slug
-
-
 def operator(stack: Stack, redis_client: Any) -> tuple[str, dict[str, str]]:
     """The management API's base URL and a secret key's header, for the test's environment."""
     live, engine, _ = stack
@@ -73,7 +61,7 @@ def test_every_language_renders_whole_at_360_by_740(
     stack: Stack, new_context: Any, artifacts: Path
 ) -> None:
     live, engine, api_key = stack
-    _, slug = waiting_room(engine, live, ahead=1234)
+    _, slug = waiting_room(engine, live.url, ahead=1234)
     for number, lang in enumerate(languages.LANGUAGES):
         page = new_context(viewport=PHONE).new_page()
         page.goto(room_url(live, slug, api_key, f"&lang={lang}"))
@@ -102,7 +90,7 @@ def test_every_language_renders_whole_at_360_by_740(
 
 def test_numbers_and_plurals_per_locale(stack: Stack, new_context: Any) -> None:
     live, engine, api_key = stack
-    _, slug = waiting_room(engine, live, ahead=1234)
+    _, slug = waiting_room(engine, live.url, ahead=1234)
     context = new_context()
     # Arabic's digits are the browser's ICU's choice (Arabic-Indic or Latin): read from it.
     ar = context.new_page().evaluate(
@@ -120,7 +108,7 @@ def test_numbers_and_plurals_per_locale(stack: Stack, new_context: Any) -> None:
         expect(page.locator("#position")).to_have_text(position, timeout=20_000)
         expect(page.locator("#ahead")).to_have_text(ahead)
         page.close()
-    _, near = waiting_room(engine, live, ahead=2)
+    _, near = waiting_room(engine, live.url, ahead=2)
     page = context.new_page()
     page.goto(room_url(live, near, api_key, "&lang=pl"))
     expect(page.locator("#ahead")).to_have_text("2 osoby przed Tobą", timeout=20_000)
@@ -132,7 +120,7 @@ def test_accept_language_chooses_and_lang_and_the_switcher_override(
     stack: Stack, new_context: Any
 ) -> None:
     live, engine, api_key = stack
-    _, slug = waiting_room(engine, live, ahead=4)
+    _, slug = waiting_room(engine, live.url, ahead=4)
     german = new_context(locale="de-AT")  # Accept-Language: de-AT
     page = german.new_page()
     page.goto(room_url(live, slug, api_key))
@@ -174,7 +162,7 @@ def test_a_theme_is_applied_and_an_unreadable_one_refused(
     stack: Stack, new_context: Any, redis_client: Any, artifacts: Path
 ) -> None:
     live, engine, api_key = stack
-    room, slug = waiting_room(engine, live)
+    room, slug = waiting_room(engine, live.url)
     api, auth = operator(stack, redis_client)
     unreadable = {"accentColor": "#9a9a9a", "backgroundColor": "#a0a0a0"}
     refused = requests.patch(f"{api}/queues/{room}", json={"theme": unreadable}, headers=auth)
@@ -215,7 +203,7 @@ def test_a_notice_set_through_the_api_appears_on_an_open_page_within_one_poll(
     stack: Stack, new_context: Any, redis_client: Any
 ) -> None:
     live, engine, api_key = stack
-    room, slug = waiting_room(engine, live, ahead=20)  # 21st: a poll every 2.5 s
+    room, slug = waiting_room(engine, live.url, ahead=20)  # 21st: a poll every 2.5 s
     api, auth = operator(stack, redis_client)
     page = new_context().new_page()
     done = polls(page)
@@ -235,7 +223,7 @@ def test_a_notice_set_through_the_api_appears_on_an_open_page_within_one_poll(
 
 def test_a_closed_room_shows_its_message(stack: Stack, new_context: Any, redis_client: Any) -> None:
     live, engine, api_key = stack
-    room, slug = waiting_room(engine, live, ahead=3)
+    room, slug = waiting_room(engine, live.url, ahead=3)
     api, auth = operator(stack, redis_client)
     message = {"en": "Sold out — thank you for waiting", "de": "Ausverkauft — danke fürs Warten"}
     requests.patch(f"{api}/queues/{room}", json={"closedMessage": message}, headers=auth)
@@ -267,7 +255,7 @@ def test_a_background_tab_is_called_back_at_the_front_and_on_admission(
     stack: Stack, new_context: Any
 ) -> None:
     live, engine, api_key = stack
-    room, slug = waiting_room(engine, live, ratePerMinute=60, admissionTtlSec=30, ahead=1)
+    room, slug = waiting_room(engine, live.url, ratePerMinute=60, admissionTtlSec=30, ahead=1)
     context = new_context()
     context.add_init_script(HIDDEN_TAB)  # Chromium's headless tabs are always "visible"
     page = context.new_page()

@@ -15,7 +15,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 from anteroom.engine import Engine
 from anteroom.sdk import tokens
 from anteroom.sdk import verification as verify
-from helpers import TEST_KEYS, make_room
+from helpers import TEST_KEYS, make_room, waiting_room
 from live_server import LiveServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -25,22 +25,6 @@ Stack = tuple[LiveServer, Engine, str]
 
 def room_url(live: LiveServer, slug: str, api_key: str) -> str:
     return f"{live.url}/queue/{slug}?key={api_key}"
-
-
-def waiting_room(engine: Engine, live: LiveServer, ahead: int = 1, **cfg: Any) -> tuple[str, str]:
-    """An open room with ``ahead`` spots already in line (they never poll, so nobody moves).
-
-    Each test gets its own slug: the live server caches room configuration for a moment.
-    """
-    slug = "drop-" + secrets.token_hex(4)
-    config = {"ratePerMinute": 1, "redirectUrl": f"{live.url}/healthz?from=queue"} | cfg
-    room = make_room(engine, env="web", slug=slug, **config)
-    # Pinned: the line moves only when a test moves the room's clock, never by itself.
-    engine.set_clock(room, engine.stats(room).now_ms)
-    engine.open(room)
-    for i in range(ahead):
-        engine.enter(room, f"ahead{i}", "s", 10)
-    return room, slug
 
 
 def until(page: Page, condition: Any, timeout_ms: int = 15_000) -> None:
@@ -62,7 +46,7 @@ def test_visitor_waits_and_lands_on_the_redirect_with_a_valid_admission(
     stack: Stack, new_context: Any
 ) -> None:
     live, engine, api_key = stack
-    room, slug = waiting_room(engine, live, ratePerMinute=60, ahead=1)
+    room, slug = waiting_room(engine, live.url, ratePerMinute=60, ahead=1)
     page = new_context().new_page()
     page.goto(room_url(live, slug, api_key))
     main = page.locator("#anteroom")
@@ -81,7 +65,7 @@ def test_visitor_waits_and_lands_on_the_redirect_with_a_valid_admission(
 
 def test_three_tabs_share_one_ticket_and_one_poller(stack: Stack, new_context: Any) -> None:
     live, engine, api_key = stack
-    room, slug = waiting_room(engine, live)
+    room, slug = waiting_room(engine, live.url)
     context: BrowserContext = new_context()
     counter: dict[Page, int] = {}
     pages = []
@@ -110,7 +94,7 @@ def test_three_tabs_share_one_ticket_and_one_poller(stack: Stack, new_context: A
 
 def test_two_browsers_get_distinct_tickets_in_arrival_order(stack: Stack, new_context: Any) -> None:
     live, engine, api_key = stack
-    _, slug = waiting_room(engine, live, ahead=3)
+    _, slug = waiting_room(engine, live.url, ahead=3)
     first = new_context().new_page()
     first.goto(room_url(live, slug, api_key))
     expect(first.locator("#position")).to_have_text("4", timeout=15_000)
@@ -122,7 +106,7 @@ def test_two_browsers_get_distinct_tickets_in_arrival_order(stack: Stack, new_co
 
 def test_reload_keeps_the_ticket(stack: Stack, new_context: Any) -> None:
     live, engine, api_key = stack
-    room, slug = waiting_room(engine, live, ahead=2)
+    room, slug = waiting_room(engine, live.url, ahead=2)
     page = new_context().new_page()
     page.goto(room_url(live, slug, api_key))
     expect(page.locator("#position")).to_have_text("3", timeout=15_000)
@@ -149,7 +133,7 @@ def test_not_yet_open_shows_a_countdown(stack: Stack, new_context: Any, artifact
 
 def test_paused_room_shows_no_eta(stack: Stack, new_context: Any) -> None:
     live, engine, api_key = stack
-    room, slug = waiting_room(engine, live)
+    room, slug = waiting_room(engine, live.url)
     page = new_context().new_page()
     page.goto(room_url(live, slug, api_key))
     expect(page.locator("#eta")).to_be_visible(timeout=15_000)
@@ -163,7 +147,7 @@ def test_held_visitor_sees_the_held_state(
     stack: Stack, new_context: Any, redis_client: Any
 ) -> None:
     live, engine, api_key = stack
-    _, slug = waiting_room(engine, live, holdScore=40)
+    _, slug = waiting_room(engine, live.url, holdScore=40)
     # The busy-network rule (+40) fires for this browser's network: it is held, not refused.
     tag = tokens.network_tag(tokens.Keyring.parse(TEST_KEYS), "127.0.0.1")
     redis_client.set(f"anteroom:idn:{tag}:{int(time.time() // 60)}", 100, ex=120)
@@ -189,7 +173,7 @@ def test_waiting_page_screenshots(
     stack: Stack, new_context: Any, artifacts: Path, width: int, height: int
 ) -> None:
     live, engine, api_key = stack
-    _, slug = waiting_room(engine, live, ahead=41)
+    _, slug = waiting_room(engine, live.url, ahead=41)
     page = new_context(viewport={"width": width, "height": height}).new_page()
     page.goto(room_url(live, slug, api_key))
     expect(page.locator("#position")).to_have_text("42", timeout=15_000)

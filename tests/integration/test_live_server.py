@@ -53,19 +53,7 @@ def test_per_address_limit_holds_across_workers(
     def wrong(challenge: str) -> str:
         return next(str(n) for n in range(1000) if not pow.check_solution(challenge, str(n), 8))
 
-    # One keep-alive connection pinned to each of several workers: left to itself, the worker
-    # that wakes first may accept every connection, and the limit would be shown on one only.
-    pinned: dict[int, http.client.HTTPConnection] = {}
-    for _ in range(200):
-        if len(pinned) == len(server.workers()):
-            break
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-        conn.connect()
-        worker = server.worker_holding(conn.sock)  # type: ignore[arg-type]
-        if worker is None or worker in pinned:
-            conn.close()
-        else:
-            pinned[worker] = conn
+    pinned = server.connection_per_worker()
     assert len(pinned) >= 2, "could not reach two workers"
     conns = list(pinned.values())
 

@@ -18,7 +18,6 @@ from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.service_container import Services
 from anteroom.web.app_factory import create_app
 from helpers import TEST_KEYS, free_port, make_room, open_room
-from live_server import LiveServer
 from visitor_client import Visitor
 
 pytestmark = pytest.mark.redis
@@ -107,22 +106,6 @@ def test_a_metrics_token_is_required_when_set(settings: Settings, redis_client: 
         app.extensions["anteroom"].sampler.stop()
 
 
-def pinned_connections(server: LiveServer) -> dict[int, http.client.HTTPConnection]:
-    """One kept-alive connection per worker (as many workers as the kernel lets us reach)."""
-    pinned: dict[int, http.client.HTTPConnection] = {}
-    for _ in range(200):
-        if len(pinned) == len(server.workers()):
-            break
-        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-        conn.connect()
-        worker = server.worker_holding(conn.sock)  # type: ignore[arg-type]
-        if worker is None or worker in pinned:
-            conn.close()
-        else:
-            pinned[worker] = conn
-    return pinned
-
-
 def get(conn: http.client.HTTPConnection, path: str) -> tuple[int, str]:
     conn.request("GET", path)
     response = conn.getresponse()
@@ -131,7 +114,7 @@ def get(conn: http.client.HTTPConnection, path: str) -> tuple[int, str]:
 
 def test_workers_add_up_under_gunicorn(live_server: Any) -> None:
     server = live_server(ANTEROOM_WORKERS="2", ANTEROOM_METRICS_TOKEN="tok-1")
-    pinned = pinned_connections(server)
+    pinned = server.connection_per_worker()
     assert len(pinned) >= 2, "could not reach two workers"
     sent = 0
     for i, conn in enumerate(pinned.values()):

@@ -108,8 +108,8 @@ def test_the_thread_stops_with_the_directory(engine: Engine) -> None:
     ticker = ticker_for(engine)
     ticker.ensure_running()
     ticker.ensure_running()  # once per process
-    thread = ticker._thread
-    assert thread.is_alive()
+    thread = ticker.thread
+    assert thread is not None and thread.is_alive()
     ticker.directory.stop()
     thread.join(timeout=10)
     assert not thread.is_alive()

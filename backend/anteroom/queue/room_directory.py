@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from anteroom.queue.key_layout import KeySpace
+from anteroom.queue.process_thread import ProcessThread
 from anteroom.queue.redis_link import Breaker, StorageUnavailable
 from anteroom.queue.room_engine import room_from_stored
 
@@ -155,8 +156,7 @@ class RoomDirectory:
         self.rounds = 0  # completed rounds of this process
         self.failed = 0  # rounds that could not read (Redis down, breaker open, …)
         self._written = (0.0, "")  # (when, content without `at`) of this process's last write
-        self._pid = 0
-        self._start_lock = threading.Lock()
+        self._thread = ProcessThread("anteroom-rooms")
         # Started with the refresher in each process (the room ticker): one per-request hook.
         self.companions: list[Callable[[], None]] = []
         self._stop = threading.Event()
@@ -188,25 +188,14 @@ class RoomDirectory:
     # -- the background round -----------------------------------------------------------------
 
     def ensure_running(self) -> None:
-        """Start this process's refresher unless it runs (call per request: cheap; fork-safe)."""
-        pid = os.getpid()
-        if self._pid == pid:
-            return
-        # Gunicorn forks workers and a fork keeps no thread: whoever first sees a new pid starts
-        # this process's one refresher. It holds the directory weakly, so it ends with its app.
-        with self._start_lock:
-            if self._pid == pid:
-                return
-            thread = threading.Thread(
-                target=_run,
-                args=(weakref.ref(self), self._stop, self.interval),
-                name="anteroom-rooms",
-                daemon=True,
-            )
-            thread.start()
-            self._pid = pid
-        for start in self.companions:
-            start()
+        """Start this process's refresher unless it runs (call per request: cheap; fork-safe).
+
+        The refresher holds the directory weakly, so it ends with its app; the companions (the
+        room ticker) start with it.
+        """
+        if self._thread.ensure(_run, (weakref.ref(self), self._stop, self.interval)):
+            for start in self.companions:
+                start()
 
     def stop(self) -> None:
         """Stop the refresher (tests, shutdown)."""

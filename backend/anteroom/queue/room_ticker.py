@@ -15,12 +15,12 @@ second.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable
 from functools import partial
 
+from anteroom.queue.process_thread import ProcessThread
 from anteroom.queue.redis_link import Breaker, StorageError, StorageUnavailable
 from anteroom.queue.room_directory import RoomDirectory
 from anteroom.queue.room_engine import Engine, EngineError
@@ -52,9 +52,7 @@ class RoomTicker:
         self.jobs: list[Job] = list(jobs)
         self.wake_every = wake_every
         self.failing = False  # Redis unreachable at the last step: logged once, retried
-        self._pid = 0
-        self._start_lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        self._thread = ProcessThread("anteroom-ticker")
 
     def open_rooms(self) -> list[str]:
         """Ids of the rooms the directory last read as open."""
@@ -98,9 +96,14 @@ class RoomTicker:
             except Exception:  # a job's failure must not stop the line
                 log.exception("room ticker: job %r failed for %s", job, room_id)
 
+    @property
+    def thread(self) -> threading.Thread | None:
+        """This process's ticker thread, once started."""
+        return self._thread.thread
+
     def join(self, timeout: float) -> bool:
         """Wait for this process's thread to end after a stop; True when it has (or never ran)."""
-        thread = self._thread
+        thread = self.thread
         if thread is None:
             return True
         thread.join(timeout)
@@ -112,21 +115,7 @@ class RoomTicker:
         It stops with the directory (:meth:`RoomDirectory.stop`) and holds this ticker weakly,
         so it also ends with its app.
         """
-        pid = os.getpid()
-        if self._pid == pid:
-            return
-        with self._start_lock:
-            if self._pid == pid:
-                return
-            thread = threading.Thread(
-                target=_run,
-                args=(weakref.ref(self), self.directory.stopping, self.wake_every),
-                name="anteroom-ticker",
-                daemon=True,
-            )
-            thread.start()
-            self._thread = thread
-            self._pid = pid
+        self._thread.ensure(_run, (weakref.ref(self), self.directory.stopping, self.wake_every))
 
 
 def _run(ref: weakref.ref[RoomTicker], stop: threading.Event, wake_every: float) -> None:

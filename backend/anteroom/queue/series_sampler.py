@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from anteroom.queue.process_thread import ProcessThread
 from anteroom.queue.redis_link import StorageError
 from anteroom.queue.room_series import FINE_MS, RoomSeries
 
@@ -85,8 +86,7 @@ class SamplerThread:
         self.lock_path = lock_path
         self._lock_fd: int | None = None
         self._lock_pid = 0  # the process that took the lock (a fork does not inherit the role)
-        self._pid = 0
-        self._start_lock = threading.Lock()
+        self._thread = ProcessThread("anteroom-series")
         self._stop = threading.Event()
 
     def leads(self) -> bool:
@@ -134,14 +134,7 @@ class SamplerThread:
 
     def ensure_running(self) -> None:
         """Start this process's thread unless it runs (cheap; call per request)."""
-        pid = os.getpid()
-        if self._pid == pid:
-            return
-        with self._start_lock:
-            if self._pid == pid:
-                return
-            threading.Thread(target=self._run, name="anteroom-series", daemon=True).start()
-            self._pid = pid
+        self._thread.ensure(self._run)
 
     def stop(self) -> None:
         """Stop the thread (tests, shutdown) and let another process lead."""
