@@ -53,9 +53,9 @@ from werkzeug.test import EnvironBuilder  # noqa: E402
 from anteroom.config import Settings  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
-from anteroom.ops.keystore import KeyStore  # noqa: E402
 from anteroom.sdk import verification as verify  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
+from anteroom.store.keystore import KeyStore  # noqa: E402
 from anteroom.web.app_factory import create_app  # noqa: E402
 from live_server import LiveServer  # noqa: E402
 from visitor_client import HUMAN, SIGNALS, HttpTransport, Visitor, solve  # noqa: E402

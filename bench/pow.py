@@ -38,8 +38,8 @@ from playwright.sync_api import Browser, sync_playwright  # noqa: E402
 from anteroom.config import Settings  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
-from anteroom.ops.keystore import KeyStore  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
+from anteroom.store.keystore import KeyStore  # noqa: E402
 from helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from live_server import LiveServer  # noqa: E402
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from anteroom.config import Settings
-from anteroom.ops.keystore import KeyStore
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import Breaker, Client, Links
 from anteroom.queue.room_directory import RoomDirectory, StaleCache
@@ -14,6 +13,7 @@ from anteroom.queue.room_series import RoomSeries
 from anteroom.queue.room_ticker import RoomTicker
 from anteroom.queue.series_sampler import SamplerThread
 from anteroom.sdk.tokens import Keyring
+from anteroom.store.keystore import KeyStore
 
 
 @dataclass

@@ -11,7 +11,7 @@ import redis
 from playwright.sync_api import Browser, BrowserContext, Playwright, sync_playwright
 
 from anteroom.engine import Engine
-from anteroom.ops.keystore import KeyStore
+from anteroom.store.keystore import KeyStore
 from helpers import CHROMIUM, CHROMIUM_ARGS
 from live_server import LiveServer, LiveServers
 

@@ -17,8 +17,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from anteroom.engine import Engine
-from anteroom.ops.keystore import KeyStore
 from anteroom.queue.room_series import RoomSeries
+from anteroom.store.keystore import KeyStore
 from helpers import make_room
 from live_server import LiveServer
 

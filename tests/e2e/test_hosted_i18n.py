@@ -13,7 +13,7 @@ import requests
 from playwright.sync_api import Page, expect
 
 from anteroom.engine import Engine
-from anteroom.ops.keystore import KeyStore
+from anteroom.store.keystore import KeyStore
 from anteroom.web import page_languages as languages
 from helpers import make_room, waiting_room
 from live_server import LiveServer

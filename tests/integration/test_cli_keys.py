@@ -12,8 +12,8 @@ import pytest
 import redis
 
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.ops.keystore import KeyStore
 from anteroom.queue.key_layout import KeySpace
+from anteroom.store.keystore import KeyStore
 
 pytestmark = pytest.mark.redis
 

@@ -23,11 +23,11 @@ import pytest
 import requests
 
 from anteroom.engine import Engine
-from anteroom.ops.keystore import KeyStore
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import StorageUnavailable, connect, storage_errors
 from anteroom.queue.room_directory import SNAPSHOT_NAME
 from anteroom.sdk import tokens
+from anteroom.store.keystore import KeyStore
 from helpers import TEST_KEYS
 from live_server import LiveServers
 from redis_cluster import LocalCluster, local_cluster

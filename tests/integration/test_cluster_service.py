@@ -14,9 +14,9 @@ import pytest
 import requests
 
 from anteroom.engine import Engine
-from anteroom.ops.keystore import KeyStore
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import Client, connect
+from anteroom.store.keystore import KeyStore
 from live_server import LiveServers
 from redis_cluster import LocalCluster
 from visitor_client import Visitor

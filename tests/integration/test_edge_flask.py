@@ -37,8 +37,8 @@ from werkzeug.serving import make_server
 from anteroom.edge import AnteroomEdge, admission
 from anteroom.engine import Engine
 from anteroom.ops.demo_seed import ensure_demo
-from anteroom.ops.keystore import KeyStore
 from anteroom.sdk import tokens
+from anteroom.store.keystore import KeyStore
 from anteroom.verify import verify_admission, verify_session
 from helpers import TEST_KEYS, free_port, make_room
 from live_server import LiveServer, LiveServers, ServerProcess

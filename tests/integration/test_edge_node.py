@@ -27,8 +27,8 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 
 from anteroom.edge import AnteroomMiddleware
 from anteroom.engine import Engine
-from anteroom.ops.keystore import KeyStore
 from anteroom.sdk import tokens
+from anteroom.store.keystore import KeyStore
 from anteroom.verify import verify_admission
 from helpers import TEST_KEYS, free_port, make_room
 from live_server import LiveServer, LiveServers, ServerProcess

@@ -15,8 +15,8 @@ from urllib3.util.retry import Retry
 
 from anteroom.engine import Engine
 from anteroom.identity import proof_of_work as pow
-from anteroom.ops.keystore import KeyStore
 from anteroom.sdk import verification as verify
+from anteroom.store.keystore import KeyStore
 from anteroom.web.app_factory import MAX_BODY_BYTES
 from helpers import TEST_KEYS, make_room
 from live_server import LiveServer, LiveServers

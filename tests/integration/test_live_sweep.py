@@ -6,7 +6,7 @@ import pytest
 import redis
 
 from anteroom.engine import Engine
-from anteroom.ops.keystore import KeyStore
+from anteroom.store.keystore import KeyStore
 from helpers import make_room
 from live_server import LiveServer, LiveServers
 from visitor_client import Visitor

@@ -10,7 +10,7 @@ import redis
 import requests
 
 from anteroom.engine import Engine
-from anteroom.ops.keystore import KeyStore
+from anteroom.store.keystore import KeyStore
 from live_server import LiveServer, LiveServers
 from visitor_client import Visitor
 

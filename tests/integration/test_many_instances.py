@@ -20,9 +20,9 @@ import requests
 
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.ops.keystore import KeyStore
 from anteroom.queue import room_directory as room_cache
 from anteroom.sdk import verification as verify
+from anteroom.store.keystore import KeyStore
 from helpers import TEST_KEYS, free_port, make_room
 from live_server import LiveServer, LiveServers
 from visitor_client import Answer, HttpAnswer, Visitor

@@ -15,13 +15,13 @@ from flask.testing import FlaskClient
 from anteroom.config import Settings
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.ops.keystore import KeyStore
 from anteroom.queue import redis_link as storage
 from anteroom.queue import room_config
 from anteroom.queue import room_directory as room_cache
 from anteroom.sdk import tokens
 from anteroom.sdk import verification as verify
 from anteroom.service_container import Services
+from anteroom.store.keystore import KeyStore
 from anteroom.web.app_factory import create_app
 from helpers import TEST_KEYS, free_port, make_room
 from live_server import LiveServers

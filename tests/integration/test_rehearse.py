@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from anteroom.engine import Engine
-from anteroom.ops.keystore import KeyStore
+from anteroom.store.keystore import KeyStore
 from helpers import free_port, make_room
 from live_server import ANTEROOM, LiveServers
 

@@ -68,7 +68,7 @@ def tree_copy(tmp_path: Path) -> Path:
         ("queue/key_layout.py", "import flask", "The queue core imports no Flask"),
         ("identity/sessions.py", "from anteroom.web import http_errors", "Nothing below the web"),
         ("sdk/tokens.py", "import redis", "The SDK needs nothing of the project"),
-        ("ops/keystore.py", "import anteroom.web.app_factory", "Only the CLI imports the web"),
+        ("store/keystore.py", "import anteroom.web.app_factory", "Only the CLI imports the web"),
     ],
 )
 def test_a_wrong_import_breaks_a_contract(

@@ -1,1 +1,1 @@
-"""Running Anteroom: the CLI, the embedded Redis, demo seeding, the key store and the audit log."""
+"""Running Anteroom: the CLI, the embedded Redis, demo seeding and its crowd, the rehearsal."""

@@ -72,9 +72,9 @@ def _serve(settings: Settings) -> int:
 
     from anteroom.ops.demo_crowd import start_crowd
     from anteroom.ops.demo_seed import ensure_demo, ensure_demo_secret
-    from anteroom.ops.keystore import KeyStore
     from anteroom.queue.redis_link import connect
     from anteroom.queue.room_engine import Engine
+    from anteroom.store.keystore import KeyStore
     from anteroom.web.app_factory import create_app
 
     server: EmbeddedRedis | None = None

@@ -14,9 +14,9 @@ from contextlib import contextmanager
 
 from anteroom.config import Settings
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.ops.keystore import SCOPES, KeyStore
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import StorageError, connect
+from anteroom.store.keystore import SCOPES, KeyStore
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

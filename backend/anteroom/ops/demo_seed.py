@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from anteroom.ops.keystore import KeyStore
 from anteroom.queue.room_engine import Engine
+from anteroom.store.keystore import KeyStore
 
 DEMO_ENV = "demo"
 DEMO_PUBLIC_KEY = "pk_demo"

@@ -12,7 +12,6 @@ from jinja2 import BaseLoader, ChoiceLoader, FileSystemLoader, PrefixLoader
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from anteroom.config import Settings
-from anteroom.ops.keystore import KeyStore
 from anteroom.queue.redis_link import Breaker, connect_links
 from anteroom.queue.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
@@ -22,6 +21,7 @@ from anteroom.queue.series_sampler import Sampler, SamplerThread
 from anteroom.resources import resource_dir
 from anteroom.sdk.tokens import Keyring
 from anteroom.service_container import Services
+from anteroom.store.keystore import KeyStore
 from anteroom.web import address_limits as limits
 from anteroom.web import http_errors as errors
 

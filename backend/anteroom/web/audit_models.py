@@ -8,7 +8,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BeforeValidator, ConfigDict, Field
 
 from anteroom.identity import revocation
-from anteroom.ops.audit_log import CURSOR_PATTERN
+from anteroom.store.audit_log import CURSOR_PATTERN
 from anteroom.web.api_models import Answer, Body, Wording, problem, schema_extra
 from anteroom.web.management_models import ACTIONS
 

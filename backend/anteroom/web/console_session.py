@@ -16,9 +16,9 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from anteroom.ops.keystore import KeyRecord
 from anteroom.queue.redis_link import storage_errors
 from anteroom.service_container import Services
+from anteroom.store.keystore import KeyRecord
 
 COOKIE = "anteroom_console"
 IDLE_SEC = 30 * 60

@@ -18,13 +18,13 @@ from flask import Blueprint, Response, current_app, g, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from anteroom.identity import revocation
-from anteroom.ops.audit_log import AuditLog, diff
-from anteroom.ops.keystore import KeyRecord
 from anteroom.queue import room_config as rooms
 from anteroom.queue import room_engine as eng
 from anteroom.queue.redis_link import StorageBusy, StorageUnavailable
 from anteroom.queue.room_series import aggregate
 from anteroom.service_container import Services
+from anteroom.store.audit_log import AuditLog, diff
+from anteroom.store.keystore import KeyRecord
 from anteroom.web import http_errors as errors
 from anteroom.web.api_models import Body
 from anteroom.web.audit_models import AuditQuery, RevokeRequest

@@ -12,8 +12,8 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, create_model
 
-from anteroom.ops import keystore
 from anteroom.queue import room_config as rooms
+from anteroom.store import keystore
 from anteroom.web.api_models import Answer, Body, Wording, checked, schema_extra
 from anteroom.web.visitor_models import ROOM_STATUSES, VisitorText
 

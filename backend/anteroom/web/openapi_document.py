@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 
 from anteroom import __version__
-from anteroom.ops import keystore
+from anteroom.store import keystore
 from anteroom.web import api_models as shapes
 from anteroom.web import audit_models as audit
 from anteroom.web import management_models as management
