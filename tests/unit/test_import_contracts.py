@@ -68,7 +68,13 @@ def tree_copy(tmp_path: Path) -> Path:
         ("queue/key_layout.py", "import flask", "The queue core imports no Flask"),
         ("identity/sessions.py", "from anteroom.web import http_errors", "Nothing below the web"),
         ("sdk/tokens.py", "import redis", "The SDK needs nothing of the project"),
-        ("store/keystore.py", "import anteroom.web.app_factory", "Only the CLI imports the web"),
+        ("store/keystore.py", "import anteroom.web.app_factory", "Nothing below the web"),
+        ("store/audit_log.py", "import flask", "Nothing below the web"),
+        ("store/keystore.py", "from anteroom.identity import sessions", "Layers"),
+        ("queue/key_layout.py", "from anteroom.store import keystore", "The queue core"),
+        ("sdk/tokens.py", "from anteroom.store import audit_log", "The SDK needs nothing"),
+        ("web/front_door.py", "from anteroom.ops import demo_seed", "Nothing imports ops"),
+        ("identity/sessions.py", "import anteroom.ops.cli", "Nothing imports ops"),
     ],
 )
 def test_a_wrong_import_breaks_a_contract(

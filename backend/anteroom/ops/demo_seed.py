@@ -7,10 +7,8 @@ from pathlib import Path
 
 from anteroom.queue.room_engine import Engine
 from anteroom.store.keystore import KeyStore
+from anteroom.web.demo_shop import DEMO_ENV, DEMO_PUBLIC_KEY, DEMO_SLUG
 
-DEMO_ENV = "demo"
-DEMO_PUBLIC_KEY = "pk_demo"
-DEMO_SLUG = "demo"
 DEMO_SECRET_FILE = "demo-secret-key"
 
 

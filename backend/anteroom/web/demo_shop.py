@@ -8,11 +8,15 @@ from flask import Blueprint, Flask, Response, render_template, request
 from flask.typing import ResponseReturnValue
 
 from anteroom.config import Settings
-from anteroom.ops.demo_seed import DEMO_PUBLIC_KEY, DEMO_SLUG
 from anteroom.sdk.wsgi_edge import AnteroomEdge, admission
 from anteroom.web.hosted_pages import secure
 
 bp = Blueprint("demo", __name__, url_prefix="/demo")
+
+# The demo's names: `anteroom serve` seeds them (ops/demo_seed.py), the pages here use them.
+DEMO_ENV = "demo"
+DEMO_PUBLIC_KEY = "pk_demo"
+DEMO_SLUG = "demo"
 
 
 def served_at(bind: str) -> str:

@@ -13,11 +13,11 @@ from flask import Blueprint, Response, current_app, render_template
 from flask.typing import ResponseReturnValue
 
 from anteroom import __version__
-from anteroom.ops.demo_seed import DEMO_ENV, DEMO_PUBLIC_KEY
 from anteroom.queue.redis_link import StorageError
 from anteroom.service_container import Services
 from anteroom.web import openapi_document as openapi
 from anteroom.web.console import CSP
+from anteroom.web.demo_shop import DEMO_ENV, DEMO_PUBLIC_KEY
 
 bp = Blueprint("front_door", __name__)
 METHODS = ("get", "post", "patch", "delete")
