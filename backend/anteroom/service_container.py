@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from anteroom.config import Settings
+from anteroom.identity.dependencies import IdentityServices
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import Breaker, Client, Links
 from anteroom.queue.room_directory import RoomDirectory, StaleCache
@@ -38,3 +40,10 @@ class Services:
     def keys(self) -> KeySpace:
         """Redis key names."""
         return self.engine.keys
+
+    @cached_property
+    def identity(self) -> IdentityServices:
+        """The part of this container the identity rules use (built once)."""
+        return IdentityServices(
+            self.settings, self.keyring, self.redis, self.breaker, self.engine, self.rooms
+        )

@@ -89,7 +89,7 @@ class World:
         return {"Authorization": f"Bearer {self.secret}"}
 
     def solved_challenge(self) -> dict[str, str]:
-        challenge = identity.new_challenge(self.services, ENV)
+        challenge = identity.new_challenge(self.services.identity, ENV)
         solution = pow.solve(challenge["challenge"], challenge["difficulty"])
         return {"challenge": challenge["challenge"], "solution": solution}
 

@@ -104,7 +104,7 @@ def test_revoking_a_visitor_ends_every_session_of_it_and_its_vid(
     assert v.poll().json["error"] == "SessionRevoked"
     v.identify()  # previousSession names a revoked visitor: a new one is made
     assert session_of(v)["vid"] != vid
-    assert identity.is_revoked(services, "shop", "any", vid)
+    assert identity.is_revoked(services.identity, "shop", "any", vid)
 
 
 def test_a_room_created_later_knows_earlier_revocations(

@@ -75,6 +75,12 @@ def tree_copy(tmp_path: Path) -> Path:
         ("sdk/tokens.py", "from anteroom.store import audit_log", "The SDK needs nothing"),
         ("web/front_door.py", "from anteroom.ops import demo_seed", "Nothing imports ops"),
         ("identity/sessions.py", "import anteroom.ops.cli", "Nothing imports ops"),
+        ("identity/sessions.py", "from anteroom import service_container", "Layers"),
+        ("identity/revocation.py", "from anteroom.web import app_factory", "Layers"),
+        ("config.py", "from anteroom.store import keystore", "Layers"),
+        ("store/audit_log.py", "from anteroom import config", "Layers"),
+        ("queue/room_engine.py", "from anteroom import config", "The queue core"),
+        ("service_container.py", "from anteroom.web import http_errors", "Nothing below the web"),
     ],
 )
 def test_a_wrong_import_breaks_a_contract(

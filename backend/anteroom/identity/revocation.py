@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from anteroom.identity.dependencies import IdentityServices
 from anteroom.identity.sessions import SESSION_TTL_SEC
 from anteroom.queue import room_engine as eng
 from anteroom.queue.room_config import queue_token_life
-from anteroom.service_container import Services
 
 KINDS = {"jti": "j", "vid": "v"}
 
@@ -39,7 +39,7 @@ def life_sec(room: dict[str, Any]) -> int:
     return max(SESSION_TTL_SEC, queue_token_life(room), int(room["admissionTtlSec"]))
 
 
-def revoke(services: Services, environment: str, kind: str, value: str) -> Revoked:
+def revoke(services: IdentityServices, environment: str, kind: str, value: str) -> Revoked:
     """Revoke session ``value`` (``kind`` ``jti``) or visitor ``value`` (``vid``) everywhere."""
     engine = services.engine
     count = dropped = 0

@@ -6,9 +6,9 @@ import time
 from typing import Any
 
 from anteroom.identity import proof_of_work as pow
+from anteroom.identity.dependencies import IdentityServices
 from anteroom.identity.signal_rules import Evidence, assess
 from anteroom.sdk import tokens
-from anteroom.service_container import Services
 
 CHALLENGE_TTL_SEC = 120
 SESSION_TTL_SEC = 6 * 3600
@@ -34,13 +34,13 @@ class WrongSolution(IdentityRefused):
     """The proof of work does not solve its challenge."""
 
 
-def difficulty_for(services: Services, environment: str) -> int:
+def difficulty_for(services: IdentityServices, environment: str) -> int:
     """Leading zero bits asked of ``environment`` (per-environment setting, else the default)."""
     per_env = services.settings.extra.get("difficulty", {})
     return int(per_env.get(environment, services.settings.pow_difficulty))
 
 
-def new_challenge(services: Services, environment: str) -> dict[str, Any]:
+def new_challenge(services: IdentityServices, environment: str) -> dict[str, Any]:
     """A stateless signed challenge for ``environment``."""
     now = int(time.time())
     bits = difficulty_for(services, environment)
@@ -50,7 +50,7 @@ def new_challenge(services: Services, environment: str) -> dict[str, Any]:
     return {"challenge": token, "difficulty": bits, "expiresAt": claims["exp"] * 1000}
 
 
-def decode_or_raise(services: Services, token: str, kind: str) -> dict[str, Any]:
+def decode_or_raise(services: IdentityServices, token: str, kind: str) -> dict[str, Any]:
     """Claims of a token of ``kind``, or TokenRejected / TokenExpired."""
     try:
         return tokens.decode(services.keyring, token, kind)
@@ -61,7 +61,7 @@ def decode_or_raise(services: Services, token: str, kind: str) -> dict[str, Any]
 
 
 def solved_challenge(
-    services: Services, environment: str, challenge: str, solution: str
+    services: IdentityServices, environment: str, challenge: str, solution: str
 ) -> dict[str, Any]:
     """Claims of a challenge of ``environment`` that ``solution`` solves, or raise.
 
@@ -75,7 +75,7 @@ def solved_challenge(
     return claims
 
 
-def spend_challenge(services: Services, claims: dict[str, Any]) -> None:
+def spend_challenge(services: IdentityServices, claims: dict[str, Any]) -> None:
     """Spend a solved challenge once (a Redis key until it expires), or TokenRejected."""
     ttl = max(1, int(claims["exp"]) - int(time.time()) + 1)
     key = services.keys.challenge_spent(claims["jti"])
@@ -84,7 +84,7 @@ def spend_challenge(services: Services, claims: dict[str, Any]) -> None:
         raise TokenRejected("This challenge has already been used.")
 
 
-def network_identifies(services: Services, network: str) -> int:
+def network_identifies(services: IdentityServices, network: str) -> int:
     """Count this identify against its network's minute; returns the count so far."""
     minute = int(time.time() // 60)
     key = services.keys.network_identifies(network, minute)
@@ -98,7 +98,7 @@ def network_identifies(services: Services, network: str) -> int:
     return services.breaker.call(bump, key)
 
 
-def is_revoked(services: Services, environment: str, jti: str, vid: str) -> bool:
+def is_revoked(services: IdentityServices, environment: str, jti: str, vid: str) -> bool:
     """True when the session ``jti`` or the visitor ``vid`` is revoked in ``environment``.
 
     Revocations live in each room's own store (every room of the environment holds every one,
@@ -120,7 +120,7 @@ def is_revoked(services: Services, environment: str, jti: str, vid: str) -> bool
 
 
 def new_session(
-    services: Services,
+    services: IdentityServices,
     environment: str,
     evidence: Evidence,
     previous: str | None,

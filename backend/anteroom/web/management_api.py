@@ -330,7 +330,7 @@ def revoke_session(call: Call[RevokeRequest]) -> ResponseReturnValue:
     kind = body.kind
     value = getattr(body, kind)
     with storage():
-        done = revocation.revoke(s, env, kind, value)
+        done = revocation.revoke(s.identity, env, kind, value)
         AuditLog(s.redis, s.keys).record(
             env, "session.revoked", key_id=call.key.id, session={kind: value}, reason=body.reason
         )

@@ -65,7 +65,7 @@ def visitor_call(
             claims: dict[str, Any] = {}
             if token is not None:
                 kind, name = TOKENS[token]
-                claims = identity.decode_or_raise(s, getattr(body, token), kind)
+                claims = identity.decode_or_raise(s.identity, getattr(body, token), kind)
                 if claims.get("env") != env:
                     raise errors.TokenInvalid(f"The {name} belongs to another environment.")
                 g.log_room = claims.get("qr")  # the request log's room (web/request_log.py)
@@ -102,26 +102,26 @@ def cors(response: Response) -> Response:
 @visitor_call(ChallengeRequest)
 def challenge(call: Call[ChallengeRequest]) -> ResponseReturnValue:
     limits.charge("challenge")  # in this worker's memory: issuing a challenge writes nothing
-    return jsonify(identity.new_challenge(call.services, call.env))
+    return jsonify(identity.new_challenge(call.services.identity, call.env))
 
 
 @bp.post("/identify")
 @visitor_call(IdentifyRequest)
 def identify(call: Call[IdentifyRequest]) -> ResponseReturnValue:
     s, body = call.services, call.body
-    claims = identity.solved_challenge(s, call.env, body.challenge, body.solution)
+    claims = identity.solved_challenge(s.identity, call.env, body.challenge, body.solution)
     # Counted only now, before the first write: an over-limit request keeps its challenge unspent.
     limits.charge("identify")
     try:
-        identity.spend_challenge(s, claims)
+        identity.spend_challenge(s.identity, claims)
         network = tokens.network_tag(s.keyring, request.remote_addr or "0.0.0.0")
         evidence = Evidence(
             signals=body.signals,
             user_agent=request.headers.get("User-Agent", ""),
             accept_language=request.headers.get("Accept-Language", ""),
-            identifies_from_network=identity.network_identifies(s, network),
+            identifies_from_network=identity.network_identifies(s.identity, network),
         )
-        return jsonify(identity.new_session(s, call.env, evidence, body.previousSession))
+        return jsonify(identity.new_session(s.identity, call.env, evidence, body.previousSession))
     except StorageUnavailable:
         # A challenge cannot be spent once without Redis: no new sessions during an outage.
         raise errors.Unavailable(retry_after=visitor.UNAVAILABLE_RETRY_SEC) from None
