@@ -14,7 +14,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "backend" / "anteroom"
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
-SDK_FILES = [*sorted((PACKAGE / "sdk").glob("*.py")), PACKAGE / "verify.py", PACKAGE / "edge.py"]
+# Everything anteroom-sdk ships (packages/anteroom-sdk/hatch_build.py), the package's own
+# __init__ among them.
+SDK_FILES = [
+    *sorted((PACKAGE / "sdk").glob("*.py")),
+    PACKAGE / "__init__.py",
+    PACKAGE / "verify.py",
+    PACKAGE / "edge.py",
+]
 
 
 def imported_modules(path: Path) -> set[str]:
