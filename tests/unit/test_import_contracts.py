@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,27 @@ def test_a_wrong_import_breaks_a_contract(
     assert result.returncode != 0, result.stdout
     broken = [line for line in result.stdout.splitlines() if line.endswith("BROKEN")]
     assert any(line.startswith(contract) for line in broken), result.stdout
+
+
+def test_the_sdk_distribution_ships_what_the_sdk_contract_guards() -> None:
+    """anteroom-sdk ships exactly the modules kept standard-library only (and the package root).
+
+    A new public SDK module must be named in both places: in the contract, so it stays
+    standard-library only, and in packages/anteroom-sdk/hatch_build.py, so sites get it.
+    """
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contracts = config["tool"]["importlinter"]["contracts"]
+    sdk = next(c for c in contracts if c["name"].startswith("The SDK needs nothing"))
+    hook = ast.parse((ROOT / "packages" / "anteroom-sdk" / "hatch_build.py").read_text())
+    shipped = next(
+        ast.literal_eval(node.value)
+        for node in hook.body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "SHIPPED"
+    )
+    modules = {
+        "anteroom." + pattern.removesuffix("/*.py").removesuffix(".py").replace("/", ".")
+        for pattern in shipped
+        if pattern != "__init__.py"
+    }
+    assert "__init__.py" in shipped
+    assert modules == set(sdk["source_modules"])
