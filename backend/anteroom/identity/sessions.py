@@ -129,22 +129,32 @@ def new_session(
     vid = None
     if previous:
         try:
-            old = tokens.decode(services.keyring, previous, tokens.SESSION)
+            wire = tokens.decode(services.keyring, previous, tokens.SESSION)
+            old = tokens.SessionClaims.from_wire(wire)
         except tokens.TokenError:
             old = None
-        same_env = bool(old) and old.get("env") == environment  # type: ignore[union-attr]
-        if same_env and not is_revoked(services, environment, old["jti"], old["vid"]):  # type: ignore[index]
-            vid = old["vid"]  # type: ignore[index]
+        if (
+            old is not None
+            and old.environment == environment
+            and not is_revoked(services, environment, old.session_id, old.visitor_id)
+        ):
+            vid = old.visitor_id
     score, sig = assess(evidence)
     now = int(time.time())
-    claims = {
-        "jti": tokens.new_id(),
-        "vid": vid or tokens.new_id(),
-        "env": environment,
+    expires_at = now + SESSION_TTL_SEC
+    claims = tokens.SessionClaims(
+        session_id=tokens.new_id(),
+        visitor_id=vid or tokens.new_id(),
+        environment=environment,
+        score=score,
+        signals=tuple(sig),
+        issued_at=now,
+        expires_at=expires_at,
+    )
+    token = tokens.sign(services.keyring, tokens.SESSION, claims.to_wire())
+    return {
+        "sessionToken": token,
+        "expiresAt": expires_at * 1000,
         "score": score,
         "sig": sig,
-        "iat": now,
-        "exp": now + SESSION_TTL_SEC,
     }
-    token = tokens.sign(services.keyring, tokens.SESSION, claims)
-    return {"sessionToken": token, "expiresAt": claims["exp"] * 1000, "score": score, "sig": sig}

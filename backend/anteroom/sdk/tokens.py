@@ -18,7 +18,8 @@ import re
 import secrets
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, Self
 
 __all__ = [
     "ADMISSION",
@@ -28,10 +29,13 @@ __all__ = [
     "SESSION",
     "TICKET",
     "TOKEN_TYPES",
+    "AdmissionClaims",
     "ExpiredToken",
     "ForgedToken",
     "Keyring",
     "MalformedToken",
+    "SessionClaims",
+    "TicketClaims",
     "TokenError",
     "UnknownKey",
     "b64url_decode",
@@ -334,3 +338,101 @@ def network_tag(keyring: Keyring, ip: str, kid: str | None = None) -> str:
     """
     key = keyring.derived_key(kid or keyring.signing_kid, NETWORK_TAG)
     return b64url_encode(hmac.new(key, _network_bytes(ip), hashlib.sha256).digest()[:16])
+
+
+# -- typed claims ----------------------------------------------------------------------------
+# Tokens carry short claim names (they travel on every poll); code reads the readable names of
+# these dataclasses. Each field names its wire claim once, in its metadata: `to_wire` and
+# `from_wire` are the only places that translate.
+
+
+def _claim(wire: str, default: Any = MISSING, *, flag: Any = None) -> Any:
+    """A field sent as claim ``wire``; an optional one (``default``) is left out when unset.
+
+    ``flag``: a boolean sent as this value when true (``qn`` is ``1``), left out when false.
+    """
+    return field(default=default, metadata={"wire": wire, "flag": flag})
+
+
+class _Claims:
+    """The translation shared by the typed claims (a mixin of the frozen dataclasses below)."""
+
+    def to_wire(self) -> dict[str, Any]:
+        """The claims to sign, under their short names; unset optional claims left out."""
+        wire: dict[str, Any] = {}
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.metadata["flag"] is not None:
+                value = f.metadata["flag"] if value else None
+            if value is None:
+                continue
+            wire[f.metadata["wire"]] = list(value) if isinstance(value, tuple) else value
+        return wire
+
+    @classmethod
+    def from_wire(cls, claims: Mapping[str, Any]) -> Self:
+        """The claims of a verified token by name; MalformedToken if a required one is absent."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):  # type: ignore[arg-type]
+            name = f.metadata["wire"]
+            if name not in claims:
+                if f.default is MISSING:
+                    raise MalformedToken(f"the {name!r} claim is missing")
+                continue
+            value = claims[name]
+            if f.metadata["flag"] is not None:
+                value = value == f.metadata["flag"]
+            elif isinstance(value, list):
+                value = tuple(value)
+            values[f.name] = value
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class SessionClaims(_Claims):
+    """A session token (``st1``): who the visitor is, how human they seemed, for how long."""
+
+    session_id: str = _claim("jti")
+    visitor_id: str = _claim("vid")
+    environment: str = _claim("env")
+    score: int = _claim("score")  # 0 (human-like) … 100; see identity/signal_rules.py
+    signals: tuple[str, ...] = _claim("sig", ())  # the rules that fired ("bot" is refused)
+    issued_at: int | None = _claim("iat", None)  # seconds; every session issued has both
+    expires_at: int | None = _claim("exp", None)
+
+
+@dataclass(frozen=True)
+class TicketClaims(_Claims):
+    """A queue ticket (``qt1``): the visitor's spot, and what an outage admission needs.
+
+    ``session_id``, ``score`` and ``expires_at`` are absent from tickets issued before they
+    were added: such a ticket proves no binding offline (see web/queue_answers.ticket_binding).
+    """
+
+    room_id: str = _claim("qr")
+    visitor_id: str = _claim("vid")
+    ticket: int = _claim("t")
+    generation: int = _claim("g")  # the room's opening the spot belongs to
+    environment: str = _claim("env")
+    session_id: str | None = _claim("qj", None)  # the spot's session jti
+    score: int | None = _claim("qs", None)  # the spot's session score
+    network_tag: str | None = _claim("qi", None)  # bindIp rooms: the network it entered from
+    near_head: bool = _claim("qn", False, flag=1)  # a routing hint for the next poll only
+    issued_at: int | None = _claim("iat", None)
+    expires_at: int | None = _claim("exp", None)
+
+
+@dataclass(frozen=True)
+class AdmissionClaims(_Claims):
+    """An admission (``ab1``): the visitor may enter room ``room_slug`` until ``expires_at``."""
+
+    room_slug: str = _claim("q")
+    room_id: str = _claim("qr")
+    visitor_id: str = _claim("vid")
+    environment: str = _claim("env")
+    admission_id: str = _claim("jti")
+    session_id: str | None = _claim("qj", None)  # the session it was dealt to (refresh binds it)
+    network_tag: str | None = _claim("qi", None)  # bindIp rooms: the network it must come from
+    fail_open: bool = _claim("fo", False, flag=True)  # dealt without Redis (an outage)
+    issued_at: int | None = _claim("iat", None)
+    expires_at: int | None = _claim("exp", None)

@@ -29,6 +29,7 @@ from anteroom.web.visitor_models import (
 
 bp = Blueprint("visitor", __name__, url_prefix="/api/v1")
 M = TypeVar("M", ChallengeRequest, IdentifyRequest, EnterRequest, TicketRequest, RefreshRequest)
+C = TypeVar("C", tokens.SessionClaims, tokens.TicketClaims, tokens.AdmissionClaims)
 # The body field holding a call's token -> its kind, and what to call it in a refusal.
 TOKENS = {
     "sessionToken": (tokens.SESSION, "session"),
@@ -49,6 +50,13 @@ class Call(Generic[M]):
     env: str  # the environment of the body's public key
     body: M
     claims: dict[str, Any]  # of the body's token, checked to be of ``env`` (else empty)
+
+    def claims_as(self, kind: type[C]) -> C:
+        """The token's claims by name; one signed without a claim the view needs is refused."""
+        try:
+            return kind.from_wire(self.claims)
+        except tokens.MalformedToken as exc:
+            raise errors.TokenInvalid(f"The token is not valid ({exc}).") from None
 
 
 def visitor_call(
@@ -142,30 +150,30 @@ def _network_tag(s: Services, room: dict[str, Any]) -> str:
 @bp.post("/queue/enter")
 @visitor_call(EnterRequest, token="sessionToken")
 def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
-    s, session = call.services, call.claims
-    if "bot" in session.get("sig", []):
+    s, session = call.services, call.claims_as(tokens.SessionClaims)
+    if "bot" in session.signals:
         known = s.directory.room_by_slug(call.env, call.body.room)  # no Redis call to count it
         if known:
             s.series.tally(known["id"], "ndenied")
         raise errors.QueueDenied()
     room = visitor.room_by_slug(s, call.env, call.body.room)
     tag = _network_tag(s, room)
-    score = int(session["score"])
+    score = int(session.score)
     limits.charge("enter")  # after the offline checks: garbage costs Redis no write
     try:
         # Revocations are checked inside the script, in the room's own store.
         answer = visitor.engine_call(
             s,
-            lambda: s.engine.enter(room["id"], session["vid"], session["jti"], score, tag),
+            lambda: s.engine.enter(room["id"], session.visitor_id, session.session_id, score, tag),
             room["id"],
         )
     except StorageUnavailable:
-        binding = visitor.Binding(session["jti"], session["vid"], score, tag)
+        binding = visitor.Binding(session.session_id, session.visitor_id, score, tag)
         return reply(*visitor.fail_open(s, room, binding))
     except errors.Busy:
         s.series.tally(room["id"], "nbusy")
         raise
-    return reply(*visitor.render(s, room, session["vid"], answer))
+    return reply(*visitor.render(s, room, session.visitor_id, answer))
 
 
 @bp.post("/queue/poll")
@@ -192,12 +200,12 @@ def poll(call: Call[TicketRequest]) -> ResponseReturnValue:
 @bp.post("/queue/leave")
 @visitor_call(TicketRequest, token="ticket")
 def leave(call: Call[TicketRequest]) -> ResponseReturnValue:
-    s, claims = call.services, call.claims
+    s, spot = call.services, call.claims_as(tokens.TicketClaims)
     try:
         visitor.engine_call(
             s,
-            lambda: s.engine.leave(claims["qr"], claims["vid"], claims["t"], claims["g"]),
-            claims["qr"],
+            lambda: s.engine.leave(spot.room_id, spot.visitor_id, spot.ticket, spot.generation),
+            spot.room_id,
         )
     except StorageUnavailable:
         raise errors.Unavailable(retry_after=visitor.UNAVAILABLE_RETRY_SEC) from None
@@ -207,18 +215,18 @@ def leave(call: Call[TicketRequest]) -> ResponseReturnValue:
 @bp.post("/admission/refresh")
 @visitor_call(RefreshRequest, token="token")
 def refresh(call: Call[RefreshRequest]) -> ResponseReturnValue:
-    s, claims = call.services, call.claims
+    s, claims = call.services, call.claims_as(tokens.AdmissionClaims)
     room = None
     try:
-        room = visitor.room_by_id(s, claims["qr"])
-        qr, vid, jti, qj = claims["qr"], claims["vid"], claims["jti"], str(claims.get("qj", ""))
-        answer = visitor.engine_call(s, lambda: s.engine.refresh(qr, vid, None, jti, qj), qr)
+        room = visitor.room_by_id(s, claims.room_id)
+        qr, vid, jti, qj = claims.room_id, claims.visitor_id, claims.admission_id, claims.session_id
+        answer = visitor.engine_call(s, lambda: s.engine.refresh(qr, vid, None, jti, qj or ""), qr)
     except StorageUnavailable:
         # Same rules as a normal refresh: the binding and network of the admission held (the
         # polling address's network if it has none in a bindIp room), no revoked session.
         room = visitor.usable_offline(room)
         polled = _network_tag(s, room)
-        tag = str(claims.get("qi") or polled)
-        binding = visitor.Binding(str(claims.get("qj", "")), str(claims["vid"]), None, tag)
+        tag = claims.network_tag or polled
+        binding = visitor.Binding(claims.session_id or "", claims.visitor_id, None, tag)
         return reply(*visitor.fail_open(s, room, binding))
-    return reply(*visitor.render(s, room, claims["vid"], answer))
+    return reply(*visitor.render(s, room, claims.visitor_id, answer))
