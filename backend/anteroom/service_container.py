@@ -36,6 +36,21 @@ class Services:
     sampler: SamplerThread
     ticker: RoomTicker
 
+    def __post_init__(self) -> None:
+        # The room ticker (drains and sweeps open rooms) starts with the directory's refresher,
+        # whose per-request hook (web/app_factory.py) is then the only one.
+        self.directory.companions.append(self.ticker.ensure_running)
+
+    def start_background(self) -> None:
+        """Start this process's background threads unless they run (cheap; fork-safe).
+
+        The one place they start: the room directory's refresher with the room ticker, and the
+        series sampler. ``anteroom serve`` calls it as each worker boots, so a quiet room is
+        sampled too; an app served otherwise starts the refresher and ticker at its first request.
+        """
+        self.directory.ensure_running()
+        self.sampler.ensure_running()
+
     @property
     def keys(self) -> KeySpace:
         """Redis key names."""

@@ -59,9 +59,7 @@ def metrics_folder() -> tuple[Path, bool]:
 
 def _start_background(worker: Any) -> None:
     """gunicorn's post_worker_init: start the worker app's own threads."""
-    services = worker.wsgi.extensions["anteroom"]
-    services.directory.ensure_running()
-    services.sampler.ensure_running()
+    worker.wsgi.extensions["anteroom"].start_background()
 
 
 def _serve(settings: Settings) -> int:

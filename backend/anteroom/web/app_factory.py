@@ -94,11 +94,10 @@ def create_app(
         ticker=RoomTicker(engine, directory, breaker=breaker),
     )
     app.extensions["anteroom"] = services
-    # Lazily, per process: gunicorn forks workers after the app may have been built.
+    # Lazily, per process: gunicorn forks workers after the app may have been built. The room
+    # ticker starts with the refresher; `anteroom serve` starts every thread as a worker boots
+    # (Services.start_background), the series sampler included (no hook on the poll path).
     app.before_request(services.directory.ensure_running)
-    # The series sampler is started by `anteroom serve` as each worker boots (not per request:
-    # a quiet room is sampled too, and no hook is added to the poll path).
-    directory.companions.append(services.ticker.ensure_running)  # drains and sweeps open rooms
 
     from anteroom.web import api_docs as docs
     from anteroom.web import console, front_door, metrics, request_log
