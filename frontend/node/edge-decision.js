@@ -44,6 +44,7 @@ const MAX_VERIFIED = 4_096;
  * @property {string | null} clientIp
  * @property {string | null} sessionJti
  * @property {number} now
+ * @property {string} [scriptName] the prefix the app was reached under (SCRIPT_NAME)
  */
 
 /**
@@ -65,6 +66,8 @@ const MAX_VERIFIED = 4_096;
  * @property {import("./edge-paths.js").RouteTable} routeTable
  * @property {number} refreshAfter
  * @property {boolean} secureCookie
+ * @property {Record<string, string | string[]>} [preflightHeaders]
+ * @property {boolean} [appAnswersOptions]
  */
 
 /**
@@ -339,6 +342,27 @@ function ambiguous(room) {
 }
 
 /**
+ * 204 with the site's CORS headers and no body: a preflight learns nothing of the handler. An
+ * `Access-Control-Allow-Origin` given as a list echoes the request's origin when listed.
+ * @param {Facts} facts
+ * @param {DecisionConfig} config
+ * @returns {Decision}
+ */
+export function preflight(facts, config) {
+  /** @type {Headers} */
+  const headers = [];
+  for (const [name, value] of Object.entries(config.preflightHeaders ?? {})) {
+    if (typeof value === "string") headers.push([name, value]);
+    else if (name.toLowerCase() === "access-control-allow-origin") {
+      const origin = header(facts, "origin");
+      if (value.includes(origin)) headers.push([name, origin]);
+      headers.push(["Vary", "Origin"]);
+    } else headers.push([name, value.join(", ")]);
+  }
+  return decision("respond", { status: 204, headers });
+}
+
+/**
  * What to do with a request: see the module comment and `tests/fixtures/edge_cases.json`.
  * @param {Facts} facts
  * @param {DecisionConfig} config
@@ -347,14 +371,15 @@ function ambiguous(room) {
  * @returns {Promise<Decision>}
  */
 export async function decide(facts, config, state, anteroom) {
-  const match = config.routeTable.match(facts.path, facts.rawPath);
+  const match = config.routeTable.match(facts.path, facts.rawPath, facts.scriptName ?? "");
   if (match.room === null) return PASS;
   const room = match.room;
   if (match.ambiguous) return ambiguous(room);
   if (facts.method === "OPTIONS" && header(facts, "access-control-request-method")) {
-    // A CORS preflight never carries the admission it asks about and reaches no handler;
-    // refusing it would lock out every cross-origin app, and it lets nothing through.
-    return PASS;
+    // A CORS preflight never carries the admission it asks about: refusing it would lock out
+    // every cross-origin app. Passed on, it would reach handlers that answer any method with
+    // their content; so the edge answers it, unless the app declares it answers OPTIONS itself.
+    return config.appAnswersOptions ? PASS : preflight(facts, config);
   }
   if (facts.query.includes(HANDOVER_PARAM)) {
     const [handed, clean] = splitHandover(facts.query);

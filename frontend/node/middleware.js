@@ -40,6 +40,7 @@ const READ_HEADERS = [
   "anteroom-admission",
   "anteroom-ticket",
   "access-control-request-method",
+  "origin",
 ];
 
 /** @typedef {import("node:http").IncomingMessage} Request */
@@ -79,8 +80,23 @@ export function edgeConfig(options) {
   }
   options.secureCookie ??= true;
   options.caseSensitive ??= false;
-  for (const name of /** @type {const} */ (["secureCookie", "caseSensitive"])) {
+  options.appAnswersOptions ??= false;
+  for (const name of /** @type {const} */ (["secureCookie", "caseSensitive", "appAnswersOptions"])) {
     if (typeof options[name] !== "boolean") throw badOption(name, "must be true or false");
+  }
+  options.mount ??= "";
+  if (typeof options.mount !== "string" || (options.mount && !options.mount.startsWith("/"))) {
+    throw badOption("mount", "must be a path prefix ('/shop')");
+  }
+  options.languages ??= [];
+  if (!Array.isArray(options.languages) || !options.languages.every((lang) => typeof lang === "string")) {
+    throw badOption("languages", "must be a list of language prefixes (['fr', 'de'])");
+  }
+  options.preflightHeaders ??= {};
+  for (const value of Object.values(options.preflightHeaders)) {
+    if (typeof value !== "string" && !(Array.isArray(value) && value.every((v) => typeof v === "string"))) {
+      throw badOption("preflightHeaders", "maps header names to a value or a list of values");
+    }
   }
   for (const name of /** @type {const} */ (["clientIp", "sessionJti", "clock", "fetch"])) {
     if (options[name] !== undefined && typeof options[name] !== "function") throw badOption(name, "must be a function");
@@ -89,7 +105,9 @@ export function edgeConfig(options) {
     keys: Keyring.coerce(options.keys),
     baseUrl: options.baseUrl.replace(/\/+$/, ""),
     publicKey: options.publicKey,
-    routeTable: new RouteTable(routes, options.caseSensitive),
+    routeTable: new RouteTable(routes, options.caseSensitive, { mount: options.mount, languages: options.languages }),
+    preflightHeaders: { ...options.preflightHeaders },
+    appAnswersOptions: options.appAnswersOptions,
     refreshAfter: options.refreshAfter,
     timeout: options.timeout,
     pauseAfterFailure: options.pauseAfterFailure,
@@ -135,9 +153,12 @@ export function factsOf(req, config) {
   for (const name of READ_HEADERS) {
     if (req.headers[name] !== undefined) headers[name] = header(req, name);
   }
+  // What the mount took off the front (Express `app.use("/shop", …)`), as SCRIPT_NAME.
+  const scriptName = original.endsWith(rawPath) ? original.slice(0, original.length - rawPath.length) : "";
   return {
     method: req.method ?? "GET",
     path: wsgiPath(rawPath),
+    scriptName: wsgiPath(scriptName),
     query: mark < 0 ? "" : target.slice(mark + 1),
     headers,
     rawPath,
@@ -262,7 +283,9 @@ export function anteroomMiddleware(options) {
   /** @type {import("./index.d.ts").AnteroomMiddleware} */
   const middleware = async (req, res, next) => {
     const rawPath = rawPathOf(req.url ?? "/");
-    if (config.routeTable.match(wsgiPath(rawPath), rawPath).room === null) return next();
+    const original = rawPathOf(/** @type {{originalUrl?: string}} */ (req).originalUrl ?? req.url ?? "/");
+    const scriptName = original.endsWith(rawPath) ? original.slice(0, original.length - rawPath.length) : "";
+    if (config.routeTable.match(wsgiPath(rawPath), rawPath, wsgiPath(scriptName)).room === null) return next();
     let decision;
     try {
       decision = await decide(factsOf(req, config), config, state, anteroom);

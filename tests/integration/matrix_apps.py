@@ -26,6 +26,7 @@ EDGE: dict[str, Any] = {
     "public_key": "pk_test",
     "routes": ROUTES,
     "secure_cookie": False,
+    "languages": ["fr"],  # Django's i18n_patterns: /fr/checkout/ is the checkout too
 }
 WSGI_FRAMEWORKS = ("flask", "django", "bottle", "falcon")
 ASGI_FRAMEWORKS: tuple[str, ...] = ()

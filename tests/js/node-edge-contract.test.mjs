@@ -17,9 +17,12 @@ function factsOf(request, now) {
   const r = { ...table.defaults, ...request };
   const rawPath = rawPathOf(r.target);
   const mark = r.target.indexOf("?");
+  const full = wsgiPath(rawPath);
+  assert.ok(full.startsWith(r.scriptName)); // as gunicorn requires
   return {
     method: r.method,
-    path: wsgiPath(rawPath),
+    path: full.slice(r.scriptName.length),
+    scriptName: r.scriptName,
     query: mark < 0 ? "" : r.target.slice(mark + 1),
     headers: Object.fromEntries(Object.entries(r.headers).map(([name, value]) => [name.toLowerCase(), value])),
     rawPath,

@@ -62,9 +62,12 @@ def facts_of(request: dict[str, Any], now: float) -> Facts:
     r = TABLE["defaults"] | request
     raw = raw_path_of(r["target"])
     query = r["target"].partition("?")[2]
+    full = unquote_to_bytes(raw).decode("latin-1")
+    assert full.startswith(r["scriptName"])  # as gunicorn requires
     return Facts(
         method=r["method"],
-        path=unquote_to_bytes(raw).decode("latin-1"),
+        path=full[len(r["scriptName"]) :],
+        script_name=r["scriptName"],
         query=query,
         headers={name.lower(): value for name, value in r["headers"].items()},
         raw_path=raw,
@@ -88,6 +91,10 @@ def config_of(case: dict[str, Any], clock: list[float]) -> EdgeConfig:
         pause_after_failure=c["pauseAfterFailure"],
         secure_cookie=c["secureCookie"],
         case_sensitive=c["caseSensitive"],
+        mount=c["mount"],
+        languages=c["languages"],
+        preflight_headers=c["preflightHeaders"],
+        app_answers_options=c["appAnswersOptions"],
         clock=lambda: clock[0],
     )
 

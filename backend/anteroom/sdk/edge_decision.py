@@ -18,7 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, unquote_plus, urlencode
@@ -65,6 +65,13 @@ class EdgeConfig:
     development: an https request still gets it). ``case_sensitive`` matches routes exactly
     (the default ignores case, as Express does, which over-protects a case-sensitive app
     harmlessly). ``clock`` is injectable so tests can move time instead of waiting.
+
+    ``mount`` is the prefix the app is served under (its ``SCRIPT_NAME``) when the routes are
+    written as the browser sees them (``/shop/checkout``); ``languages`` the language prefixes
+    (Django's ``i18n_patterns``) a route may follow. A CORS preflight to a protected path is
+    answered by the edge (``204``, ``preflight_headers``, no body) unless the app says it
+    answers ``OPTIONS`` itself (``app_answers_options``). In ``preflight_headers`` an
+    ``Access-Control-Allow-Origin`` may list origins: the request's is echoed when listed.
     """
 
     keys: str | Mapping[str, bytes] | Keyring
@@ -79,6 +86,10 @@ class EdgeConfig:
     client_ip: Callable[[dict[str, Any]], str | None] = field(default=_remote_addr)
     session_jti: Callable[[dict[str, Any]], str | None] = field(default=_no_session)
     clock: Callable[[], float] = time.time
+    mount: str = ""
+    languages: Sequence[str] = ()
+    preflight_headers: Mapping[str, str | Sequence[str]] = field(default_factory=dict)
+    app_answers_options: bool = False
     route_table: RouteTable = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -94,7 +105,13 @@ class EdgeConfig:
             raise ValueError("routes must map path prefixes ('/…') to room slugs")
         if self.refresh_after <= 0:
             raise ValueError("refresh_after must be positive")
-        self.route_table = RouteTable(self.routes, case_sensitive=self.case_sensitive)
+        if self.mount and not self.mount.startswith("/"):
+            raise ValueError("mount must be a path prefix ('/shop')")
+        if isinstance(self.languages, str):
+            raise ValueError("languages must be a list of language prefixes (['fr', 'de'])")
+        self.route_table = RouteTable(
+            self.routes, self.case_sensitive, mount=self.mount, languages=self.languages
+        )
 
 
 @dataclass(slots=True)
@@ -102,8 +119,9 @@ class Facts:
     """What the decision needs to know of a request.
 
     ``path`` is decoded, as the app routes it (WSGI ``PATH_INFO``); ``raw_path`` is how the
-    client spelled it (None when the server does not say); ``url_path`` is the path of the
-    request's own URL, for the URLs the edge builds. ``headers`` holds lower-case names.
+    client spelled it (None when the server does not say); ``script_name`` the prefix the app
+    was reached under (``SCRIPT_NAME``); ``url_path`` is the path of the request's own URL, for
+    the URLs the edge builds. ``headers`` holds lower-case names.
     """
 
     method: str
@@ -117,6 +135,7 @@ class Facts:
     client_ip: str | None = None
     session_jti: str | None = None
     now: float = 0.0
+    script_name: str = ""
 
     def header(self, name: str) -> str:
         return self.headers.get(name, "") or ""
@@ -361,6 +380,22 @@ def ambiguous(room: str) -> Decision:
     return Decision("respond", 400, headers, body, AMBIGUOUS_PATH)
 
 
+def preflight(facts: Facts, config: EdgeConfig) -> Decision:
+    """204 with the site's CORS headers and no body: a preflight learns nothing of the view."""
+    headers: list[tuple[str, str]] = []
+    for name, value in config.preflight_headers.items():
+        if isinstance(value, str):
+            headers.append((name, value))
+        elif name.lower() == "access-control-allow-origin":
+            origin = facts.header("origin")
+            if origin in value:
+                headers.append((name, origin))
+            headers.append(("Vary", "Origin"))
+        else:
+            headers.append((name, ", ".join(value)))
+    return Decision("respond", 204, tuple(headers), None)
+
+
 def decide(
     facts: Facts,
     config: EdgeConfig,
@@ -372,16 +407,18 @@ def decide(
 
     ``match`` is ``config.route_table.match(facts.path, facts.raw_path)`` when the caller has it.
     """
-    match = match or config.route_table.match(facts.path, facts.raw_path)
+    match = match or config.route_table.match(facts.path, facts.raw_path, facts.script_name)
     if match.room is None:
         return _pass()
     room = match.room
     if match.ambiguous:
         return ambiguous(room)
     if facts.method == "OPTIONS" and facts.header("access-control-request-method"):
-        # A CORS preflight never carries the admission it asks about and reaches no handler;
-        # refusing it would lock out every cross-origin app, and it lets nothing through.
-        return _pass()
+        # A CORS preflight never carries the admission it asks about: refusing it would lock
+        # out every cross-origin app. Passed on, it would reach views that answer any method
+        # (a Django function view) with their content; so the edge answers it, unless the app
+        # declares that it answers OPTIONS itself.
+        return _pass() if config.app_answers_options else preflight(facts, config)
     if HANDOVER_PARAM in facts.query:
         handed, clean = split_handover(facts.query)
         if handed is not None:

@@ -68,10 +68,12 @@ _HEADERS = {
         "anteroom-admission",
         "anteroom-ticket",
         "access-control-request-method",
+        "origin",
     )
 }
 _STATUS = {
     200: "200 OK",
+    204: "204 No Content",
     303: "303 See Other",
     307: "307 Temporary Redirect",
     400: "400 Bad Request",
@@ -142,12 +144,15 @@ class AnteroomMiddleware:
             client_ip=c.client_ip(environ),
             session_jti=c.session_jti(environ),
             now=c.clock(),
+            script_name=str(environ.get("SCRIPT_NAME", "")),
         )
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         raw = _raw_target(environ)
         match = self.config.route_table.match(
-            environ.get("PATH_INFO", ""), raw_path_of(raw) if raw else None
+            environ.get("PATH_INFO", ""),
+            raw_path_of(raw) if raw else None,
+            environ.get("SCRIPT_NAME", ""),
         )
         if match.room is None:
             return self.app(environ, start_response)  # not ours: nothing read, nothing added
