@@ -29,7 +29,7 @@ EDGE: dict[str, Any] = {
     "languages": ["fr"],  # Django's i18n_patterns: /fr/checkout/ is the checkout too
 }
 WSGI_FRAMEWORKS = ("flask", "django", "bottle", "falcon")
-ASGI_FRAMEWORKS: tuple[str, ...] = ()
+ASGI_FRAMEWORKS = ("fastapi",)
 
 
 def flask_app() -> Any:
@@ -84,7 +84,11 @@ def django_app() -> Any:
         USE_I18N=True,
         LANGUAGE_CODE="en",
         LANGUAGES=[("en", "English"), ("fr", "French")],
-        MIDDLEWARE=["django.middleware.locale.LocaleMiddleware"],
+        MIDDLEWARE=[
+            "anteroom.edge.AnteroomDjangoMiddleware",
+            "django.middleware.locale.LocaleMiddleware",
+        ],
+        ANTEROOM_EDGE=EDGE,
         INSTALLED_APPS=[],
         DATABASES={},
     )
@@ -96,9 +100,7 @@ def django_app() -> Any:
         *i18n_patterns(path("checkout/", checkout), prefix_default_language=False),
     ]
     django.setup()
-    from anteroom.edge import AnteroomMiddleware
-
-    return AnteroomMiddleware(get_wsgi_application(), **EDGE)
+    return get_wsgi_application()
 
 
 def bottle_app() -> Any:

@@ -107,7 +107,11 @@ def _url_path(environ: dict[str, Any], raw: str | None) -> str:
     if raw and raw.startswith("/"):
         return raw.split("?", 1)[0]
     path = str(environ.get("SCRIPT_NAME", "")) + str(environ.get("PATH_INFO", ""))
-    return quote(path.encode("latin-1"), safe="/;=,@:!$&'()*+~")  # WSGI strings are latin-1
+    try:
+        data = path.encode("latin-1")  # WSGI strings are latin-1
+    except UnicodeEncodeError:
+        data = path.encode("utf-8")  # text: Django puts its decoded path back into META
+    return quote(data, safe="/;=,@:!$&'()*+~")
 
 
 class AnteroomMiddleware:
