@@ -3,14 +3,16 @@
 The same shop (matrix_apps.py) under Flask, Django, Bottle and Falcon, each under gunicorn sync,
 gunicorn gthread and wsgiref, and under FastAPI on uvicorn, each served once per session in a
 child process. Requests go over raw sockets, spelled exactly as listed (no client tidies them),
-in classes of request that routers read in ways an edge could miss: the bodies of the protected
-views say ``PROTECTED``, and none may be seen without an admission. The legitimate paths still
+in classes of request that routers read in ways an edge could miss, and every request the shared
+case table (tests/fixtures/edge_cases.json) refuses: the bodies of the protected views say
+``PROTECTED``, and none may be seen without an admission. The legitimate paths still
 reach their views with an admission and are queued without one.
 """
 
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import socket
 import sys
@@ -22,6 +24,7 @@ import pytest
 from matrix_apps import ASGI_FRAMEWORKS, WSGI_FRAMEWORKS
 
 from anteroom.sdk import tokens
+from fixtures import make_edge_fixtures
 from helpers import TEST_KEYS, free_port
 from live_server import ServerProcess
 
@@ -74,6 +77,23 @@ CLASSES: dict[str, list[Request]] = {
     ),
     "language-prefix": get("/fr/checkout/", "/fr//checkout/", "/fr/./checkout/"),
 }  # fmt: skip
+
+
+def table_requests() -> list[Request]:
+    """The shared case table's refused requests on the table's own routes (the shop's are a
+    subset: /checkout and /api/cart): sent to every shop, none may reach a view."""
+    table = json.loads(make_edge_fixtures.PATH.read_text(encoding="utf-8"))
+    found = []
+    for case in table["cases"]:
+        request, expect = case["steps"][0]["request"], case["steps"][0]["expect"]
+        if "config" in case or request.get("scriptName") or expect["kind"] != "respond":
+            continue
+        headers = {k: v for k, v in request.get("headers", {}).items() if k != "Cookie"}
+        found.append((request.get("method", "GET"), request["target"].encode("latin-1"), headers))
+    return found
+
+
+CLASSES["case-table"] = table_requests()
 
 
 def admission() -> str:
