@@ -13,7 +13,8 @@ an offline check, with no call to Anteroom; the app finds its claims in
 ``/api/v1/admission/refresh`` (best effort: while Anteroom is unreachable it counts until its own
 expiry). A ``?abq=`` hand-over becomes the cookie with a 307 to the clean URL. Everything else is
 refused: a browser navigation is sent (303) to the room's hosted page, anything else gets 429 +
-``Retry-After`` + JSON ``QueueRequired``, a path routers read differently 400. An app may queue
+``Retry-After`` + JSON ``QueueRequired``, a path routers read differently 400, a CORS preflight
+is answered 204 with the site's ``preflight_headers``. An app may queue
 through by sending its ticket in ``Anteroom-Ticket``. Every refusal names its reason in
 ``Anteroom-Enforcement``. Standard library only.
 
