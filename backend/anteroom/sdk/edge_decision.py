@@ -54,6 +54,12 @@ def _no_session(environ: dict[str, Any]) -> str | None:
     return None
 
 
+def _header_value(value: Any) -> bool:
+    """A header's value, or a list of them."""
+    listed = isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+    return isinstance(value, str) or listed
+
+
 @dataclass
 class EdgeConfig:
     """What the middleware needs: the keyring, where Anteroom is, and what to protect.
@@ -105,10 +111,14 @@ class EdgeConfig:
             raise ValueError("routes must map path prefixes ('/…') to room slugs")
         if self.refresh_after <= 0:
             raise ValueError("refresh_after must be positive")
-        if self.mount and not self.mount.startswith("/"):
+        if not isinstance(self.mount, str) or (self.mount and not self.mount.startswith("/")):
             raise ValueError("mount must be a path prefix ('/shop')")
-        if isinstance(self.languages, str):
+        if isinstance(self.languages, str) or not all(
+            isinstance(lang, str) and lang for lang in self.languages
+        ):
             raise ValueError("languages must be a list of language prefixes (['fr', 'de'])")
+        if not all(_header_value(v) for v in self.preflight_headers.values()):
+            raise ValueError("preflight_headers maps header names to a value or a list of values")
         self.route_table = RouteTable(
             self.routes, self.case_sensitive, mount=self.mount, languages=self.languages
         )

@@ -190,8 +190,9 @@ class AnteroomEdge:
 
     Options not given are read from ``app.config["ANTEROOM_EDGE_KEYS"]`` (``…_BASE_URL``,
     ``…_PUBLIC_KEY``, ``…_ROUTES``, and optionally ``…_SECURE_COOKIE``,
-    ``…_CASE_SENSITIVE``). It only wraps ``app.wsgi_app`` with :class:`AnteroomMiddleware`, so it
-    needs no Flask import; views read the admission with ``admission(request.environ)``.
+    ``…_CASE_SENSITIVE``, ``…_MOUNT``, ``…_LANGUAGES``, ``…_PREFLIGHT_HEADERS``,
+    ``…_APP_ANSWERS_OPTIONS``). It only wraps ``app.wsgi_app`` with :class:`AnteroomMiddleware`,
+    so it needs no Flask import; views read the admission with ``admission(request.environ)``.
     """
 
     def __init__(self, app: Any = None, **options: Any) -> None:
@@ -209,10 +210,14 @@ class AnteroomEdge:
                 if app.config.get(setting) is None:
                     raise ValueError(f"AnteroomEdge needs {name}= or app.config[{setting!r}]")
                 options[name] = app.config[setting]
-        for name in ("secure_cookie", "case_sensitive"):
+        for name in ("secure_cookie", "case_sensitive", "app_answers_options"):
             setting = "ANTEROOM_EDGE_" + name.upper()
             if name not in options and app.config.get(setting) is not None:
                 options[name] = bool(app.config[setting])
+        for name in ("mount", "languages", "preflight_headers"):
+            setting = "ANTEROOM_EDGE_" + name.upper()
+            if name not in options and app.config.get(setting) is not None:
+                options[name] = app.config[setting]
         self.middleware = AnteroomMiddleware(app.wsgi_app, **options)
         app.wsgi_app = self.middleware
         app.extensions["anteroom.edge"] = self
