@@ -21,8 +21,8 @@ const SLASHES = /\/{2,}/g;
 const ENCODED_SEPARATOR = /%(?:2f|5c|00)/i;
 const BAD_ESCAPE = /%(?![0-9A-Fa-f]{2})/;
 const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
-// A path with one reading: printable ASCII from a leading '/'.
-const PLAIN = /^\/[!-~]*$/;
+// A path with one reading: printable ASCII but the backslash, from a leading '/' (and no "/.").
+const PLAIN = /^\/[!-[\]-~]*$/;
 const UTF8 = new TextDecoder("utf-8"); // replaces bad sequences, like Python's errors="replace"
 
 /**
@@ -171,17 +171,17 @@ export class RouteTable {
   match(path, rawPath = null, scriptName = "") {
     const raw = rawPath ?? path;
     const routed = this.mount + path;
+    // With a mount, the request's own script name is a reading too: it must agree with it.
+    const otherMount = this.mount !== "" && scriptName.replace(/\/+$/, "") !== this.mount;
+    if (PLAIN.test(routed) && !routed.includes("/.") && !ENCODED_SEPARATOR.test(raw) && !BAD_ESCAPE.test(raw) && !otherMount) {
+      return { room: this.roomFor(collapse(routed)), ambiguous: false }; // the fast path
+    }
     const suspicious =
       routed.includes("\\") ||
       routed.includes("\x00") ||
       hasDotSegment(routed) ||
       ENCODED_SEPARATOR.test(raw) ||
       BAD_ESCAPE.test(raw);
-    // With a mount, the request's own script name is a reading too: it must agree with it.
-    const otherMount = this.mount !== "" && scriptName.replace(/\/+$/, "") !== this.mount;
-    if (!suspicious && !otherMount && PLAIN.test(routed)) {
-      return { room: this.roomFor(collapse(routed)), ambiguous: false };
-    }
     const texts = new Set([routed, `${this.mount}/${path.replace(/^\/+/, "")}`]);
     if (otherMount) texts.add(scriptName + path);
     const rooms = new Set();

@@ -44,8 +44,8 @@ _SUSPICIOUS_PATH = re.compile(r"[\\\x00]|(?:^|/)\.\.?(?:/|$)")
 # As sent: escapes that make a separator or a terminator out of data, a '%' that escapes nothing.
 _SUSPICIOUS_RAW = re.compile(r"%(?:2f|5c|00)|%(?![0-9a-f]{2})", re.IGNORECASE)
 _ABSOLUTE_FORM = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*")
-# A path with one reading: printable ASCII from a leading '/'.
-_PLAIN = re.compile(r"/[!-~]*")
+# A path with one reading: printable ASCII but the backslash, from a leading '/' (and no "/.").
+_PLAIN = re.compile(r"/[!-\[\]-~]*")
 
 
 def raw_path_of(target: str) -> str:
@@ -162,15 +162,20 @@ class RouteTable:
         """Match ``path`` (decoded, as the app routes it: ``PATH_INFO``) spelled ``raw_path`` on
         the wire, below ``script_name`` (``SCRIPT_NAME``)."""
         raw = path if raw_path is None else raw_path
-        routed = self.mount + path
+        routed = self.mount + path if self.mount else path
+        # With a mount, the request's own SCRIPT_NAME is a reading too (gunicorn takes one from
+        # a header): it must agree with the mount.
+        other_mount = bool(self.mount) and script_name.rstrip("/") != self.mount
+        if (
+            _PLAIN.fullmatch(routed) is not None
+            and "/." not in routed  # no dot segment (and a few harmless others)
+            and _SUSPICIOUS_RAW.search(raw) is None
+            and not other_mount
+        ):
+            return PathMatch(self._lookup(self._fold(_collapse(routed))))  # the fast path
         suspicious = (
             _SUSPICIOUS_PATH.search(routed) is not None or _SUSPICIOUS_RAW.search(raw) is not None
         )
-        # With a mount, the request's own SCRIPT_NAME is a reading too (gunicorn takes one from
-        # a header): it must agree with the mount.
-        other_mount = self.mount and script_name.rstrip("/") != self.mount
-        if not suspicious and not other_mount and _PLAIN.fullmatch(routed):
-            return PathMatch(self.room_for(_collapse(routed)))
         texts = {routed, self.mount + "/" + path.lstrip("/")}
         if other_mount:
             texts.add(script_name + path)
