@@ -14,9 +14,9 @@ decided alike; one the edge would refuse is closed before it is accepted (the se
 403). Options that read the request (``client_ip``, ``session_jti``) are given a WSGI-like dict:
 ``REMOTE_ADDR``, ``HTTP_*`` headers, and the scope as ``asgi.scope``.
 
-``decide`` calls Anteroom only for a request that carries an admission (a renewal may be due) or a
-ticket; those are decided in a worker thread (``asyncio.to_thread``) so a slow Anteroom never
-stalls the event loop. Standard library only.
+When the decision needs Anteroom (a ticket's poll, an admission's renewal), the call is made in a
+worker thread (``asyncio.to_thread``), so a slow Anteroom never stalls the event loop; every
+other request is decided inline. Standard library only.
 """
 
 from __future__ import annotations
@@ -27,16 +27,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import quote, unquote_to_bytes
 
-from anteroom.sdk.edge_decision import (
-    COOKIE,
-    AnteroomClient,
-    Decision,
-    EdgeConfig,
-    EdgeState,
-    Facts,
-    decide,
-    http_transport,
-)
+from anteroom.sdk.edge_client import AnteroomClient, http_transport
+from anteroom.sdk.edge_decision import Decision, EdgeConfig, EdgeState, Facts, decide
 
 __all__ = ["AnteroomASGIMiddleware"]
 
@@ -100,10 +92,7 @@ class AnteroomASGIMiddleware:
         self.config = config or EdgeConfig(**options)
         self.state = EdgeState()
         self.anteroom = AnteroomClient(
-            self.config.public_key,
-            http_transport(self.config.base_url, self.config.timeout),
-            self.config.pause_after_failure,
-            self.config.clock,
+            http_transport(self.config.base_url, self.config.timeout), self.config.clock
         )
 
     def facts(self, scope: Scope, headers: dict[str, str]) -> Facts:
@@ -140,15 +129,10 @@ class AnteroomASGIMiddleware:
             return await self.app(scope, receive, send)  # not ours: nothing read, nothing added
         headers = _headers_of(scope)
         facts = self.facts(scope, headers)
-        args = (facts, self.config, self.state, self.anteroom, match)
-        if (
-            "anteroom-ticket" in headers
-            or "anteroom-admission" in headers
-            or (COOKIE in headers.get("cookie", ""))
-        ):
-            decision = await asyncio.to_thread(decide, *args)  # it may call Anteroom
-        else:
-            decision = decide(*args)
+        decision = decide(facts, self.config, self.state, match)
+        while decision.call is not None and decision.kind == "call":
+            # A call to Anteroom blocks (urllib, up to `timeout`): never on the event loop.
+            decision = await asyncio.to_thread(self.anteroom.answer, decision.call)
         await self.apply(decision, scope, receive, send)
 
     async def apply(self, decision: Decision, scope: Scope, receive: Receive, send: Send) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from http.cookies import SimpleCookie
 from typing import Any
 
+from anteroom.sdk.edge_client import settle
 from anteroom.sdk.edge_decision import Decision, EdgeConfig, decide
 from anteroom.sdk.edge_paths import raw_path_of
 from anteroom.sdk.wsgi_edge import ADMISSION_ENVIRON, AnteroomMiddleware, _raw_target
@@ -59,7 +60,7 @@ class AnteroomDjangoMiddleware:
             return self.get_response(request)  # not ours: nothing read, nothing added
         facts = self.edge.facts(meta)
         facts.path = request.path_info  # what Django routes (decoded as UTF-8 by Django)
-        decision = decide(facts, self.config, self.edge.state, self.edge.anteroom, match)
+        decision = settle(decide(facts, self.config, self.edge.state, match), self.edge.anteroom)
         return self.apply(decision, request)
 
     def apply(self, decision: Decision, request: Any) -> Any:

@@ -19,7 +19,7 @@ through by sending its ticket in ``Anteroom-Ticket``. Every refusal names its re
 ``Anteroom-Enforcement``. Standard library only.
 
 This module only reads the WSGI request and applies the decision; what to decide is
-``edge_decision.decide``.
+``edge_decision.decide``, and ``edge_client`` makes the calls to Anteroom it asks for.
 """
 
 from __future__ import annotations
@@ -29,19 +29,18 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
+from anteroom.sdk.edge_client import AnteroomClient, http_transport, settle
 from anteroom.sdk.edge_decision import (
     ADMISSION_HEADER,
     COOKIE,
     HANDOVER_PARAM,
     REASON_HEADER,
     TICKET_HEADER,
-    AnteroomClient,
     Decision,
     EdgeConfig,
     EdgeState,
     Facts,
     decide,
-    http_transport,
 )
 from anteroom.sdk.edge_paths import raw_path_of
 
@@ -123,10 +122,7 @@ class AnteroomMiddleware:
         self.config = config or EdgeConfig(**options)
         self.state = EdgeState()
         self.anteroom = AnteroomClient(
-            self.config.public_key,
-            http_transport(self.config.base_url, self.config.timeout),
-            self.config.pause_after_failure,
-            self.config.clock,
+            http_transport(self.config.base_url, self.config.timeout), self.config.clock
         )
 
     def room_for(self, path: str) -> str | None:
@@ -161,7 +157,9 @@ class AnteroomMiddleware:
         )
         if match.room is None:
             return self.app(environ, start_response)  # not ours: nothing read, nothing added
-        decision = decide(self.facts(environ), self.config, self.state, self.anteroom, match)
+        decision = decide(self.facts(environ), self.config, self.state, match)
+        if decision.kind == "call":
+            decision = settle(decision, self.anteroom)
         return self.apply(decision, environ, start_response)
 
     def apply(
