@@ -13,9 +13,10 @@
  * refusal names its reason in `Anteroom-Enforcement`.
  *
  * This module only reads the request and applies the decision; what to decide is
- * `edge-decision.js`.
+ * `edge-decision.js`, and `edge-client.js` makes the calls to Anteroom it asks for.
  */
-import { AnteroomClient, EdgeState, decide } from "./edge-decision.js";
+import { AnteroomClient, httpTransport, settle } from "./edge-client.js";
+import { EdgeState, decide } from "./edge-decision.js";
 import { RouteTable, rawPathOf } from "./edge-paths.js";
 import { Keyring } from "./tokens.js";
 import { quotePath, wsgiPath } from "./url.js";
@@ -30,8 +31,6 @@ export {
   TICKET_HEADER,
 } from "./edge-decision.js";
 
-// Anteroom's answers are small; a bigger one is not Anteroom's.
-const MAX_ANSWER_BYTES = 65536;
 // The request headers the decision reads.
 const READ_HEADERS = [
   "accept",
@@ -221,55 +220,6 @@ function appendOnWriteHead(res, extra) {
 }
 
 /**
- * POST JSON to Anteroom with `fetch`: [HTTP status, JSON object]; [0, {}] when unreachable.
- * @param {EdgeConfig} config
- * @returns {import("./edge-decision.js").Transport}
- */
-function httpTransport(config) {
-  return async (path, body) => {
-    let status = 0;
-    try {
-      const response = await config.fetch(config.baseUrl + path, {
-        method: "POST",
-        headers: { "Content-Type": "application/json", Accept: "application/json" },
-        body: JSON.stringify(body),
-        redirect: "error",
-        signal: AbortSignal.timeout(Math.max(0, config.timeout * 1000)),
-      });
-      status = response.status;
-      const bytes = await readCapped(response);
-      if (bytes === null) return [status, {}];
-      const text = new TextDecoder().decode(bytes);
-      let answer = null;
-      try {
-        answer = text ? JSON.parse(text) : null;
-      } catch {
-        answer = null;
-      }
-      return [status, answer && typeof answer === "object" && !Array.isArray(answer) ? answer : {}];
-    } catch {
-      return [status, {}];
-    }
-  };
-}
-
-/**
- * The body, or null past MAX_ANSWER_BYTES (reading stops there).
- * @param {globalThis.Response} response
- */
-async function readCapped(response) {
-  if (!response.body) return new Uint8Array();
-  const chunks = [];
-  let size = 0;
-  for await (const chunk of response.body) {
-    size += chunk.byteLength;
-    if (size > MAX_ANSWER_BYTES) return null; // leaving the loop cancels the stream
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
-
-/**
  * Enforce admissions on the configured path prefixes.
  *
  * @param {EdgeOptions} options
@@ -278,7 +228,7 @@ async function readCapped(response) {
 export function anteroomMiddleware(options) {
   const config = edgeConfig(options);
   const state = new EdgeState();
-  const anteroom = new AnteroomClient(config.publicKey, httpTransport(config), config.pauseAfterFailure, config.clock);
+  const anteroom = new AnteroomClient(httpTransport(config), config.clock);
 
   /** @type {import("./index.d.ts").AnteroomMiddleware} */
   const middleware = async (req, res, next) => {
@@ -288,7 +238,8 @@ export function anteroomMiddleware(options) {
     if (config.routeTable.match(wsgiPath(rawPath), rawPath, wsgiPath(scriptName)).room === null) return next();
     let decision;
     try {
-      decision = await decide(factsOf(req, config), config, state, anteroom);
+      decision = decide(factsOf(req, config), config, state);
+      if (decision.kind === "call") decision = await settle(decision, anteroom);
     } catch (error) {
       return next(error);
     }
