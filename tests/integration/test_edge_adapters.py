@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -40,6 +42,13 @@ def token(**claims: Any) -> str:
 
 
 # -- ASGI: FastAPI ----------------------------------------------------------------------------
+
+
+def run(coroutine: Coroutine[Any, Any, None]) -> None:
+    """Run ``coroutine`` as a server would: in a loop of its own, on a thread of its own (this
+    one may already have a running loop, left by the browser tests' Playwright)."""
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, coroutine).result()
 
 
 def shop() -> FastAPI:
@@ -90,7 +99,7 @@ def asgi_request(
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    asyncio.run(app(scope, receive, send))
+    run(app(scope, receive, send))
     got: dict[str, list[str]] = {}
     for name, value in sent[0]["headers"]:
         got.setdefault(name.decode().lower(), []).append(value.decode())
@@ -170,7 +179,7 @@ def websocket(app: Any, path: str, headers: dict[str, str]) -> list[dict[str, An
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    asyncio.run(app(scope, receive, send))
+    run(app(scope, receive, send))
     return sent
 
 
