@@ -1,12 +1,14 @@
 /**
- * The edge's decision: request facts in, what to do out. No `req`, no `res`, no sockets. The same
- * rules as the Python `anteroom.edge_decision`; both pass `tests/fixtures/edge_cases.json`.
+ * The edge's decision: request facts in, what to do out. No `req`, no `res`, no sockets, no HTTP
+ * calls. The same rules as the Python `anteroom.sdk.edge_decision`; both pass
+ * `tests/fixtures/edge_cases.json`.
  *
- * `decide(facts, config, state, anteroom)` says whether a request passes untouched (`pass`),
- * passes with an admission and headers to add to the app's answer (`admit`), or is answered by
- * the edge itself (`respond`: 307 hand-over, 303 to the hosted page, 429 `QueueRequired`, 400 for
- * an ambiguous path). The only outside world it touches is `anteroom` (an `AnteroomClient`), for a
- * ticket's poll and an admission's renewal; tests give it canned answers.
+ * `decide(facts, config, state)` says whether a request passes untouched (`pass`), passes with an
+ * admission and headers to add to the app's answer (`admit`), is answered by the edge itself
+ * (`respond`: 307 hand-over, 303 to the hosted page, 429 `QueueRequired`, 400 for an ambiguous
+ * path, 204 for a CORS preflight), or first needs an answer from Anteroom (`call`: poll a ticket,
+ * renew an admission). A `call` names the request and what to do with the answer: the adapter
+ * makes it (`edge-client.js`'s `settle`) and feeds the answer to `call.then`, which decides.
  */
 import { quote, urlencode, parseQsl } from "./url.js";
 import { verifyAdmission } from "./verify.js";
@@ -44,16 +46,27 @@ const MAX_VERIFIED = 4_096;
  * @property {string | null} clientIp
  * @property {string | null} sessionJti
  * @property {number} now
+ * @property {string} [scriptName] the prefix the app was reached under (SCRIPT_NAME)
+ */
+
+/**
+ * A request to Anteroom the decision needs: POST `body` to `path`; `then` takes the HTTP status
+ * (0: unreachable), the JSON object and the time it came, and decides.
+ * @typedef {object} Call
+ * @property {string} path
+ * @property {Record<string, unknown>} body
+ * @property {(status: number, answer: Record<string, any>, now: number) => Decision} then
  */
 
 /**
  * @typedef {object} Decision
- * @property {"pass" | "admit" | "respond"} kind
+ * @property {"pass" | "admit" | "respond" | "call"} kind
  * @property {number} status
  * @property {Headers} headers for `admit`, added to the app's answer
  * @property {Record<string, unknown> | null} body the JSON body of a `respond` (null: empty)
  * @property {string | null} reason
  * @property {Claims | null} claims
+ * @property {Call | null} call for `call`: what to ask Anteroom first
  */
 
 /**
@@ -65,6 +78,9 @@ const MAX_VERIFIED = 4_096;
  * @property {import("./edge-paths.js").RouteTable} routeTable
  * @property {number} refreshAfter
  * @property {boolean} secureCookie
+ * @property {number} pauseAfterFailure
+ * @property {Record<string, string | string[]>} [preflightHeaders]
+ * @property {boolean} [appAnswersOptions]
  */
 
 /**
@@ -72,12 +88,35 @@ const MAX_VERIFIED = 4_096;
  * @param {Partial<Decision>} [rest]
  * @returns {Decision}
  */
-const decision = (kind, rest = {}) => ({ kind, status: 200, headers: [], body: null, reason: null, claims: null, ...rest });
+const decision = (kind, rest = {}) => ({ kind, status: 200, headers: [], body: null, reason: null, claims: null, call: null, ...rest });
 
 const PASS = decision("pass");
 
-/** What the edge remembers between requests: verified admissions and renewal attempts. */
+/**
+ * What the edge remembers between requests: verified admissions, renewal attempts, and until when
+ * Anteroom is left alone after it failed us (an outage so costs one timeout, not one per request).
+ */
 export class EdgeState {
+  pausedUntil = 0;
+
+  /**
+   * No calls to Anteroom now: it failed us less than `pauseAfterFailure` s ago.
+   * @param {number} now
+   */
+  paused(now) {
+    return now < this.pausedUntil;
+  }
+
+  /**
+   * Note how Anteroom answered: unreachable (0) or a 5xx pauses calls for `pause` s.
+   * @param {number} status
+   * @param {number} now
+   * @param {number} pause
+   */
+  answered(status, now, pause) {
+    if (status === 0 || status >= 500) this.pausedUntil = now + pause;
+  }
+
   /** @type {Map<string, Claims>} */
   verified = new Map();
   /** When each admission (by jti) was last renewed or tried; oldest first. @type {Map<string, number>} */
@@ -102,49 +141,6 @@ export class EdgeState {
       this.renewedAt.delete(/** @type {string} */ (this.renewedAt.keys().next().value));
     }
     return true;
-  }
-}
-
-/** @typedef {(path: string, body: Record<string, unknown>) => Promise<[number, Record<string, any>]>} Transport */
-
-/**
- * Calls to Anteroom, paused for `pauseAfterFailure` seconds after one failed, so an outage costs
- * one timeout, not one per request. `transport` does the I/O (tests give canned answers);
- * `calls` counts what reached it.
- */
-export class AnteroomClient {
-  /**
-   * @param {string} publicKey
-   * @param {Transport} transport
-   * @param {number} pauseAfterFailure
-   * @param {() => number} clock
-   */
-  constructor(publicKey, transport, pauseAfterFailure, clock) {
-    this.publicKey = publicKey;
-    this.transport = transport;
-    this.pauseAfterFailure = pauseAfterFailure;
-    this.clock = clock;
-    this.pausedUntil = 0;
-    this.calls = 0;
-  }
-
-  /** @param {number} now */
-  paused(now) {
-    return now < this.pausedUntil;
-  }
-
-  /**
-   * [HTTP status, JSON object]; [0, {}] while paused or when Anteroom is unreachable.
-   * @param {string} path
-   * @param {Record<string, unknown>} body
-   * @returns {Promise<[number, Record<string, any>]>}
-   */
-  async post(path, body) {
-    if (this.paused(this.clock())) return [0, {}];
-    this.calls += 1;
-    const [status, answer] = await this.transport(path, { apiKey: this.publicKey, ...body });
-    if (status === 0 || status >= 500) this.pausedUntil = this.clock() + this.pauseAfterFailure;
-    return [status, answer];
   }
 }
 
@@ -339,22 +335,43 @@ function ambiguous(room) {
 }
 
 /**
+ * 204 with the site's CORS headers and no body: a preflight learns nothing of the handler. An
+ * `Access-Control-Allow-Origin` given as a list echoes the request's origin when listed.
+ * @param {Facts} facts
+ * @param {DecisionConfig} config
+ * @returns {Decision}
+ */
+export function preflight(facts, config) {
+  /** @type {Headers} */
+  const headers = [];
+  for (const [name, value] of Object.entries(config.preflightHeaders ?? {})) {
+    if (typeof value === "string") headers.push([name, value]);
+    else if (name.toLowerCase() === "access-control-allow-origin") {
+      const origin = header(facts, "origin");
+      if (value.includes(origin)) headers.push([name, origin]);
+      headers.push(["Vary", "Origin"]);
+    } else headers.push([name, value.join(", ")]);
+  }
+  return decision("respond", { status: 204, headers });
+}
+
+/**
  * What to do with a request: see the module comment and `tests/fixtures/edge_cases.json`.
  * @param {Facts} facts
  * @param {DecisionConfig} config
  * @param {EdgeState} state
- * @param {AnteroomClient} anteroom
- * @returns {Promise<Decision>}
+ * @returns {Decision}
  */
-export async function decide(facts, config, state, anteroom) {
-  const match = config.routeTable.match(facts.path, facts.rawPath);
+export function decide(facts, config, state) {
+  const match = config.routeTable.match(facts.path, facts.rawPath, facts.scriptName ?? "");
   if (match.room === null) return PASS;
   const room = match.room;
   if (match.ambiguous) return ambiguous(room);
   if (facts.method === "OPTIONS" && header(facts, "access-control-request-method")) {
-    // A CORS preflight never carries the admission it asks about and reaches no handler;
-    // refusing it would lock out every cross-origin app, and it lets nothing through.
-    return PASS;
+    // A CORS preflight never carries the admission it asks about: refusing it would lock out
+    // every cross-origin app. Passed on, it would reach handlers that answer any method with
+    // their content; so the edge answers it, unless the app declares it answers OPTIONS itself.
+    return config.appAnswersOptions ? PASS : preflight(facts, config);
   }
   if (facts.query.includes(HANDOVER_PARAM)) {
     const [handed, clean] = splitHandover(facts.query);
@@ -364,10 +381,10 @@ export async function decide(facts, config, state, anteroom) {
   const token = header(facts, "anteroom-admission") || cookieValue(header(facts, "cookie"), COOKIE);
   if (token) {
     const [reason, claims] = check(token, facts, config, state, room);
-    if (reason === null) return admit(facts, config, state, anteroom, token, claims, room);
+    if (reason === null) return admit(facts, config, state, token, claims, room);
     if (!ticket) return refuse(facts, config, room, reason);
   }
-  if (ticket) return queueThrough(facts, config, state, anteroom, room, ticket);
+  if (ticket) return queueThrough(facts, config, state, room, ticket);
   return refuse(facts, config, room, "queue:no-admission");
 }
 
@@ -399,28 +416,33 @@ function handOver(facts, config, state, room, token, clean) {
  * @param {Facts} facts
  * @param {DecisionConfig} config
  * @param {EdgeState} state
- * @param {AnteroomClient} anteroom
  * @param {string} token
  * @param {Claims} claims
  * @param {string} room
+ * @returns {Decision}
  */
-async function admit(facts, config, state, anteroom, token, claims, room) {
+function admit(facts, config, state, token, claims, room) {
   const issuedAt = typeof claims.iat === "number" ? claims.iat : 0;
   if (facts.now - issuedAt < config.refreshAfter) return decision("admit", { claims }); // the fast path
   const jti = String(claims.jti || token);
-  if (anteroom.paused(facts.now) || !state.renewalDue(jti, facts.now, config.refreshAfter)) {
+  if (state.paused(facts.now) || !state.renewalDue(jti, facts.now, config.refreshAfter)) {
     return decision("admit", { claims });
   }
-  const [status, answer] = await anteroom.post(REFRESH_PATH, { token });
-  const fresh = status === 200 && typeof answer.token === "string" ? answer.token : null;
-  if (fresh === null) return decision("admit", { claims }); // it still counts until its own expiry
-  const [reason, freshClaims] = check(fresh, facts, config, state, room);
-  if (reason !== null) return decision("admit", { claims });
-  if (header(facts, "anteroom-admission")) {
-    return decision("admit", { headers: [[ADMISSION_HEADER, fresh]], claims: freshClaims });
-  }
-  const cookie = admissionCookie(facts, config, fresh, freshClaims);
-  return decision("admit", { headers: [["Set-Cookie", cookie]], claims: freshClaims });
+  /** @type {Call["then"]} */
+  const renewed = (status, answer, now) => {
+    state.answered(status, now, config.pauseAfterFailure);
+    const fresh = status === 200 && typeof answer.token === "string" ? answer.token : null;
+    if (fresh === null) return decision("admit", { claims }); // it still counts until its own expiry
+    const [reason, freshClaims] = check(fresh, facts, config, state, room);
+    if (reason !== null) return decision("admit", { claims });
+    if (header(facts, "anteroom-admission")) {
+      return decision("admit", { headers: [[ADMISSION_HEADER, fresh]], claims: freshClaims });
+    }
+    const cookie = admissionCookie(facts, config, fresh, freshClaims);
+    return decision("admit", { headers: [["Set-Cookie", cookie]], claims: freshClaims });
+  };
+  const body = { apiKey: config.publicKey, token };
+  return decision("call", { claims, call: { path: REFRESH_PATH, body, then: renewed } });
 }
 
 /**
@@ -428,12 +450,32 @@ async function admit(facts, config, state, anteroom, token, claims, room) {
  * @param {Facts} facts
  * @param {DecisionConfig} config
  * @param {EdgeState} state
- * @param {AnteroomClient} anteroom
  * @param {string} room
  * @param {string} ticket
+ * @returns {Decision}
  */
-async function queueThrough(facts, config, state, anteroom, room, ticket) {
-  const [status, answer] = await anteroom.post(POLL_PATH, { ticket });
+function queueThrough(facts, config, state, room, ticket) {
+  if (state.paused(facts.now)) return ticketAnswer(facts, config, state, room, 0, {}); // as if unreachable, uncalled
+  /** @type {Call["then"]} */
+  const polled = (status, answer, now) => {
+    state.answered(status, now, config.pauseAfterFailure);
+    return ticketAnswer(facts, config, state, room, status, answer);
+  };
+  return decision("call", { call: { path: POLL_PATH, body: { apiKey: config.publicKey, ticket }, then: polled } });
+}
+
+/**
+ * What Anteroom said of the ticket (status 0: nothing) decides: 429 while it waits, pass with the
+ * admission once admitted.
+ * @param {Facts} facts
+ * @param {DecisionConfig} config
+ * @param {EdgeState} state
+ * @param {string} room
+ * @param {number} status
+ * @param {Record<string, any>} answer
+ * @returns {Decision}
+ */
+function ticketAnswer(facts, config, state, room, status, answer) {
   const polled = status === 200 ? answer.status : undefined;
   if (polled === "admitted" && typeof answer.token === "string") {
     const [reason, claims] = check(answer.token, facts, config, state, room);

@@ -109,6 +109,21 @@ export interface EdgeOptions {
    * slashes are collapsed either way.
    */
   caseSensitive?: boolean;
+  /**
+   * The prefix the app is served under, when routes are written as the browser sees them
+   * (`"/shop"` with routes `{"/shop/checkout": …}`); the mount's own prefix (`originalUrl`) must
+   * agree with it.
+   */
+  mount?: string;
+  /** Language prefixes a route may follow (`["fr", "de"]`: `/fr/checkout` is `/checkout`'s). */
+  languages?: string[];
+  /**
+   * The CORS headers the edge answers a preflight to a protected path with (204, no body). An
+   * `Access-Control-Allow-Origin` given as a list echoes the request's origin when listed.
+   */
+  preflightHeaders?: Record<string, string | string[]>;
+  /** Pass preflights to the app, which answers OPTIONS itself (default false: the edge does). */
+  appAnswersOptions?: boolean;
   /** The client's address (default `req.socket.remoteAddress`); behind a proxy, read it here. */
   clientIp?: (req: IncomingMessage) => string | null | undefined;
   /** The session `jti` an admission must match (default: none is checked). */

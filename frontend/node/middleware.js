@@ -13,9 +13,10 @@
  * refusal names its reason in `Anteroom-Enforcement`.
  *
  * This module only reads the request and applies the decision; what to decide is
- * `edge-decision.js`.
+ * `edge-decision.js`, and `edge-client.js` makes the calls to Anteroom it asks for.
  */
-import { AnteroomClient, EdgeState, decide } from "./edge-decision.js";
+import { AnteroomClient, httpTransport, settle } from "./edge-client.js";
+import { EdgeState, decide } from "./edge-decision.js";
 import { RouteTable, rawPathOf } from "./edge-paths.js";
 import { Keyring } from "./tokens.js";
 import { quotePath, wsgiPath } from "./url.js";
@@ -30,8 +31,6 @@ export {
   TICKET_HEADER,
 } from "./edge-decision.js";
 
-// Anteroom's answers are small; a bigger one is not Anteroom's.
-const MAX_ANSWER_BYTES = 65536;
 // The request headers the decision reads.
 const READ_HEADERS = [
   "accept",
@@ -40,6 +39,7 @@ const READ_HEADERS = [
   "anteroom-admission",
   "anteroom-ticket",
   "access-control-request-method",
+  "origin",
 ];
 
 /** @typedef {import("node:http").IncomingMessage} Request */
@@ -79,8 +79,23 @@ export function edgeConfig(options) {
   }
   options.secureCookie ??= true;
   options.caseSensitive ??= false;
-  for (const name of /** @type {const} */ (["secureCookie", "caseSensitive"])) {
+  options.appAnswersOptions ??= false;
+  for (const name of /** @type {const} */ (["secureCookie", "caseSensitive", "appAnswersOptions"])) {
     if (typeof options[name] !== "boolean") throw badOption(name, "must be true or false");
+  }
+  options.mount ??= "";
+  if (typeof options.mount !== "string" || (options.mount && !options.mount.startsWith("/"))) {
+    throw badOption("mount", "must be a path prefix ('/shop')");
+  }
+  options.languages ??= [];
+  if (!Array.isArray(options.languages) || !options.languages.every((lang) => typeof lang === "string")) {
+    throw badOption("languages", "must be a list of language prefixes (['fr', 'de'])");
+  }
+  options.preflightHeaders ??= {};
+  for (const value of Object.values(options.preflightHeaders)) {
+    if (typeof value !== "string" && !(Array.isArray(value) && value.every((v) => typeof v === "string"))) {
+      throw badOption("preflightHeaders", "maps header names to a value or a list of values");
+    }
   }
   for (const name of /** @type {const} */ (["clientIp", "sessionJti", "clock", "fetch"])) {
     if (options[name] !== undefined && typeof options[name] !== "function") throw badOption(name, "must be a function");
@@ -89,7 +104,9 @@ export function edgeConfig(options) {
     keys: Keyring.coerce(options.keys),
     baseUrl: options.baseUrl.replace(/\/+$/, ""),
     publicKey: options.publicKey,
-    routeTable: new RouteTable(routes, options.caseSensitive),
+    routeTable: new RouteTable(routes, options.caseSensitive, { mount: options.mount, languages: options.languages }),
+    preflightHeaders: { ...options.preflightHeaders },
+    appAnswersOptions: options.appAnswersOptions,
     refreshAfter: options.refreshAfter,
     timeout: options.timeout,
     pauseAfterFailure: options.pauseAfterFailure,
@@ -135,9 +152,12 @@ export function factsOf(req, config) {
   for (const name of READ_HEADERS) {
     if (req.headers[name] !== undefined) headers[name] = header(req, name);
   }
+  // What the mount took off the front (Express `app.use("/shop", …)`), as SCRIPT_NAME.
+  const scriptName = original.endsWith(rawPath) ? original.slice(0, original.length - rawPath.length) : "";
   return {
     method: req.method ?? "GET",
     path: wsgiPath(rawPath),
+    scriptName: wsgiPath(scriptName),
     query: mark < 0 ? "" : target.slice(mark + 1),
     headers,
     rawPath,
@@ -200,55 +220,6 @@ function appendOnWriteHead(res, extra) {
 }
 
 /**
- * POST JSON to Anteroom with `fetch`: [HTTP status, JSON object]; [0, {}] when unreachable.
- * @param {EdgeConfig} config
- * @returns {import("./edge-decision.js").Transport}
- */
-function httpTransport(config) {
-  return async (path, body) => {
-    let status = 0;
-    try {
-      const response = await config.fetch(config.baseUrl + path, {
-        method: "POST",
-        headers: { "Content-Type": "application/json", Accept: "application/json" },
-        body: JSON.stringify(body),
-        redirect: "error",
-        signal: AbortSignal.timeout(Math.max(0, config.timeout * 1000)),
-      });
-      status = response.status;
-      const bytes = await readCapped(response);
-      if (bytes === null) return [status, {}];
-      const text = new TextDecoder().decode(bytes);
-      let answer = null;
-      try {
-        answer = text ? JSON.parse(text) : null;
-      } catch {
-        answer = null;
-      }
-      return [status, answer && typeof answer === "object" && !Array.isArray(answer) ? answer : {}];
-    } catch {
-      return [status, {}];
-    }
-  };
-}
-
-/**
- * The body, or null past MAX_ANSWER_BYTES (reading stops there).
- * @param {globalThis.Response} response
- */
-async function readCapped(response) {
-  if (!response.body) return new Uint8Array();
-  const chunks = [];
-  let size = 0;
-  for await (const chunk of response.body) {
-    size += chunk.byteLength;
-    if (size > MAX_ANSWER_BYTES) return null; // leaving the loop cancels the stream
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
-
-/**
  * Enforce admissions on the configured path prefixes.
  *
  * @param {EdgeOptions} options
@@ -257,15 +228,18 @@ async function readCapped(response) {
 export function anteroomMiddleware(options) {
   const config = edgeConfig(options);
   const state = new EdgeState();
-  const anteroom = new AnteroomClient(config.publicKey, httpTransport(config), config.pauseAfterFailure, config.clock);
+  const anteroom = new AnteroomClient(httpTransport(config), config.clock);
 
   /** @type {import("./index.d.ts").AnteroomMiddleware} */
   const middleware = async (req, res, next) => {
     const rawPath = rawPathOf(req.url ?? "/");
-    if (config.routeTable.match(wsgiPath(rawPath), rawPath).room === null) return next();
+    const original = rawPathOf(/** @type {{originalUrl?: string}} */ (req).originalUrl ?? req.url ?? "/");
+    const scriptName = original.endsWith(rawPath) ? original.slice(0, original.length - rawPath.length) : "";
+    if (config.routeTable.match(wsgiPath(rawPath), rawPath, wsgiPath(scriptName)).room === null) return next();
     let decision;
     try {
-      decision = await decide(factsOf(req, config), config, state, anteroom);
+      decision = decide(factsOf(req, config), config, state);
+      if (decision.kind === "call") decision = await settle(decision, anteroom);
     } catch (error) {
       return next(error);
     }

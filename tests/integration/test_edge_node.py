@@ -338,7 +338,9 @@ def test_node_answers_as_the_python_middleware_does(
         ("GET", "/Api/Cart", API | {"Anteroom-Admission": fresh}, 200),
         ("GET", "/%2Fcheckout", API | {"Cookie": f"_abq={fresh}"}, 400),
         ("GET", "/x/../checkout", NAV, 400),
-        ("OPTIONS", "/api/cart", {"Access-Control-Request-Method": "POST"}, 200),
+        ("OPTIONS", "/api/cart", {"Access-Control-Request-Method": "POST"}, 204),
+        ("GET", "/chec%E2%84%AAout", API, 400),
+        ("GET", "/check%FFout", API, 400),
         ("OPTIONS", "/api/cart", API, 429),
     ]
     for method, target, headers, status in spelled:

@@ -1,11 +1,12 @@
 // The edge contract, tests/fixtures/edge_cases.json, against the Node middleware's decision
-// function: no server, Anteroom's canned answers behind the client's transport. The Python suite
+// function: no server and no transport; when it asks for a call to Anteroom, the case's canned
+// answer is fed back to it. The Python suite
 // (tests/unit/test_edge_contract.py) runs the same table against anteroom.edge_decision.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
-import { AnteroomClient, EdgeState, decide } from "../../frontend/node/edge-decision.js";
+import { EdgeState, decide } from "../../frontend/node/edge-decision.js";
 import { rawPathOf } from "../../frontend/node/edge-paths.js";
 import { edgeConfig } from "../../frontend/node/middleware.js";
 import { wsgiPath } from "../../frontend/node/url.js";
@@ -17,9 +18,12 @@ function factsOf(request, now) {
   const r = { ...table.defaults, ...request };
   const rawPath = rawPathOf(r.target);
   const mark = r.target.indexOf("?");
+  const full = wsgiPath(rawPath);
+  assert.ok(full.startsWith(r.scriptName)); // as gunicorn requires
   return {
     method: r.method,
-    path: wsgiPath(rawPath),
+    path: full.slice(r.scriptName.length),
+    scriptName: r.scriptName,
     query: mark < 0 ? "" : r.target.slice(mark + 1),
     headers: Object.fromEntries(Object.entries(r.headers).map(([name, value]) => [name.toLowerCase(), value])),
     rawPath,
@@ -32,15 +36,18 @@ function factsOf(request, now) {
   };
 }
 
-/** Canned answers for the transport, and the calls it was given. */
-function cannedAnteroom() {
-  const anteroom = { answers: [], calls: [] };
-  anteroom.transport = async (path, body) => {
-    anteroom.calls.push({ path, body });
-    const answer = anteroom.answers.shift();
-    return answer.unreachable ? [0, {}] : [answer.status, answer.body];
-  };
-  return anteroom;
+/**
+ * Feed the canned answers to the calls `decision` asks for: [the decision they lead to, the calls].
+ * @returns {[any, {path: string, body: object}[]]}
+ */
+function answered(decision, answers, now) {
+  const calls = [];
+  while (decision.kind === "call") {
+    calls.push({ path: decision.call.path, body: decision.call.body });
+    const answer = answers.shift();
+    decision = answer.unreachable ? decision.call.then(0, {}, now) : decision.call.then(answer.status, answer.body, now);
+  }
+  return [decision, calls];
 }
 
 function checkDecision(decision, expect) {
@@ -72,23 +79,20 @@ test("the table names every refusal reason", () => {
 });
 
 for (const kase of table.cases) {
-  test(`edge case: ${kase.name}`, async () => {
+  test(`edge case: ${kase.name}`, () => {
     let now = table.now;
     const c = { ...table.config, ...kase.config };
     const config = edgeConfig({ ...c, clock: () => now });
-    const anteroom = cannedAnteroom();
-    const client = new AnteroomClient(config.publicKey, anteroom.transport, config.pauseAfterFailure, () => now);
     const state = new EdgeState();
     for (const [number, step] of kase.steps.entries()) {
       now = table.now + (step.at ?? 0);
-      anteroom.answers = [...(step.anteroom ?? [])];
-      anteroom.calls.length = 0;
-      const decision = await decide(factsOf(step.request, now), config, state, client);
+      const answers = [...(step.anteroom ?? [])];
+      const [decision, calls] = answered(decide(factsOf(step.request, now), config, state), answers, now);
       const where = `step ${number}: ${JSON.stringify(decision)}`;
       try {
         checkDecision(decision, step.expect);
-        assert.deepEqual(anteroom.calls, step.expect.calls ?? []);
-        assert.deepEqual(anteroom.answers, []); // every canned answer was asked for
+        assert.deepEqual(calls, step.expect.calls ?? []);
+        assert.deepEqual(answers, []); // every canned answer was asked for
         if ("verifications" in step.expect) assert.equal(state.verifications, step.expect.verifications);
       } catch (error) {
         error.message = `${where}\n${error.message}`;

@@ -197,9 +197,17 @@ describe("offline enforcement (Anteroom unreachable)", () => {
     assert.deepEqual(plain.headers["set-cookie"], [`_abq=${token}; Path=/; Max-Age=299; HttpOnly; SameSite=Lax`]);
   });
 
-  test("a CORS preflight reaches the app; a plain OPTIONS does not", async () => {
+  test("a CORS preflight is answered by the edge, or by an app that says it answers OPTIONS", async () => {
     const preflight = { Origin: "https://app.example", "Access-Control-Request-Method": "POST" };
-    const passed = await request(shop.url, "/api/cart", { method: "OPTIONS", headers: preflight });
+    const cors = { "Access-Control-Allow-Origin": ["https://app.example"], "Access-Control-Allow-Methods": "POST" };
+    const answering = await siteFor({ baseUrl: dead, preflightHeaders: cors });
+    const answered = await request(answering.url, "/api/cart", { method: "OPTIONS", headers: preflight });
+    assert.equal(answered.status, 204);
+    assert.equal(answered.body, "");
+    assert.equal(answered.headers["access-control-allow-origin"], "https://app.example");
+    assert.equal(answered.headers["access-control-allow-methods"], "POST");
+    const passing = await siteFor({ baseUrl: dead, appAnswersOptions: true });
+    const passed = await request(passing.url, "/api/cart", { method: "OPTIONS", headers: preflight });
     assert.equal(passed.body, "the shop: /api/cart");
     assert.equal((await request(shop.url, "/api/cart", { method: "OPTIONS" })).status, 429);
   });

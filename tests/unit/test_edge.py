@@ -133,6 +133,9 @@ def test_the_raw_target_is_read_for_encoded_slashes() -> None:
         ({"routes": {}}, "routes"),
         ({"routes": {"checkout": "drop"}}, "routes"),
         ({"refresh_after": 0}, "refresh_after"),
+        ({"mount": "shop"}, "mount"),
+        ({"languages": "fr"}, "languages"),
+        ({"preflight_headers": {"Access-Control-Max-Age": 60}}, "preflight_headers"),
     ],
 )
 def test_bad_options_are_named(change: dict[str, Any], message: str) -> None:
@@ -144,9 +147,12 @@ def test_flask_extension_reads_its_config_and_names_what_is_missing() -> None:
     app = Flask("shop")
     app.config.update({f"ANTEROOM_EDGE_{k.upper()}": v for k, v in OPTIONS.items()})
     app.config["ANTEROOM_EDGE_SECURE_COOKIE"] = False
+    app.config["ANTEROOM_EDGE_LANGUAGES"] = ["fr"]
     app.get("/checkout")(lambda: "checkout")
+    app.get("/fr/checkout", endpoint="fr")(lambda: "checkout")
     extension = AnteroomEdge(app)
     assert app.test_client().get("/checkout", headers=NAV).status_code == 303
+    assert app.test_client().get("/fr/checkout", headers=NAV).status_code == 303
     assert extension.middleware and extension.middleware.config.secure_cookie is False
     with pytest.raises(ValueError, match="ANTEROOM_EDGE_PUBLIC_KEY"):
         AnteroomEdge(Flask("bare"), keys=TEST_KEYS, base_url="http://q.example", routes={"/": "x"})

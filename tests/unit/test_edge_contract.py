@@ -1,7 +1,8 @@
 """The edge contract, tests/fixtures/edge_cases.json, against ``edge_decision.decide``.
 
-No server: each case's requests go straight to the decision function, with Anteroom's canned
-answers behind the client's transport. tests/js/node-edge-contract.test.mjs runs the same table
+No server and no transport: each case's requests go straight to the decision function, and
+when it asks for a call to Anteroom, the case's canned answer is fed back to it.
+tests/js/node-edge-contract.test.mjs runs the same table
 against the Node middleware's decision function.
 """
 
@@ -13,14 +14,7 @@ from urllib.parse import unquote_to_bytes
 
 import pytest
 
-from anteroom.sdk.edge_decision import (
-    AnteroomClient,
-    Decision,
-    EdgeConfig,
-    EdgeState,
-    Facts,
-    decide,
-)
+from anteroom.sdk.edge_decision import Decision, EdgeConfig, EdgeState, Facts, decide
 from anteroom.sdk.edge_paths import raw_path_of
 from fixtures import make_edge_fixtures
 
@@ -44,17 +38,19 @@ def test_the_table_names_every_refusal_reason() -> None:
     assert reasons == ALL_REASONS
 
 
-class Anteroom:
-    """Canned answers for the transport, and the calls it was given."""
-
-    def __init__(self) -> None:
-        self.answers: list[dict[str, Any]] = []
-        self.calls: list[dict[str, Any]] = []
-
-    def __call__(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        self.calls.append({"path": path, "body": body})
-        answer = self.answers.pop(0)
-        return (0, {}) if answer.get("unreachable") else (answer["status"], answer["body"])
+def answered(
+    decision: Decision, answers: list[dict[str, Any]], now: float
+) -> tuple[Decision, list[dict[str, Any]]]:
+    """Feed the canned answers to the calls ``decision`` asks for: (the decision they lead to,
+    the calls, in order)."""
+    calls = []
+    while decision.kind == "call":
+        assert decision.call is not None
+        calls.append({"path": decision.call.path, "body": decision.call.body})
+        answer = answers.pop(0)
+        status, body = (0, {}) if answer.get("unreachable") else (answer["status"], answer["body"])
+        decision = decision.call.then(status, body, now)
+    return decision, calls
 
 
 def facts_of(request: dict[str, Any], now: float) -> Facts:
@@ -62,9 +58,12 @@ def facts_of(request: dict[str, Any], now: float) -> Facts:
     r = TABLE["defaults"] | request
     raw = raw_path_of(r["target"])
     query = r["target"].partition("?")[2]
+    full = unquote_to_bytes(raw).decode("latin-1")
+    assert full.startswith(r["scriptName"])  # as gunicorn requires
     return Facts(
         method=r["method"],
-        path=unquote_to_bytes(raw).decode("latin-1"),
+        path=full[len(r["scriptName"]) :],
+        script_name=r["scriptName"],
         query=query,
         headers={name.lower(): value for name, value in r["headers"].items()},
         raw_path=raw,
@@ -88,6 +87,10 @@ def config_of(case: dict[str, Any], clock: list[float]) -> EdgeConfig:
         pause_after_failure=c["pauseAfterFailure"],
         secure_cookie=c["secureCookie"],
         case_sensitive=c["caseSensitive"],
+        mount=c["mount"],
+        languages=c["languages"],
+        preflight_headers=c["preflightHeaders"],
+        app_answers_options=c["appAnswersOptions"],
         clock=lambda: clock[0],
     )
 
@@ -113,20 +116,16 @@ def check_decision(decision: Decision, expect: dict[str, Any]) -> None:
 def test_edge_case(case: dict[str, Any]) -> None:
     clock = [float(TABLE["now"])]
     config = config_of(case, clock)
-    anteroom = Anteroom()
-    client = AnteroomClient(
-        config.public_key, anteroom, config.pause_after_failure, lambda: clock[0]
-    )
     state = EdgeState()
     for number, step in enumerate(case["steps"]):
         clock[0] = TABLE["now"] + step.get("at", 0)
-        anteroom.answers = list(step.get("anteroom", []))
-        anteroom.calls.clear()
-        decision = decide(facts_of(step["request"], clock[0]), config, state, client)
+        answers = list(step.get("anteroom", []))
+        first = decide(facts_of(step["request"], clock[0]), config, state)
+        decision, calls = answered(first, answers, clock[0])
         try:
             check_decision(decision, step["expect"])
-            assert anteroom.calls == step["expect"].get("calls", [])
-            assert anteroom.answers == []  # every canned answer was asked for
+            assert calls == step["expect"].get("calls", [])
+            assert answers == []  # every canned answer was asked for
             if "verifications" in step["expect"]:
                 assert state.verifications == step["expect"]["verifications"]
         except AssertionError as error:

@@ -1,24 +1,22 @@
-"""The edge's decision: request facts in, what to do out. No WSGI, no sockets.
+"""The edge's decision: request facts in, what to do out. No WSGI, no sockets, no HTTP calls.
 
-``decide(facts, config, state, anteroom)`` says whether a request passes untouched, passes with an
-admission (and headers to add to the app's answer), or is answered by the edge itself (307
-hand-over, 303 to the hosted page, 429 ``QueueRequired``, 400 for an ambiguous path). The only
-outside world it touches is ``anteroom`` (a :class:`AnteroomClient`), for a ticket's poll and an
-admission's renewal; tests give it canned answers. The rules are the shared table in
-``tests/fixtures/edge_cases.json``, which the Node middleware's ``edge-decision.js`` passes too.
+``decide(facts, config, state)`` says whether a request passes untouched, passes with an
+admission (and headers to add to the app's answer), is answered by the edge itself (307
+hand-over, 303 to the hosted page, 429 ``QueueRequired``, 400 for an ambiguous path, 204 for a
+CORS preflight), or first needs an answer from Anteroom (``call``: poll a ticket, renew an
+admission). A ``call`` names the request to make and what to do with the answer: the adapter
+makes it (``edge_client.settle``) and feeds the answer back to ``call.then``, which decides. The
+rules are the shared table in ``tests/fixtures/edge_cases.json``, which drives this function
+with Anteroom's canned answers and no transport, as it drives the Node twin ``edge-decision.js``.
 """
 
 from __future__ import annotations
 
-import http.client
-import json
 import math
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, unquote_plus, urlencode
@@ -40,10 +38,6 @@ REFRESH_PATH = "/api/v1/admission/refresh"
 MAX_TRACKED_RENEWALS = 10_000
 # Admissions already verified, kept so a visitor's next requests skip the signature and parsing.
 MAX_VERIFIED = 4_096
-# Anteroom's answers are small; a bigger one is not Anteroom's.
-MAX_ANSWER_BYTES = 65_536
-
-Transport = Callable[[str, dict[str, Any]], tuple[int, dict[str, Any]]]
 
 
 def _remote_addr(environ: dict[str, Any]) -> str | None:
@@ -52,6 +46,12 @@ def _remote_addr(environ: dict[str, Any]) -> str | None:
 
 def _no_session(environ: dict[str, Any]) -> str | None:
     return None
+
+
+def _header_value(value: Any) -> bool:
+    """A header's value, or a list of them."""
+    listed = isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+    return isinstance(value, str) or listed
 
 
 @dataclass
@@ -65,6 +65,13 @@ class EdgeConfig:
     development: an https request still gets it). ``case_sensitive`` matches routes exactly
     (the default ignores case, as Express does, which over-protects a case-sensitive app
     harmlessly). ``clock`` is injectable so tests can move time instead of waiting.
+
+    ``mount`` is the prefix the app is served under (its ``SCRIPT_NAME``) when the routes are
+    written as the browser sees them (``/shop/checkout``); ``languages`` the language prefixes
+    (Django's ``i18n_patterns``) a route may follow. A CORS preflight to a protected path is
+    answered by the edge (``204``, ``preflight_headers``, no body) unless the app says it
+    answers ``OPTIONS`` itself (``app_answers_options``). In ``preflight_headers`` an
+    ``Access-Control-Allow-Origin`` may list origins: the request's is echoed when listed.
     """
 
     keys: str | Mapping[str, bytes] | Keyring
@@ -79,6 +86,10 @@ class EdgeConfig:
     client_ip: Callable[[dict[str, Any]], str | None] = field(default=_remote_addr)
     session_jti: Callable[[dict[str, Any]], str | None] = field(default=_no_session)
     clock: Callable[[], float] = time.time
+    mount: str = ""
+    languages: Sequence[str] = ()
+    preflight_headers: Mapping[str, str | Sequence[str]] = field(default_factory=dict)
+    app_answers_options: bool = False
     route_table: RouteTable = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -94,7 +105,17 @@ class EdgeConfig:
             raise ValueError("routes must map path prefixes ('/…') to room slugs")
         if self.refresh_after <= 0:
             raise ValueError("refresh_after must be positive")
-        self.route_table = RouteTable(self.routes, case_sensitive=self.case_sensitive)
+        if not isinstance(self.mount, str) or (self.mount and not self.mount.startswith("/")):
+            raise ValueError("mount must be a path prefix ('/shop')")
+        if isinstance(self.languages, str) or not all(
+            isinstance(lang, str) and lang for lang in self.languages
+        ):
+            raise ValueError("languages must be a list of language prefixes (['fr', 'de'])")
+        if not all(_header_value(v) for v in self.preflight_headers.values()):
+            raise ValueError("preflight_headers maps header names to a value or a list of values")
+        self.route_table = RouteTable(
+            self.routes, self.case_sensitive, mount=self.mount, languages=self.languages
+        )
 
 
 @dataclass(slots=True)
@@ -102,8 +123,9 @@ class Facts:
     """What the decision needs to know of a request.
 
     ``path`` is decoded, as the app routes it (WSGI ``PATH_INFO``); ``raw_path`` is how the
-    client spelled it (None when the server does not say); ``url_path`` is the path of the
-    request's own URL, for the URLs the edge builds. ``headers`` holds lower-case names.
+    client spelled it (None when the server does not say); ``script_name`` the prefix the app
+    was reached under (``SCRIPT_NAME``); ``url_path`` is the path of the request's own URL, for
+    the URLs the edge builds. ``headers`` holds lower-case names.
     """
 
     method: str
@@ -117,22 +139,36 @@ class Facts:
     client_ip: str | None = None
     session_jti: str | None = None
     now: float = 0.0
+    script_name: str = ""
 
     def header(self, name: str) -> str:
         return self.headers.get(name, "") or ""
 
 
 @dataclass(slots=True)
+class Call:
+    """A request to Anteroom the decision needs: POST ``body`` (JSON) to ``path``; ``then``
+    takes (HTTP status, JSON object, now) — status 0 when Anteroom could not be reached — and
+    decides."""
+
+    path: str
+    body: dict[str, Any]
+    then: Callable[[int, dict[str, Any], float], Decision]
+
+
+@dataclass(slots=True)
 class Decision:
     """``pass`` untouched; ``admit`` with ``claims`` and ``headers`` added to the app's answer;
-    ``respond`` with ``status``, ``headers`` and a JSON ``body`` (None: empty) of the edge's own."""
+    ``respond`` with ``status``, ``headers`` and a JSON ``body`` (None: empty) of the edge's own;
+    ``call`` Anteroom first (``call``), then decide with its answer."""
 
-    kind: Literal["pass", "admit", "respond"]
+    kind: Literal["pass", "admit", "respond", "call"]
     status: int = 200
     headers: tuple[tuple[str, str], ...] = ()
     body: dict[str, Any] | None = None
     reason: str | None = None
     claims: dict[str, Any] | None = None
+    call: Call | None = None
 
 
 def _pass() -> Decision:
@@ -140,13 +176,25 @@ def _pass() -> Decision:
 
 
 class EdgeState:
-    """What the edge remembers between requests: verified admissions and renewal attempts."""
+    """What the edge remembers between requests: verified admissions, renewal attempts, and
+    until when Anteroom is left alone after it failed us (an outage so costs one timeout, not one
+    per request)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.verified: dict[tuple[str, str, str | None, str | None], dict[str, Any]] = {}
         self.renewed_at: OrderedDict[str, float] = OrderedDict()
         self.verifications = 0  # full signature checks made: what the cache saves
+        self.paused_until = 0.0
+
+    def paused(self, now: float) -> bool:
+        """No calls to Anteroom now: it failed us less than ``pause_after_failure`` s ago."""
+        return now < self.paused_until
+
+    def answered(self, status: int, now: float, pause: float) -> None:
+        """Note how Anteroom answered: unreachable (0) or a 5xx pauses calls for ``pause`` s."""
+        if status == 0 or status >= 500:
+            self.paused_until = now + pause
 
     def renewal_due(self, jti: str, now: float, every: float) -> bool:
         """Claim the renewal of ``jti``: once per ``every`` seconds, whatever the answer."""
@@ -161,68 +209,6 @@ class EdgeState:
             while len(self.renewed_at) > MAX_TRACKED_RENEWALS:
                 self.renewed_at.popitem(last=False)
             return True
-
-
-def http_transport(base_url: str, timeout: float) -> Transport:
-    """POST JSON to Anteroom with urllib: (HTTP status, JSON object); (0, {}) if unreachable."""
-
-    def post(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        request = urllib.request.Request(
-            base_url + path,
-            data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
-            method="POST",
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                status, raw = response.status, response.read(MAX_ANSWER_BYTES + 1)
-        except urllib.error.HTTPError as exc:
-            with exc:
-                status, raw = exc.code, exc.read(MAX_ANSWER_BYTES + 1)
-        except (urllib.error.URLError, http.client.HTTPException, OSError):
-            return 0, {}
-        try:
-            answer = json.loads(raw) if raw and len(raw) <= MAX_ANSWER_BYTES else {}
-        except ValueError:
-            answer = {}
-        return status, answer if isinstance(answer, dict) else {}
-
-    return post
-
-
-class AnteroomClient:
-    """Calls to Anteroom, paused for ``pause_after_failure`` seconds after one failed.
-
-    An outage so costs one timeout, not one per request. ``transport`` does the I/O (tests give
-    canned answers); ``calls`` counts what reached it.
-    """
-
-    def __init__(
-        self,
-        public_key: str,
-        transport: Transport,
-        pause_after_failure: float = 5.0,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.public_key = public_key
-        self.transport = transport
-        self.pause_after_failure = pause_after_failure
-        self.clock = clock
-        self.paused_until = 0.0
-        self.calls = 0
-
-    def paused(self, now: float) -> bool:
-        return now < self.paused_until
-
-    def post(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        """(HTTP status, JSON object); (0, {}) while paused or when Anteroom is unreachable."""
-        if self.paused(self.clock()):
-            return 0, {}
-        self.calls += 1
-        status, answer = self.transport(path, {"apiKey": self.public_key} | body)
-        if status == 0 or status >= 500:
-            self.paused_until = self.clock() + self.pause_after_failure
-        return status, answer
 
 
 # -- reading the request ----------------------------------------------------------------------
@@ -361,27 +347,42 @@ def ambiguous(room: str) -> Decision:
     return Decision("respond", 400, headers, body, AMBIGUOUS_PATH)
 
 
+def preflight(facts: Facts, config: EdgeConfig) -> Decision:
+    """204 with the site's CORS headers and no body: a preflight learns nothing of the view."""
+    headers: list[tuple[str, str]] = []
+    for name, value in config.preflight_headers.items():
+        if isinstance(value, str):
+            headers.append((name, value))
+        elif name.lower() == "access-control-allow-origin":
+            origin = facts.header("origin")
+            if origin in value:
+                headers.append((name, origin))
+            headers.append(("Vary", "Origin"))
+        else:
+            headers.append((name, ", ".join(value)))
+    return Decision("respond", 204, tuple(headers), None)
+
+
 def decide(
-    facts: Facts,
-    config: EdgeConfig,
-    state: EdgeState,
-    anteroom: AnteroomClient,
-    match: PathMatch | None = None,
+    facts: Facts, config: EdgeConfig, state: EdgeState, match: PathMatch | None = None
 ) -> Decision:
     """What to do with a request: see the module docstring and ``edge_cases.json``.
 
-    ``match`` is ``config.route_table.match(facts.path, facts.raw_path)`` when the caller has it.
+    ``match`` is ``config.route_table.match(facts.path, facts.raw_path, facts.script_name)``
+    when the caller has it.
     """
-    match = match or config.route_table.match(facts.path, facts.raw_path)
+    match = match or config.route_table.match(facts.path, facts.raw_path, facts.script_name)
     if match.room is None:
         return _pass()
     room = match.room
     if match.ambiguous:
         return ambiguous(room)
     if facts.method == "OPTIONS" and facts.header("access-control-request-method"):
-        # A CORS preflight never carries the admission it asks about and reaches no handler;
-        # refusing it would lock out every cross-origin app, and it lets nothing through.
-        return _pass()
+        # A CORS preflight never carries the admission it asks about: refusing it would lock
+        # out every cross-origin app. Passed on, it would reach views that answer any method
+        # (a Django function view) with their content; so the edge answers it, unless the app
+        # declares that it answers OPTIONS itself.
+        return _pass() if config.app_answers_options else preflight(facts, config)
     if HANDOVER_PARAM in facts.query:
         handed, clean = split_handover(facts.query)
         if handed is not None:
@@ -391,11 +392,11 @@ def decide(
     if token:
         reason, claims = check(token, facts, config, state, room)
         if reason is None:
-            return admit(facts, config, state, anteroom, token, claims, room)
+            return admit(facts, config, state, token, claims, room)
         if not ticket:
             return refuse(facts, config, room, reason)
     if ticket:
-        return queue_through(facts, config, state, anteroom, room, ticket)
+        return queue_through(facts, config, state, room, ticket)
     return refuse(facts, config, room, "queue:no-admission")
 
 
@@ -420,7 +421,6 @@ def admit(
     facts: Facts,
     config: EdgeConfig,
     state: EdgeState,
-    anteroom: AnteroomClient,
     token: str,
     claims: dict[str, Any],
     room: str,
@@ -429,31 +429,51 @@ def admit(
     if facts.now - (claims.get("iat") or 0) < config.refresh_after:
         return Decision("admit", claims=claims)  # the fast path: nothing to add
     jti = str(claims.get("jti") or token)
-    if anteroom.paused(facts.now) or not state.renewal_due(jti, facts.now, config.refresh_after):
+    if state.paused(facts.now) or not state.renewal_due(jti, facts.now, config.refresh_after):
         return Decision("admit", claims=claims)
-    status, answer = anteroom.post(REFRESH_PATH, {"token": token})
-    fresh = answer.get("token") if status == 200 else None
-    if not isinstance(fresh, str):
-        return Decision("admit", claims=claims)  # it still counts until its own expiry
-    reason, fresh_claims = check(fresh, facts, config, state, room)
-    if reason is not None:
-        return Decision("admit", claims=claims)
-    if facts.header("anteroom-admission"):
-        return Decision("admit", headers=((ADMISSION_HEADER, fresh),), claims=fresh_claims)
-    cookie = admission_cookie(facts, config, fresh, fresh_claims)
-    return Decision("admit", headers=(("Set-Cookie", cookie),), claims=fresh_claims)
+
+    def renewed(status: int, answer: dict[str, Any], now: float) -> Decision:
+        state.answered(status, now, config.pause_after_failure)
+        fresh = answer.get("token") if status == 200 else None
+        if not isinstance(fresh, str):
+            return Decision("admit", claims=claims)  # it still counts until its own expiry
+        reason, fresh_claims = check(fresh, facts, config, state, room)
+        if reason is not None:
+            return Decision("admit", claims=claims)
+        if facts.header("anteroom-admission"):
+            return Decision("admit", headers=((ADMISSION_HEADER, fresh),), claims=fresh_claims)
+        cookie = admission_cookie(facts, config, fresh, fresh_claims)
+        return Decision("admit", headers=(("Set-Cookie", cookie),), claims=fresh_claims)
+
+    body = {"apiKey": config.public_key, "token": token}
+    return Decision("call", claims=claims, call=Call(REFRESH_PATH, body, renewed))
 
 
 def queue_through(
+    facts: Facts, config: EdgeConfig, state: EdgeState, room: str, ticket: str
+) -> Decision:
+    """Poll the app's ticket: 429 while it waits, pass once admitted."""
+
+    def polled(status: int, answer: dict[str, Any], now: float) -> Decision:
+        state.answered(status, now, config.pause_after_failure)
+        return ticket_answer(facts, config, state, room, status, answer)
+
+    if state.paused(facts.now):
+        return ticket_answer(facts, config, state, room, 0, {})  # as if unreachable, uncalled
+    body = {"apiKey": config.public_key, "ticket": ticket}
+    return Decision("call", call=Call(POLL_PATH, body, polled))
+
+
+def ticket_answer(
     facts: Facts,
     config: EdgeConfig,
     state: EdgeState,
-    anteroom: AnteroomClient,
     room: str,
-    ticket: str,
+    status: int,
+    answer: dict[str, Any],
 ) -> Decision:
-    """Poll the app's ticket: 429 while it waits, pass once admitted."""
-    status, answer = anteroom.post(POLL_PATH, {"ticket": ticket})
+    """What Anteroom said of the ticket (status 0: nothing) decides: 429 while it waits, pass
+    with the admission once admitted."""
     polled = answer.get("status") if status == 200 else None
     token = answer.get("token")
     if polled == "admitted" and isinstance(token, str):

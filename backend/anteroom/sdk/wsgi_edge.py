@@ -13,12 +13,13 @@ an offline check, with no call to Anteroom; the app finds its claims in
 ``/api/v1/admission/refresh`` (best effort: while Anteroom is unreachable it counts until its own
 expiry). A ``?abq=`` hand-over becomes the cookie with a 307 to the clean URL. Everything else is
 refused: a browser navigation is sent (303) to the room's hosted page, anything else gets 429 +
-``Retry-After`` + JSON ``QueueRequired``, a path routers read differently 400. An app may queue
+``Retry-After`` + JSON ``QueueRequired``, a path routers read differently 400, a CORS preflight
+is answered 204 with the site's ``preflight_headers``. An app may queue
 through by sending its ticket in ``Anteroom-Ticket``. Every refusal names its reason in
 ``Anteroom-Enforcement``. Standard library only.
 
 This module only reads the WSGI request and applies the decision; what to decide is
-``edge_decision.decide``.
+``edge_decision.decide``, and ``edge_client`` makes the calls to Anteroom it asks for.
 """
 
 from __future__ import annotations
@@ -28,19 +29,18 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
 
+from anteroom.sdk.edge_client import AnteroomClient, http_transport, settle
 from anteroom.sdk.edge_decision import (
     ADMISSION_HEADER,
     COOKIE,
     HANDOVER_PARAM,
     REASON_HEADER,
     TICKET_HEADER,
-    AnteroomClient,
     Decision,
     EdgeConfig,
     EdgeState,
     Facts,
     decide,
-    http_transport,
 )
 from anteroom.sdk.edge_paths import raw_path_of
 
@@ -68,10 +68,12 @@ _HEADERS = {
         "anteroom-admission",
         "anteroom-ticket",
         "access-control-request-method",
+        "origin",
     )
 }
 _STATUS = {
     200: "200 OK",
+    204: "204 No Content",
     303: "303 See Other",
     307: "307 Temporary Redirect",
     400: "400 Bad Request",
@@ -105,7 +107,11 @@ def _url_path(environ: dict[str, Any], raw: str | None) -> str:
     if raw and raw.startswith("/"):
         return raw.split("?", 1)[0]
     path = str(environ.get("SCRIPT_NAME", "")) + str(environ.get("PATH_INFO", ""))
-    return quote(path.encode("latin-1"), safe="/;=,@:!$&'()*+~")  # WSGI strings are latin-1
+    try:
+        data = path.encode("latin-1")  # WSGI strings are latin-1
+    except UnicodeEncodeError:
+        data = path.encode("utf-8")  # text: Django puts its decoded path back into META
+    return quote(data, safe="/;=,@:!$&'()*+~")
 
 
 class AnteroomMiddleware:
@@ -116,10 +122,7 @@ class AnteroomMiddleware:
         self.config = config or EdgeConfig(**options)
         self.state = EdgeState()
         self.anteroom = AnteroomClient(
-            self.config.public_key,
-            http_transport(self.config.base_url, self.config.timeout),
-            self.config.pause_after_failure,
-            self.config.clock,
+            http_transport(self.config.base_url, self.config.timeout), self.config.clock
         )
 
     def room_for(self, path: str) -> str | None:
@@ -142,16 +145,21 @@ class AnteroomMiddleware:
             client_ip=c.client_ip(environ),
             session_jti=c.session_jti(environ),
             now=c.clock(),
+            script_name=str(environ.get("SCRIPT_NAME", "")),
         )
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         raw = _raw_target(environ)
         match = self.config.route_table.match(
-            environ.get("PATH_INFO", ""), raw_path_of(raw) if raw else None
+            environ.get("PATH_INFO", ""),
+            raw_path_of(raw) if raw else None,
+            environ.get("SCRIPT_NAME", ""),
         )
         if match.room is None:
             return self.app(environ, start_response)  # not ours: nothing read, nothing added
-        decision = decide(self.facts(environ), self.config, self.state, self.anteroom, match)
+        decision = decide(self.facts(environ), self.config, self.state, match)
+        if decision.kind == "call":
+            decision = settle(decision, self.anteroom)
         return self.apply(decision, environ, start_response)
 
     def apply(
@@ -180,8 +188,9 @@ class AnteroomEdge:
 
     Options not given are read from ``app.config["ANTEROOM_EDGE_KEYS"]`` (``…_BASE_URL``,
     ``…_PUBLIC_KEY``, ``…_ROUTES``, and optionally ``…_SECURE_COOKIE``,
-    ``…_CASE_SENSITIVE``). It only wraps ``app.wsgi_app`` with :class:`AnteroomMiddleware`, so it
-    needs no Flask import; views read the admission with ``admission(request.environ)``.
+    ``…_CASE_SENSITIVE``, ``…_MOUNT``, ``…_LANGUAGES``, ``…_PREFLIGHT_HEADERS``,
+    ``…_APP_ANSWERS_OPTIONS``). It only wraps ``app.wsgi_app`` with :class:`AnteroomMiddleware`,
+    so it needs no Flask import; views read the admission with ``admission(request.environ)``.
     """
 
     def __init__(self, app: Any = None, **options: Any) -> None:
@@ -199,10 +208,14 @@ class AnteroomEdge:
                 if app.config.get(setting) is None:
                     raise ValueError(f"AnteroomEdge needs {name}= or app.config[{setting!r}]")
                 options[name] = app.config[setting]
-        for name in ("secure_cookie", "case_sensitive"):
+        for name in ("secure_cookie", "case_sensitive", "app_answers_options"):
             setting = "ANTEROOM_EDGE_" + name.upper()
             if name not in options and app.config.get(setting) is not None:
                 options[name] = bool(app.config[setting])
+        for name in ("mount", "languages", "preflight_headers"):
+            setting = "ANTEROOM_EDGE_" + name.upper()
+            if name not in options and app.config.get(setting) is not None:
+                options[name] = app.config[setting]
         self.middleware = AnteroomMiddleware(app.wsgi_app, **options)
         app.wsgi_app = self.middleware
         app.extensions["anteroom.edge"] = self
