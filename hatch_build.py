@@ -22,6 +22,8 @@ BUILT = (
     "static/hosted.js",
     "static/console.js",
     "static/console.css",
+    "static/api-reference.js",
+    "static/api-reference.css",
 )
 SOURCES = ("frontend", "package.json", "package-lock.json")
 NO_NODE = (
