@@ -99,6 +99,7 @@ def _serve(settings: Settings) -> int:
     from anteroom.ops.keystore import KeyStore
     from anteroom.queue.redis_link import connect
     from anteroom.queue.room_engine import Engine
+    from anteroom.web import metrics
     from anteroom.web.app_factory import create_app
 
     server: EmbeddedRedis | None = None
@@ -120,7 +121,7 @@ def _serve(settings: Settings) -> int:
             secret = ensure_demo_secret(KeyStore(engine.redis, engine.keys),
                                         Path(settings.data_dir))  # fmt: skip
             demo_key = (secret, Path(settings.data_dir) / DEMO_SECRET_FILE)
-            crowd = start_crowd(engine, room_id)
+            crowd = start_crowd(engine, room_id, on_admit=metrics.ADMISSIONS.inc)
         page = start_page(base, demo_key)
         booted = multiprocessing.Value("i", 0)
 
