@@ -7,6 +7,7 @@ demo rooms' hosted pages and says where the demo's secret key is (the terminal o
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, Response, current_app, render_template
@@ -51,6 +52,15 @@ def home() -> ResponseReturnValue:
     return _page(
         "front_door.html", version=__version__, demo=demo, rooms=rooms, public_key=DEMO_PUBLIC_KEY
     )
+
+
+@bp.get("/favicon.ico")
+def favicon() -> ResponseReturnValue:
+    """Browsers ask for /favicon.ico whatever the page links: the SVG icon, not a 404."""
+    icon = Path(current_app.static_folder or "", "favicon.svg").read_bytes()  # 200 bytes
+    response = Response(icon, mimetype="image/svg+xml")
+    response.headers["Cache-Control"] = "public, max-age=86400"
+    return response
 
 
 @bp.get("/docs")
