@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import multiprocessing
 import os
@@ -21,6 +22,10 @@ from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.sdk.tokens import Keyring
 
 log = logging.getLogger("anteroom")
+REHEARSE_NEEDS_LOCUST = (
+    "anteroom rehearse needs Locust, which the base install leaves out: "
+    "pip install 'anteroom[rehearse]' (in a clone: .venv/bin/pip install -e '.[rehearse]')"
+)
 
 
 def persisted_keys(data_dir: Path) -> str:
@@ -206,6 +211,9 @@ def rehearse(argv: list[str]) -> int:
     In a fresh interpreter: Locust patches the standard library with gevent on import, which
     must happen before anything (here: redis-py) has imported ``socket`` and ``ssl``.
     """
+    if importlib.util.find_spec("locust") is None:
+        print(REHEARSE_NEEDS_LOCUST, file=sys.stderr)
+        return 2
     command = [sys.executable, "-m", "anteroom.ops.rehearse", *argv]
     try:
         return subprocess.call(command)
