@@ -160,7 +160,7 @@ def theme_stylesheet(colours: dict[str, str]) -> str:
     accent, background = colours["accent"], colours["background"]
     ink = readable_ink(background)
     on_accent = readable_ink(accent)
-    scheme = "light" if ink == INK_DARK else "dark"
+    scheme = "dark" if ink == INK_LIGHT else "light"
     return (
         f":root {{ color-scheme: {scheme}; --accent: {accent}; "
         f"--bg: {background}; --card: {background}; --ink: {ink}; --muted: {ink}; "
@@ -168,12 +168,16 @@ def theme_stylesheet(colours: dict[str, str]) -> str:
     )
 
 
-INK_DARK, INK_LIGHT = "#111111", "#ffffff"
+INK_DARK, INK_LIGHT, INK_BLACK = "#111111", "#ffffff", "#000000"
 
 
 def readable_ink(background: str) -> str:
-    """Near-black or white, whichever contrasts more with ``background`` (always >= 4.5:1)."""
+    """Near-black or white, whichever contrasts more with ``background``, and pure black where
+    neither reaches 4.5:1: on a mid grey such as #7a7a7a, #111111 gives 4.41:1 and white 4.29:1,
+    while black or white always reaches sqrt(21) = 4.58:1 on one side or the other."""
     dark, light = rooms.contrast(INK_DARK, background), rooms.contrast(INK_LIGHT, background)
+    if max(dark, light) < rooms.MIN_CONTRAST:
+        return INK_BLACK if rooms.contrast(INK_BLACK, background) >= light else INK_LIGHT
     return INK_DARK if dark >= light else INK_LIGHT
 
 
