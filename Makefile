@@ -2,7 +2,10 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PY_STAMP := $(VENV)/.installed
+# What `make serve` needs (the package) and what `make test` needs besides (the test extra):
+# two stamps, so serving never installs pytest, Playwright or Locust.
+SERVE_STAMP := $(VENV)/.installed-serve
+TEST_STAMP := $(VENV)/.installed-test
 JS_STAMP := node_modules/.installed
 AGENT := static/anteroom.js
 CHROMIUM := /usr/bin/chromium
@@ -11,31 +14,37 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: serve test lint pytest jstest bench clean
 
-serve: $(PY_STAMP) $(AGENT)
+serve: $(SERVE_STAMP) $(AGENT)
 	$(BIN)/anteroom serve
 
-test: $(PY_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) lint pytest jstest
+test: $(TEST_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) lint pytest jstest
 
-lint: $(PY_STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 
-pytest: $(PY_STAMP) $(AGENT) $(REDIS_SERVER)
+pytest: $(TEST_STAMP) $(AGENT) $(REDIS_SERVER)
 	$(BIN)/pytest
 
 jstest: $(JS_STAMP)
 	@if [ -f package.json ]; then npm test; fi
 
-bench: $(PY_STAMP) $(AGENT) $(CHROMIUM)
+bench: $(TEST_STAMP) $(AGENT) $(CHROMIUM)
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/http.py
 	$(BIN)/python bench/pow.py
 	$(BIN)/python bench/rush.py
 
-$(PY_STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+
+$(SERVE_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 

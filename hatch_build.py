@@ -22,8 +22,12 @@ BUILT = (
     "static/hosted.js",
     "static/console.js",
     "static/console.css",
+    "static/api-reference.js",
+    "static/api-reference.css",
 )
 SOURCES = ("frontend", "package.json", "package-lock.json")
+# What the build bundles from node_modules: a tree installed before one was added gets `npm ci`.
+BUNDLED = ("esbuild", "uplot", "swagger-ui-dist")
 NO_NODE = (
     "Building anteroom from a source tree bundles the browser agent ({files}) from frontend/ "
     "with esbuild, which needs Node.js 20 or later, and `{tool}` is not on PATH. Install Node.js "
@@ -64,12 +68,12 @@ def _run(command: list[str], root: Path) -> None:
 
 
 def build_agent(root: Path) -> None:
-    """Bundle the agent into ``static/`` (``npm ci`` first when esbuild is not installed)."""
+    """Bundle the agent into ``static/`` (``npm ci`` first when a bundled package is missing)."""
     files = ", ".join(BUILT)
     node = shutil.which("node")
     if node is None:
         raise RuntimeError(NO_NODE.format(files=files, tool="node"))
-    if not (root / "node_modules" / "esbuild").is_dir():
+    if not all((root / "node_modules" / name).is_dir() for name in BUNDLED):
         npm = shutil.which("npm")
         if npm is None:
             raise RuntimeError(NO_NODE.format(files=files, tool="npm"))

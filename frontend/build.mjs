@@ -28,6 +28,10 @@ export const bundles = [
   { entryPoints: ["frontend/hosted.js"], outfile: "static/hosted.js", format: "iife" },
   // The operator console with uPlot; its CSS (uPlot's and ours) lands beside it as console.css.
   { entryPoints: ["frontend/console/index.js"], outfile: "static/console.js", format: "iife" },
+  // The API reference at /docs: Swagger UI's bundle and CSS (swagger-ui-dist), with our few lines.
+  { entryPoints: ["frontend/api-reference.js"], outfile: "static/api-reference.js", format: "iife",
+    // Swagger UI is Apache-2.0: its licence notices travel with the bundle.
+    legalComments: "eof" },
 ];
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -17,6 +17,7 @@ import {
   etaRange,
   etaText,
   localText,
+  localTextWithLanguage,
   observedRates,
   pageState,
   progressValue,
@@ -90,6 +91,8 @@ export function startHostedPage(environment = {}) {
   const lang = root.dataset.lang || "en";
   /** @type {string | null} */
   let noticeShown = null;
+  /** @type {{text: string, lang: string | null} | null} */
+  let noticeLocal = null;
   /** @type {{at: number, position: number}[]} positions seen while the line moved (or not) */
   let samples = [];
   /** @type {unknown} */
@@ -134,8 +137,8 @@ export function startHostedPage(environment = {}) {
     if (controller.signal.aborted) return;
     const left = opensAt - clock.now();
     setText("countdown", countdownText(left, tr));
-    // Before the opening, an ETA would be a guess: it says when the line opens instead.
-    setText("eta", tr.text("opens.in", { time: countdownText(left, tr) }));
+    // Before the opening there is no wait to estimate, and the countdown says it once.
+    setText("eta", null);
     // The opening in the visitor's own time zone, beside the countdown.
     setText("opens-at", tr.text("opens.at", { time: tr.time(opensAt, clock.now()) }));
     // Ticks on the second boundaries of the time left, so the display never skips a second.
@@ -157,7 +160,9 @@ export function startHostedPage(environment = {}) {
     const roomName = config.roomName || answer?.roomName;
     if (roomName) setText("room-name", roomName);
     const position = typeof answer?.position === "number" ? answer.position : null;
-    setText("position", position === null ? "" : tr.number(position));
+    // In a pre-queue no place is drawn yet (it is drawn at random at the opening).
+    if (state === "prequeue") setText("position", null);
+    else setText("position", position === null ? "" : tr.number(position));
     setText("ahead", state === "waiting" ? aheadText(position, tr) : null);
     if (state === "waiting" && position !== null) {
       const now = clock.now();
@@ -192,13 +197,21 @@ export function startHostedPage(environment = {}) {
       }
     }
     // The notice is read out once when it appears or changes, through the one polite region.
-    const notice = update.status === "error" ? noticeShown : localText(answer?.notice, lang);
+    const local = update.status === "error" ? noticeLocal : localTextWithLanguage(answer?.notice, lang);
+    const notice = local?.text ?? null;
     if (notice !== noticeShown) {
       noticeShown = notice;
-      const section = byId("notice")?.parentElement;
+      noticeLocal = local;
+      const element = byId("notice");
+      const section = element?.parentElement;
       if (section) section.hidden = notice === null;
       setText("notice", notice ?? "");
-      if (notice !== null) spoken.push(`${tr.text("page.notice")}: ${notice}`);
+      // Its own direction (an English notice on an Arabic page keeps its full stop at its
+      // end) and, when known, its own language.
+      element?.setAttribute("dir", "auto");
+      if (local?.lang) element?.setAttribute("lang", local.lang);
+      else element?.removeAttribute("lang");
+      if (notice !== null) spoken.push(tr.text("page.noticeSpoken", { label: tr.text("page.notice"), notice }));
     }
     if (spoken.length) setText("announce", spoken.join(" "));
     shownNow = { state, position, sentence };

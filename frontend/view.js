@@ -1,3 +1,5 @@
+import { FRONT } from "./callback.js";
+
 /**
  * What the hosted page shows, as pure functions of the queue updates (hosted-page.js puts
  * them into the DOM).
@@ -104,12 +106,13 @@ export function countdownText(ms, tr) {
 }
 
 /**
- * "N people ahead of you", by the language's plural rules; null without a position.
+ * "N people ahead of you", by the language's plural rules; null without a position, and at
+ * the front, where the status already says "Almost there" (never "0 people ahead of you").
  * @param {number | null} position
  * @param {import("./i18n.js").Translator} tr
  */
 export function aheadText(position, tr) {
-  return typeof position === "number" && position >= 1 ? tr.count("ahead", position - 1) : null;
+  return typeof position === "number" && position >= 2 ? tr.count("ahead", position - 1) : null;
 }
 
 /**
@@ -118,6 +121,7 @@ export function aheadText(position, tr) {
  * @param {number} position
  */
 export function progressValue(startPosition, position) {
+  if (position <= 1) return 1; // at the front, however this tab first saw the line
   const span = startPosition - 1 || 1;
   return Math.min(1, Math.max(0, (startPosition - position) / span));
 }
@@ -156,9 +160,10 @@ export function statusText(state, update, roomName, tr) {
     case "prequeue":
       return tr.text("status.prequeue");
     case "waiting":
-      return typeof update?.position === "number"
-        ? tr.text("status.waiting", { position: update.position })
-        : tr.text("status.waitingNoPosition");
+      if (typeof update?.position !== "number") return tr.text("status.waitingNoPosition");
+      return tr.text(update.position <= FRONT ? "status.front" : "status.waiting", {
+        position: update.position,
+      });
     case "paused":
       return tr.text("status.paused");
     case "held":
@@ -190,11 +195,23 @@ function errorText(code, tr) {
  * @returns {string | null}
  */
 export function localText(value, lang) {
-  if (typeof value === "string") return value || null;
+  return localTextWithLanguage(value, lang)?.text ?? null;
+}
+
+/**
+ * localText, and the language its text is in (null for plain text, whose language is unknown),
+ * so the page can mark it (`lang`) when it is not the page's own.
+ * @param {unknown} value
+ * @param {string} lang
+ * @returns {{text: string, lang: string | null} | null}
+ */
+export function localTextWithLanguage(value, lang) {
+  if (typeof value === "string") return value ? { text: value, lang: null } : null;
   if (!value || typeof value !== "object") return null;
   const texts = /** @type {Record<string, unknown>} */ (value);
-  const chosen = texts[lang] ?? texts.en ?? Object.values(texts)[0];
-  return typeof chosen === "string" && chosen ? chosen : null;
+  const code = lang in texts ? lang : "en" in texts ? "en" : Object.keys(texts)[0];
+  const chosen = texts[code];
+  return typeof chosen === "string" && chosen ? { text: chosen, lang: code } : null;
 }
 
 /**

@@ -49,8 +49,10 @@ class ServerProcess:
         ready_path: str | None = None,
         cwd: Path | None = None,
         name: str | None = None,
+        new_session: bool = False,
     ) -> None:
         self.command = list(command)
+        self.new_session = new_session  # its own process group, as a shell's foreground job
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.log = log
@@ -66,7 +68,12 @@ class ServerProcess:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
-                self.command, env=self.env, cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT
+                self.command,
+                env=self.env,
+                cwd=self.cwd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=self.new_session,
             )
         self.stopped_at = None
         deadline = time.monotonic() + timeout

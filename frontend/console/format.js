@@ -90,3 +90,21 @@ function trend(delta, span) {
   if (delta === 0) return ` (unchanged ${span})`;
   return ` (${delta > 0 ? "up" : "down"} ${count(Math.abs(delta))} ${span})`;
 }
+
+/**
+ * WCAG 2 contrast ratio of two `#rrggbb` colours (1 to 21), as the server's theme check
+ * computes it (queue/room_config.py), so the form can say the figure before it is sent.
+ * @param {string} one
+ * @param {string} other
+ */
+export function contrastRatio(one, other) {
+  const luminance = (/** @type {string} */ hex) => {
+    const [r, g, b] = [1, 3, 5].map((i) => {
+      const c = parseInt(hex.slice(i, i + 2), 16) / 255;
+      return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [a, b] = [luminance(one), luminance(other)].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05);
+}

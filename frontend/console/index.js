@@ -3,7 +3,7 @@ import "uplot/dist/uPlot.min.css";
 import "./console.css";
 import { call, problem } from "./api.js";
 import { RoomCharts } from "./charts.js";
-import { count, releasedBy, when, zone } from "./format.js";
+import { contrastRatio, count, releasedBy, when, zone } from "./format.js";
 
 const REFRESH_MS = 5000;
 const main = /** @type {HTMLElement} */ (document.getElementById("main"));
@@ -80,6 +80,8 @@ class RoomPage {
     /** @type {Record<string, HTMLInputElement>} */
     this.inputs = {};
     this.roomNow = 0;
+    /** @type {(() => void)[]} fill the text and theme forms from the room, unless being edited */
+    this.fillers = [];
     byId("range").addEventListener("change", () => {
       this.charts.reset();
       this.refresh();
@@ -88,7 +90,7 @@ class RoomPage {
 
   /** @returns {string} the series query of the chosen span, up to the room's present */
   range() {
-    const span = Number(/** @type {HTMLSelectElement} */ (byId("range")).value) || 3600000;
+    const span = Number(/** @type {HTMLSelectElement} */ (byId("range")).value) || 900000;
     // `to` is left to the server (the room's clock now); `from` by the last clock we saw.
     return this.roomNow ? `from=${this.roomNow + 1 - span}` : "";
   }
@@ -190,7 +192,13 @@ class RoomPage {
         this.holdForm(),
       ];
       host.replaceChildren(this.buttons, this.openAt, ...this.forms);
+      byId("texts").replaceChildren(
+        this.textForm("notice", "Notice", "Shown above the figures on every waiting page, and read out once."),
+        this.textForm("closedMessage", "Closed message", "Shown instead of \"not open\" once the room has closed."),
+        this.themeForm(),
+      );
     }
+    for (const fill of this.fillers) fill();
     this.openAt.hidden = room.status !== "idle";
     for (const [field, input] of Object.entries(this.inputs)) {
       const value = String(room[field] || 0);
@@ -302,12 +310,149 @@ class RoomPage {
     return form;
   }
 
+
+  /**
+   * A text for visitors (`notice`, `closedMessage`), per language or one plain text for all.
+   * @param {string} field
+   * @param {string} label
+   * @param {string} hint
+   */
+  textForm(field, label, hint) {
+    const languages = (main.dataset.languages || "en").split(" ").filter(Boolean);
+    const select = /** @type {HTMLSelectElement} */ (el("select", { id: `${field}-lang` }, [
+      el("option", { value: "" }, ["Every language (one plain text)"]),
+      ...languages.map((code) => el("option", { value: code }, [code])),
+    ]));
+    const area = /** @type {HTMLTextAreaElement} */ (el("textarea", { id: `${field}-text`, maxlength: "500", dir: "auto" }));
+    const save = el("button", { type: "submit" }, ["Save"]);
+    const withdraw = el("button", { type: "button", class: "quiet" }, ["Withdraw"]);
+    const form = el("form", { class: "stack", "data-field": field }, [
+      el("label", { for: `${field}-lang` }, [`${label} language`]),
+      select,
+      el("label", { for: `${field}-text` }, [label]),
+      area,
+      el("p", { class: "hint" }, [hint]),
+      el("div", { class: "row" }, [save, withdraw]),
+    ]);
+    const lower = label.toLowerCase();
+    const show = () => {
+      const value = this.room?.[field];
+      area.value = select.value === "" ? (typeof value === "string" ? value : "")
+        : value && typeof value === "object" ? value[select.value] ?? "" : "";
+      area.dataset.edited = "";
+    };
+    select.addEventListener("change", show);
+    area.addEventListener("input", () => { area.dataset.edited = "1"; });
+    this.fillers.push(() => {
+      if (document.activeElement !== area && !area.dataset.edited) show();
+    });
+    const saved = (/** @type {{status: number}} */ reply) => {
+      if (reply.status === 200) show(); // a refused text stays in the field, to be corrected
+    };
+    withdraw.addEventListener("click", () =>
+      this.confirmThen(`Withdraw the ${lower} in every language: visitors no longer see it.`, { [field]: null }, saved));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const lang = select.value;
+      const text = area.value.trim() ? area.value : "";
+      const current = this.room[field];
+      /** @type {any} */
+      let next;
+      let said;
+      if (lang === "") {
+        next = text || null;
+        said = text ? `Show the ${lower} "${text}" in every language.` : `Withdraw the ${lower}.`;
+      } else {
+        const texts = current && typeof current === "object" ? { ...current } : {};
+        if (text) texts[lang] = text;
+        else delete texts[lang];
+        next = Object.keys(texts).length ? texts : null;
+        said = text ? `Set the ${lower} in ${lang} to "${text}".` : `Remove the ${lower} in ${lang}.`;
+        if (typeof current === "string") said += ` This replaces the plain text shown in every language ("${current}").`;
+      }
+      this.confirmThen(`${said} Waiting visitors see it at their next poll.`, { [field]: next }, saved);
+    });
+    return form;
+  }
+
+  /** The hosted page's theme: colours (with their contrast), logo and title; a PATCH replaces it whole. */
+  themeForm() {
+    const input = (/** @type {string} */ id, /** @type {string} */ type) =>
+      /** @type {HTMLInputElement} */ (el("input", { id, type }));
+    const accent = input("theme-accent", "color");
+    const background = input("theme-background", "color");
+    const logo = input("theme-logo", "url");
+    const title = input("theme-title", "text");
+    const check = el("p", { id: "theme-contrast", class: "hint", "aria-live": "polite" });
+    const outcome = el("p", { id: "theme-outcome", role: "alert" });
+    const remove = el("button", { type: "button", class: "quiet" }, ["Remove theme"]);
+    const form = el("form", { class: "stack", "data-field": "theme" }, [
+      el("label", { for: "theme-accent" }, ["Accent colour (buttons, links)"]),
+      accent,
+      el("label", { for: "theme-background" }, ["Background colour"]),
+      background,
+      check,
+      el("label", { for: "theme-logo" }, ["Logo URL (https, optional)"]),
+      logo,
+      el("label", { for: "theme-title" }, ["Title (optional, instead of the room's name)"]),
+      title,
+      outcome,
+      el("div", { class: "row" }, [el("button", { type: "submit" }, ["Save theme"]), remove]),
+    ]);
+    const say = () => {
+      const ratio = contrastRatio(accent.value, background.value);
+      check.textContent = `Accent on background: ${ratio.toFixed(2)}:1` +
+        (ratio >= 4.5 ? " (readable)." : " (at least 4.5:1 is needed: the server will refuse it).");
+      check.classList.toggle("error", ratio < 4.5);
+    };
+    const fields = [accent, background, logo, title];
+    const show = () => {
+      const theme = this.room?.theme || {};
+      accent.value = theme.accentColor || "#2a5bd7";
+      background.value = theme.backgroundColor || "#ffffff";
+      logo.value = theme.logoUrl || "";
+      title.value = theme.title || "";
+      form.dataset.edited = "";
+      say();
+    };
+    for (const field of fields) field.addEventListener("input", () => { form.dataset.edited = "1"; say(); });
+    this.fillers.push(() => {
+      if (!fields.includes(/** @type {any} */ (document.activeElement)) && !form.dataset.edited) show();
+    });
+    /** @param {{status: number}} reply */
+    const told = (reply) => {
+      outcome.textContent = reply.status === 200 ? "" : problem(/** @type {any} */ (reply));
+      outcome.className = reply.status === 200 ? "" : "error";
+      if (reply.status === 200) show();
+    };
+    remove.addEventListener("click", () =>
+      this.confirmThen("Remove the theme: the page goes back to its own colours, without logo or title.", { theme: null }, told));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const theme = {
+        accentColor: accent.value,
+        backgroundColor: background.value,
+        ...(logo.value.trim() ? { logoUrl: logo.value.trim() } : {}),
+        ...(title.value.trim() ? { title: title.value.trim() } : {}),
+      };
+      const ratio = contrastRatio(accent.value, background.value).toFixed(2);
+      this.confirmThen(
+        `Replace the theme: accent ${theme.accentColor} on background ${theme.backgroundColor} (${ratio}:1)` +
+          `${theme.logoUrl ? `, logo ${theme.logoUrl}` : ", no logo"}${theme.title ? `, title "${theme.title}"` : ", no title"}.`,
+        { theme },
+        told,
+      );
+    });
+    return form;
+  }
+
   /**
    * Ask first; then send the change and say what happened.
    * @param {string} text
    * @param {object} body
+   * @param {(reply: {status: number}) => void} [after] called with the answer, once the page shows it
    */
-  confirmThen(text, body) {
+  confirmThen(text, body, after) {
     byId("confirm-text").textContent = text;
     this.dialog.returnValue = "";
     const done = async () => {
@@ -317,6 +462,7 @@ class RoomPage {
       status.textContent = "Saving…";
       const reply = await call("PATCH", `/queues/${this.id}`, body);
       await this.refresh(); // the page shows the room as changed before it says so
+      after?.(reply);
       status.textContent = reply.status === 200 ? "Done." : problem(reply);
       status.focus(); // the control that was used may have been redrawn: focus stays on the page
     };

@@ -86,8 +86,11 @@ def test_room_gauges_read_redis_once_per_interval(client: FlaskClient, app: Flas
     services.directory.refresh_once()
     gauges = app.extensions["anteroom_room_gauges"]
     for _ in range(5):
-        scrape(client)
+        found = scrape(client)
     assert gauges.reads == 1
+    # A room without a capacity has no limit: +Inf, never a capacity of 0 (which would read as
+    # "nobody may be active" and make active/capacity alerts divide by zero).
+    assert value(found, "anteroom_room_capacity", slug="drop") == float("inf")
     gauges.ttl = 0.0  # the interval has passed
     scrape(client)
     assert gauges.reads == 2

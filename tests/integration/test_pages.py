@@ -142,3 +142,36 @@ def test_error_pages_speak_the_visitors_language(client: FlaskClient, services: 
     assert response.status_code == 401
     html = response.get_data(as_text=True)
     assert '<html lang="es"' in html and "Clave desconocida" in html
+
+
+def test_an_unknown_path_is_a_page_for_a_browser_and_json_for_an_api_client(
+    client: FlaskClient,
+) -> None:
+    browser = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+    page = client.get("/no-such-page", headers={"Accept": browser, "Accept-Language": "de"})
+    html = page.get_data(as_text=True)
+    assert page.status_code == 404 and page.mimetype == "text/html"
+    assert "script-src" in page.headers["Content-Security-Policy"]
+    assert 'data-error="NotFound"' in html and 'lang="de"' in html and 'href="/"' in html
+    # API clients (no Accept, JSON, or anything under /api/) keep the JSON error.
+    for path, accept in (
+        ("/no-such-page", None),
+        ("/no-such-page", "application/json"),
+        ("/api/v1/nothing", browser),
+    ):
+        answer = client.get(path, headers={"Accept": accept} if accept else {})
+        assert answer.status_code == 404 and answer.json == {
+            "error": "NotFound",
+            "message": "Nothing here.",
+        }, (path, accept)
+
+
+def test_the_favicon_is_served(client: FlaskClient) -> None:
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.mimetype == "image/svg+xml"
+    assert b"<svg" in icon.data
+
+
+def test_the_front_door_title_names_the_product_once(client: FlaskClient) -> None:
+    html = client.get("/").get_data(as_text=True)
+    assert "<title>Anteroom</title>" in html

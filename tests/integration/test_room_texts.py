@@ -76,6 +76,16 @@ def test_a_closed_room_answers_with_its_closing_message(
     assert again["status"] == "idle" and again["closedMessage"] == message
 
 
+def test_a_room_never_opened_is_not_said_to_be_closed(
+    client: FlaskClient, keys: tuple[str, dict[str, str]]
+) -> None:
+    pk, auth = keys
+    make(client, auth, closedMessage="Sold out — thank you for waiting")
+    answer = Visitor(client, pk).enter("spring-drop").json
+    # Idle, as a closed room is, but it has not sold out: the closing message waits for a close.
+    assert answer["status"] == "idle" and answer["closedMessage"] is None
+
+
 @pytest.mark.parametrize(
     ("value", "why"),
     [

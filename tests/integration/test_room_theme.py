@@ -95,6 +95,7 @@ def test_a_dark_background_gets_white_text(
         ({"logoUrl": "https://user:pw@cdn.example/l.png"}, "logoUrl: must be an absolute https"),
         ({"logoUrl": "https://cdn.example/l.png' onerror='x"}, "logoUrl: must be an absolute"),
         ({"logoUrl": "https://cdn.example;script-src*/l.png"}, "logoUrl: must be an https URL"),
+        ({"logoUrl": "https://cdn.example:0/l.png"}, "logoUrl: must be an https URL with a port"),
         ({"title": ""}, "title: must be a string of 1 to 200 characters"),
         ({"font": "Comic Sans"}, "font: unknown field"),
         ({}, "must be an object of logoUrl"),

@@ -48,8 +48,9 @@ describe("the built bundles", () => {
   });
 
   test("the bundles stay small", async () => {
-    // What visitors load stays under 10 kB; the operator console carries uPlot (about 20 kB).
-    const limits = { "static/console.js": 35_000 };
+    // What visitors load stays under 10 kB; the operator console carries uPlot (about 20 kB);
+    // the API reference at /docs is Swagger UI's bundle (about 450 kB), loaded by developers only.
+    const limits = { "static/console.js": 35_000, "static/api-reference.js": 500_000 };
     for (const { outfile } of bundles) {
       const code = await built(outfile);
       const limit = limits[outfile] ?? 10_000;

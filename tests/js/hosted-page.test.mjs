@@ -153,7 +153,10 @@ describe("the hosted page", () => {
     await clock.advance(0);
     assert.equal(view.get("anteroom").dataset.state, "prequeue");
     assert.equal(view.get("countdown").textContent, "01:03");
-    assert.equal(view.get("eta").textContent, "opening in 01:03");
+    // The countdown once (not again as the ETA), and no place yet: it is drawn at the opening.
+    assert.equal(view.get("eta").hidden, true);
+    assert.equal(view.get("position").hidden, true);
+    assert.equal(view.get("ahead").hidden, true);
     assert.equal(
       view.get("opens-at").textContent,
       `Opens at ${new Intl.DateTimeFormat("en", { timeStyle: "short" }).format(opensAt)}`,
@@ -164,7 +167,7 @@ describe("the hosted page", () => {
     assert.equal(view.get("countdown").textContent, "01:02");
     await clock.advance(1000);
     assert.equal(view.get("countdown").textContent, "01:01");
-    assert.equal(view.get("eta").textContent, "opening in 01:01");
+    assert.equal(view.get("eta").hidden, true);
     await clock.advance(62_000);
     assert.equal(view.get("anteroom").dataset.state, "waiting");
     assert.equal(view.get("countdown").hidden, true);
@@ -239,6 +242,40 @@ describe("the hosted page", () => {
     assert.deepEqual(writes, [], "the same notice is not read out again (nor a one-step move)");
     await clock.advance(1000);
     assert.equal(view.section.hidden, true, "a withdrawn notice goes away");
+  });
+
+  test("a notice carries its own language and direction", async () => {
+    const fake = new FakeFetch(clock, {
+      "/api/v1/queue/enter": [answer({ notice: { en: "Sizes S and M are sold out." } })],
+      "/api/v1/queue/poll": [answer({ notice: "Back at 6 pm", position: 10 })],
+    });
+    const view = page({ room: ROOM, key: "pk_test_1" }, "ar");
+    start(fake, view);
+    await clock.advance(0);
+    const notice = view.get("notice");
+    assert.equal(notice.attributes.get("lang"), "en", "English on an Arabic page: marked as English");
+    assert.equal(notice.attributes.get("dir"), "auto", "its full stop stays at its own end");
+    await clock.advance(1000);
+    assert.equal(notice.attributes.has("lang"), false, "plain text: its language is not known");
+    assert.equal(notice.attributes.get("dir"), "auto");
+  });
+
+  test("a notice is spoken joined to its label as the page's language joins them", async () => {
+    const ja = page({ room: ROOM, key: "pk_test_1" }, "ja");
+    start(new FakeFetch(clock, { "/api/v1/queue/enter": [answer({ notice: { ja: "完売しました" } })] }), ja);
+    await clock.advance(0);
+    const label = JSON.parse(catalogText("ja"))["page.notice"];
+    assert.match(ja.get("announce").textContent, new RegExp(`${label}：完売しました`), "joined as Japanese is");
+  });
+
+  test("the front of the line: 'Almost there', nobody counted ahead, the bar full", async () => {
+    const fake = new FakeFetch(clock, { "/api/v1/queue/enter": [answer({ position: 1, etaSeconds: 5 })] });
+    const view = page({ room: ROOM, key: "pk_test_1" });
+    start(fake, view);
+    await clock.advance(0);
+    assert.equal(view.get("status-text").textContent, "Almost there: you're number 1 in line.");
+    assert.equal(view.get("ahead").hidden, true);
+    assert.equal(view.get("progress").value, 1);
   });
 
   test("a closed room shows its closing message instead of the idle sentence", async () => {

@@ -4,7 +4,7 @@ import { describe, test } from "node:test";
 import { readFileSync } from "node:fs";
 
 import { createTranslator } from "../../frontend/i18n.js";
-import { aheadText, countdownText, etaRange, etaText, observedRates, pageState, progressValue, shouldAnnounce, withAdmission } from "../../frontend/view.js";
+import { aheadText, countdownText, etaRange, etaText, observedRates, pageState, progressValue, shouldAnnounce, statusText, withAdmission } from "../../frontend/view.js";
 
 const translator = (lang) =>
   createTranslator(JSON.parse(readFileSync(new URL(`../../translations/${lang}.json`, import.meta.url), "utf8")), lang);
@@ -83,11 +83,18 @@ describe("the hosted page's view", () => {
     assert.equal(countdownText(50 * 3600_000 + 59_000, en), "50:00:59");
   });
 
+  test("the front of the line says 'Almost there'", () => {
+    assert.equal(statusText("waiting", { position: 1 }, "Drop", en), "Almost there: you're number 1 in line.");
+    assert.equal(statusText("waiting", { position: 10 }, "Drop", en), "Almost there: you're number 10 in line.");
+    assert.match(statusText("waiting", { position: 11 }, "Drop", en), /^You're number 11 in line\./);
+  });
+
   test("progressValue", () => {
     assert.equal(progressValue(11, 11), 0);
     assert.equal(progressValue(11, 6), 0.5);
     assert.equal(progressValue(11, 1), 1);
-    assert.equal(progressValue(1, 1), 0);
+    assert.equal(progressValue(1, 1), 1, "first seen at the front: the bar is full, not empty");
+    assert.equal(progressValue(11, 1), 1);
     assert.equal(progressValue(5, 9), 0, "pushed back: clamped");
   });
 
@@ -113,6 +120,7 @@ describe("the hosted page's view", () => {
     const ja = translator("ja");
     assert.equal(en.number(1235), "1,235");
     assert.equal(de.number(1235), "1.235");
+    assert.equal(aheadText(1, en), null, "at the front: no '0 people ahead of you'");
     assert.equal(aheadText(2, en), "1 person ahead of you");
     assert.equal(aheadText(3, en), "2 people ahead of you");
     assert.equal(aheadText(1236, de), "1.235 Personen vor Ihnen");
@@ -124,7 +132,7 @@ describe("the hosted page's view", () => {
     assert.equal(aheadText(6, pl), "5 osób przed Tobą");
     assert.equal(aheadText(23, pl), "22 osoby przed Tobą");
     // Arabic: zero, one, two, few (3–10), many (11–99), other; its own digits.
-    assert.equal(aheadText(1, ar), "لا أحد أمامك");
+    assert.equal(ar.count("ahead", 0), "لا أحد أمامك");
     assert.equal(aheadText(3, ar), "شخصان أمامك");
     assert.equal(aheadText(4, ar), `${ar.number(3)} أشخاص أمامك`);
     assert.equal(aheadText(12, ar), `${ar.number(11)} شخصًا أمامك`);

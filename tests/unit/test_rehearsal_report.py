@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
+from typing import Any
 
 from anteroom.ops.rehearsal_report import (
     Journey,
@@ -12,6 +15,7 @@ from anteroom.ops.rehearsal_report import (
     percentiles,
     rate_excess,
     report,
+    summary,
     token_claims,
 )
 
@@ -84,3 +88,48 @@ def test_a_clean_journey_reports_nothing_wrong() -> None:
     figures = report(tally, {"rate": 60}, None)
     assert figures["order_inversions"] == 0 and figures["one_spot_violations"] == 0
     assert figures["admissions_per_minute"]["room_rate"] == 60
+
+
+def test_the_report_names_the_limit_that_bound_admissions() -> None:
+    def figures(arrivals_per_second: float, rate: int) -> dict[str, Any]:
+        tally = Tally()
+        for second in range(60):
+            journey = tally.new_journey()
+            journey.ticket, journey.dealt_at, journey.admission = second, 1000 + second, str(second)
+            journey.entered_at, journey.admitted_at = 0.0, 1.0
+        setup = {"visitors": 60, "arrivals_per_second": arrivals_per_second}
+        return report(tally, setup, {"ratePerMinute": rate, "dealtDuring": 60})[
+            "admissions_per_minute"
+        ]
+
+    # 200 a minute arrived for a room that deals 300: the arrivals were the limit, not the room.
+    slow = figures(200 / 60, 300)
+    assert slow["bound_by"] == "arrivals" and slow["arrivals_per_minute"] == 200.0
+    assert "bound by the arrivals" in summary({"admissions_per_minute": slow} | BLANK, "r.json")
+    busy = figures(10, 60)
+    assert busy["bound_by"] == "room rate" and busy["arrivals_per_minute"] == 600.0
+    assert "bound by the room rate" in summary({"admissions_per_minute": busy} | BLANK, "r.json")
+
+
+BLANK: dict[str, Any] = {
+    "visitors": {"started": 1, "admitted": 1, "not_admitted": 0, "lost_by_reason": {}},
+    "poll_latency_ms": {"p50": 1, "p95": 1, "p99": 1, "count": 1},
+    "wait_seconds": {"p50": 1, "p90": 1, "p99": 1, "max": 1},
+    "order_inversions": 0,
+    "one_spot_violations": 0,
+    "errors_by_code": {},
+    "recoveries_by_kind": {},
+}
+
+
+def test_rehearse_without_locust_says_what_to_install_and_exits_2() -> None:
+    # Locust made unimportable in this interpreter, as in an install without the extra.
+    code = (
+        "import sys; sys.modules['locust'] = None; from anteroom.ops.cli import main; "
+        "sys.exit(main(['rehearse', '--visitors', '10']))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 2, run.stderr
+    assert "Traceback" not in run.stderr
+    assert "pip install 'anteroom[rehearse]'" in run.stderr
+    assert ".venv/bin/pip install -e '.[rehearse]'" in run.stderr

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
+import multiprocessing
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,10 @@ from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.sdk.tokens import Keyring
 
 log = logging.getLogger("anteroom")
+REHEARSE_NEEDS_LOCUST = (
+    "anteroom rehearse needs Locust, which the base install leaves out: "
+    "pip install 'anteroom[rehearse]' (in a clone: .venv/bin/pip install -e '.[rehearse]')"
+)
 
 
 def persisted_keys(data_dir: Path) -> str:
@@ -58,45 +66,76 @@ def metrics_folder() -> tuple[Path, bool]:
 
 
 def _start_background(worker: Any) -> None:
-    """gunicorn's post_worker_init: start the worker app's own threads."""
+    """gunicorn's post_worker_init: one way to stop, then the worker app's own threads."""
+    _stop_on_one_signal(worker)
     worker.wsgi.extensions["anteroom"].start_background()
+
+
+def _stop_on_one_signal(worker: Any) -> None:
+    """Let a worker be told to quit once: by its master, never also by the terminal.
+
+    A Ctrl-C signals the whole process group: each worker got the terminal's SIGINT and, a
+    moment later, its master's SIGQUIT. The second handler could interrupt the first while it
+    held the thread pool's shutdown lock and then wait on that lock for ever, until the master
+    killed the worker 30 s later. The master turns the SIGINT into a SIGQUIT for each worker
+    anyway, so the worker ignores SIGINT and acts on the first SIGQUIT only.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    quitting = False
+
+    def quit_once(signum: int, frame: Any) -> None:
+        nonlocal quitting
+        if not quitting:
+            quitting = True
+            worker.handle_quit(signum, frame)
+
+    signal.signal(signal.SIGQUIT, quit_once)
 
 
 def _serve(settings: Settings) -> int:
     folder, ours = metrics_folder()
-    log.info("metrics of the workers are shared in %s", folder)
     from gunicorn.app.base import BaseApplication
     from prometheus_client import multiprocess
 
     from anteroom.ops.demo_crowd import start_crowd
-    from anteroom.ops.demo_seed import ensure_demo, ensure_demo_secret
+    from anteroom.ops.demo_seed import DEMO_SECRET_FILE, ensure_demo, ensure_demo_secret
     from anteroom.queue.redis_link import connect
     from anteroom.queue.room_engine import Engine
     from anteroom.store.keystore import KeyStore
+    from anteroom.web import metrics
     from anteroom.web.app_factory import create_app
 
     server: EmbeddedRedis | None = None
     started = False
+    crowd: threading.Event | None = None
     if not settings.redis_url:
         server, started = embedded_redis(settings)
         settings = settings.with_overrides(redis_url=server.url, demo=settings.demo_enabled)
         log.info("embedded Redis at %s (data in %s)", server.url, server.data_dir)
     if not settings.keys:
         settings = settings.with_overrides(keys=persisted_keys(Path(settings.data_dir)))
+    host, port = settings.bind.rsplit(":", 1) if ":" in settings.bind else ("", settings.bind)
+    base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
     try:
+        demo_key: tuple[str, Path] | None = None
         if settings.demo_enabled:
-            host = settings.bind.rsplit(":", 1)[0] or "127.0.0.1"
-            port = settings.bind.rsplit(":", 1)[-1]
-            host = "127.0.0.1" if host in ("0.0.0.0", "") else host
             engine = Engine(connect(settings.redis_url), settings.key_prefix)
-            room_id = ensure_demo(engine, f"http://{host}:{port}")
+            room_id = ensure_demo(engine, base)
             secret = ensure_demo_secret(KeyStore(engine.redis, engine.keys),
                                         Path(settings.data_dir))  # fmt: skip
-            log.info("demo room: http://%s:%s/queue/demo?key=pk_demo", host, port)
-            # The one place the demo's secret key is shown: this terminal, never a page.
-            log.info("console: http://%s:%s/console (sign in with %s)", host, port, secret)
-            start_crowd(engine, room_id)
-            log.info("demo crowd: simulated visitors keep the demo room's line moving")
+            demo_key = (secret, Path(settings.data_dir) / DEMO_SECRET_FILE)
+            crowd = start_crowd(engine, room_id, on_admit=metrics.ADMISSIONS.inc)
+        page = start_page(base, demo_key)
+        booted = multiprocessing.Value("i", 0)
+
+        def worker_ready(worker: Any) -> None:
+            _start_background(worker)
+            # The last worker up shows the start page once, after the boot logs.
+            with booted.get_lock():
+                booted.value += 1
+                last = booted.value == settings.workers
+            if last:
+                print(page, file=sys.stderr, flush=True)
 
         class Service(BaseApplication):  # type: ignore[misc]
             def load_config(self) -> None:
@@ -104,6 +143,9 @@ def _serve(settings: Settings) -> int:
                 self.cfg.set("workers", settings.workers)
                 self.cfg.set("worker_class", "gthread")
                 self.cfg.set("threads", 4)
+                # gunicorn's control socket (gunicornc) is not part of Anteroom's interface, and
+                # its default path is one per user, shared by every server that user runs.
+                self.cfg.set("control_socket_disable", True)
                 # With ANTEROOM_LOG_FORMAT=json the app writes one JSON line per request.
                 self.cfg.set("accesslog", None if settings.log_format == "json" else "-")
                 # Query strings carry tokens (?abq=…): log the path only, never a token.
@@ -111,7 +153,7 @@ def _serve(settings: Settings) -> int:
                 self.cfg.set("access_log_format", '%(h)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms %(p)s')
                 # Each worker's background threads (rooms directory, series sampler) start
                 # when it boots, not at its first request: a quiet room is sampled too.
-                self.cfg.set("post_worker_init", _start_background)
+                self.cfg.set("post_worker_init", worker_ready)
                 # A dead worker's live gauges (breaker state) stop counting.
                 self.cfg.set("child_exit", lambda _arbiter, worker: multiprocess.mark_process_dead(
                     worker.pid))  # fmt: skip
@@ -121,11 +163,44 @@ def _serve(settings: Settings) -> int:
 
         Service().run()
     finally:
+        # The crowd's thread first: it must not meet a stopped Redis.
+        if crowd is not None:
+            crowd.set()
         if server is not None and started:
             server.stop()
         if ours:
             shutil.rmtree(folder, ignore_errors=True)
     return 0
+
+
+def start_page(base: str, demo_key: tuple[str, Path] | None) -> str:
+    """The block ``anteroom serve`` prints once it answers: where to go, and the console's key.
+
+    ``demo_key``: the demo's secret key and the file it is kept in (None without the demo).
+    """
+    rows = [("Front door", f"{base}/")]
+    if demo_key is not None:
+        secret, path = demo_key
+        try:
+            shown = path.resolve().relative_to(Path.cwd())
+        except ValueError:
+            shown = path.resolve()
+        rows += [
+            ("Hosted page", f"{base}/queue/demo?key=pk_demo"),
+            ("Demo shop", f"{base}/demo/shop"),
+            ("Console", f"{base}/console"),
+            # The one place the demo's secret key is shown: this terminal, never a page.
+            ("Console key", f"{secret}  (kept in {shown})"),
+        ]
+    else:
+        rows += [
+            ("Console", f"{base}/console"),
+            ("Console key", "a secret key: anteroom keys create --environment <name>"),
+        ]
+    width = max(len(label) for label, _ in rows)
+    lines = [f"  {label.ljust(width)}  {value}" for label, value in rows]
+    rule = "-" * min(78, max(len(line) for line in lines))
+    return "\n".join(["", rule, "  Anteroom is up. Ctrl-C stops it.", "", *lines, rule, ""])
 
 
 def rehearse(argv: list[str]) -> int:
@@ -134,6 +209,9 @@ def rehearse(argv: list[str]) -> int:
     In a fresh interpreter: Locust patches the standard library with gevent on import, which
     must happen before anything (here: redis-py) has imported ``socket`` and ``ssl``.
     """
+    if importlib.util.find_spec("locust") is None:
+        print(REHEARSE_NEEDS_LOCUST, file=sys.stderr)
+        return 2
     command = [sys.executable, "-m", "anteroom.ops.rehearse", *argv]
     try:
         return subprocess.call(command)

@@ -13,6 +13,7 @@ import math
 import random
 import secrets
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from anteroom.queue import room_engine as eng
@@ -43,6 +44,9 @@ class DemoCrowd:
     rng: random.Random = field(default_factory=random.Random)
     visitors: dict[str, Visitor] = field(default_factory=dict)
     arrivals_owed: float = 0.0
+    # Called once per visitor admitted: serve counts them in anteroom_admissions_total, as the
+    # visitor API counts real visitors', so an admissions alert holds on the demo too.
+    on_admit: Callable[[], None] = lambda: None
 
     def arrivals_per_sec(self, t: float, rate_per_min: int) -> float:
         """Somewhat over the drain at the crest of a wave, well under it in the trough."""
@@ -90,7 +94,8 @@ class DemoCrowd:
         self._note(visitor, answer, t)
 
     def _note(self, visitor: Visitor, answer: eng.QueueAnswer, t: float) -> None:
-        if answer.status == "admitted":
+        if answer.status == "admitted" and not visitor.admitted_until:
+            self.on_admit()
             visitor.admitted_until = t + self.rng.uniform(*STAY_SEC)
 
     def _leave(self, visitor: Visitor) -> None:
@@ -117,9 +122,11 @@ def run_crowd(crowd: DemoCrowd, stop: threading.Event, interval: float = 1.0) ->
             log.exception("demo crowd: step failed")
 
 
-def start_crowd(engine: eng.Engine, room_id: str) -> threading.Event:
+def start_crowd(
+    engine: eng.Engine, room_id: str, on_admit: Callable[[], None] = lambda: None
+) -> threading.Event:
     """Run a crowd in a daemon thread; set the returned event to stop it."""
     stop = threading.Event()
-    crowd = DemoCrowd(engine, room_id)
+    crowd = DemoCrowd(engine, room_id, on_admit=on_admit)
     threading.Thread(target=run_crowd, args=(crowd, stop), name="demo-crowd", daemon=True).start()
     return stop

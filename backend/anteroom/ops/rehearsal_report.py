@@ -171,6 +171,8 @@ def report(tally: Tally, setup: dict[str, Any], room: dict[str, Any] | None) -> 
         violations["room dealt fewer than visitors admitted"] += len(admitted) - dealt_during
     span = (max(seconds) - min(seconds) + 1) if seconds else 0
     achieved = round(len(admitted) * 60 / span, 1) if span else None
+    per_second = setup.get("arrivals_per_second")
+    arrivals = round(per_second * 60, 1) if per_second else None
     waits = [j.admitted_at - j.entered_at for j in admitted if j.admitted_at is not None]
     lost = Counter(j.lost for j in journeys if j.lost)
     figures: dict[str, Any] = {
@@ -191,6 +193,8 @@ def report(tally: Tally, setup: dict[str, Any], room: dict[str, Any] | None) -> 
             "achieved": achieved,
             "room_rate": rate,
             "ratio": round(achieved / rate, 3) if achieved and rate else None,
+            "arrivals_per_minute": arrivals,
+            "bound_by": bound_by(arrivals, rate),
             "over_seconds": span,
             "rate_excess": rate_excess(seconds, int(rate)) if rate else None,
         },
@@ -213,3 +217,47 @@ def report(tally: Tally, setup: dict[str, Any], room: dict[str, Any] | None) -> 
         "pow": {"difficulty": tally.difficulty, "solve_seconds_total": round(tally.solve_sec, 2)},
     }
     return figures
+
+
+def bound_by(arrivals_per_minute: float | None, rate: float | None) -> str | None:
+    """What limited admissions: ``"arrivals"`` when visitors came slower than the room deals
+    (the room could not admit who had not come), else ``"room rate"``; None if unknown."""
+    if not rate:
+        return None
+    if arrivals_per_minute is not None and arrivals_per_minute < rate:
+        return "arrivals"
+    return "room rate"
+
+
+def bound_text(a: dict[str, Any]) -> str:
+    """The limit that bound admissions, in words: "200.0 achieved" is no shortfall when only
+    200 a minute arrived."""
+    if a.get("bound_by") == "arrivals":
+        return (
+            f"bound by the arrivals ({a['arrivals_per_minute']} a minute, "
+            f"under the room rate {a['room_rate']})"
+        )
+    if a.get("bound_by") == "room rate":
+        arrivals = a["arrivals_per_minute"]
+        return f"bound by the room rate {a['room_rate']} (arrivals {arrivals} a minute)"
+    return f"room rate {a['room_rate']}"
+
+
+def summary(figures: dict[str, Any], path: str) -> str:
+    """The report in a few lines for the terminal."""
+    v, a = figures["visitors"], figures["admissions_per_minute"]
+    lat, wait = figures["poll_latency_ms"], figures["wait_seconds"]
+    lines = [
+        f"visitors: {v['started']} arrived, {v['admitted']} admitted, "
+        f"{v['not_admitted']} not ({v['lost_by_reason'] or 'none lost'})",
+        f"admissions a minute: {a['achieved']} achieved, {bound_text(a)}; "
+        f"beyond the rate at worst: {a['rate_excess']}",
+        f"order inversions: {figures['order_inversions']}; "
+        f"one-spot violations: {figures['one_spot_violations']}",
+        f"poll latency ms: p50 {lat['p50']} p95 {lat['p95']} p99 {lat['p99']} ({lat['count']})",
+        f"wait s: p50 {wait['p50']} p90 {wait['p90']} p99 {wait['p99']} max {wait['max']}",
+        f"errors: {figures['errors_by_code'] or 'none'}",
+        f"started over: {figures['recoveries_by_kind'] or 'nobody'}",
+        f"report: {path}",
+    ]
+    return "\n".join(lines)

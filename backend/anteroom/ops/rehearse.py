@@ -52,7 +52,7 @@ import gevent
 from geventhttpclient.client import HTTPClientPool
 
 from anteroom.identity.proof_of_work import solve
-from anteroom.ops.rehearsal_report import Journey, Tally, report, token_claims
+from anteroom.ops.rehearsal_report import Journey, Tally, report, summary, token_claims
 
 __all__ = ["Plan", "RushVisitor", "main"]
 
@@ -409,26 +409,6 @@ def _stop(environment: Environment, **_: Any) -> None:
     Run.outcome = report(Run.tally, setup, room)
     Path(plan.report).write_text(json.dumps(Run.outcome, indent=2) + "\n")
     print(summary(Run.outcome, plan.report))
-
-
-def summary(figures: dict[str, Any], path: str) -> str:
-    """The report in a few lines for the terminal."""
-    v, a = figures["visitors"], figures["admissions_per_minute"]
-    lat, wait = figures["poll_latency_ms"], figures["wait_seconds"]
-    lines = [
-        f"visitors: {v['started']} arrived, {v['admitted']} admitted, "
-        f"{v['not_admitted']} not ({v['lost_by_reason'] or 'none lost'})",
-        f"admissions a minute: {a['achieved']} achieved, room rate {a['room_rate']}, "
-        f"beyond the rate at worst: {a['rate_excess']}",
-        f"order inversions: {figures['order_inversions']}; "
-        f"one-spot violations: {figures['one_spot_violations']}",
-        f"poll latency ms: p50 {lat['p50']} p95 {lat['p95']} p99 {lat['p99']} ({lat['count']})",
-        f"wait s: p50 {wait['p50']} p90 {wait['p90']} p99 {wait['p99']} max {wait['max']}",
-        f"errors: {figures['errors_by_code'] or 'none'}",
-        f"started over: {figures['recoveries_by_kind'] or 'nobody'}",
-        f"report: {path}",
-    ]
-    return "\n".join(lines)
 
 
 def broken(figures: dict[str, Any]) -> bool:

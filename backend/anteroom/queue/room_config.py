@@ -187,6 +187,8 @@ def _logo_url(value: Any) -> str | None:
         return why
     if parts.scheme.lower() != "https" or not host or parts.username or parts.password:
         return why
+    if parts.port == 0:
+        return "must be an https URL with a port from 1 to 65535 (port 0 never loads)"
     if not _HOST.fullmatch(host) or any(c in value for c in "\"'<>`"):
         return "must be an https URL with a plain host name (IDN as punycode)"
     return None

@@ -9,6 +9,7 @@ from typing import Any
 
 from flask import Flask
 from jinja2 import BaseLoader, ChoiceLoader, FileSystemLoader, PrefixLoader
+from werkzeug.exceptions import NotFound
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from anteroom.config import Settings
@@ -109,6 +110,8 @@ def create_app(
 
     request_log.init_app(app, settings.log_format)
     errors.init_app(app)
+    # A browser that follows a wrong link gets a page; an API client keeps its JSON.
+    app.register_error_handler(NotFound, pages.not_found)
     metrics.init_app(app, services)
     health.init_app(app, client)
     app.register_blueprint(visitor.bp)

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from flask import Blueprint, Response, current_app, g, redirect, render_template, request
 from flask.typing import ResponseReturnValue
 
+from anteroom.queue import room_config as rooms
 from anteroom.queue import room_series
 from anteroom.queue.redis_link import StorageError
 from anteroom.service_container import Services
@@ -93,7 +94,13 @@ def room_page(room_id: str) -> ResponseReturnValue:
         management.load_room(session.key, room_id)
     except (errors.RoomNotFound, errors.Forbidden):
         return _page("console.html", status=404, session=session, page="missing", room_id="")
-    return _page("console.html", session=session, page="room", room_id=room_id)
+    return _page(
+        "console.html",
+        session=session,
+        page="room",
+        room_id=room_id,
+        languages=" ".join(rooms.PAGE_LANGUAGES),
+    )
 
 
 @bp.post("/sign-in")

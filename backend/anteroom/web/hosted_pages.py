@@ -8,10 +8,12 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, current_app, render_template, request, url_for
 from flask.typing import ResponseReturnValue
+from werkzeug.exceptions import NotFound
 
 from anteroom.queue import room_config as rooms
 from anteroom.queue.redis_link import StorageError
 from anteroom.service_container import Services
+from anteroom.web import http_errors as errors
 from anteroom.web import page_languages as languages
 from anteroom.web import queue_answers as visitor
 from anteroom.web.http_errors import ApiError
@@ -57,12 +59,26 @@ def language_context(lang: str) -> dict[str, Any]:
     return {"lang": lang, "dir": languages.direction(lang), "t": t}
 
 
-def error_page(status: int, which: str, code: str) -> Response:
+def error_page(status: int, which: str, code: str, home: bool = False) -> Response:
     """A plain HTML error page in the visitor's language (``which``: ``notfound``…)."""
     context = language_context(page_language())
     title, message = context["t"](f"{which}.title"), context["t"](f"{which}.message")
-    html = render_template("error.html", title=title, message=message, code=code, **context)
+    html = render_template(
+        "error.html", title=title, message=message, code=code, home=home, **context
+    )
     return secure(Response(html, status=status, mimetype="text/html"))
+
+
+def not_found(exc: NotFound) -> Response:
+    """An unknown path: a page for a browser, the JSON error for an API client (by ``Accept``).
+
+    Under ``/api/`` it is always JSON; elsewhere HTML only when the client prefers it to JSON,
+    as a browser's navigation does (``text/html`` first, JSON at most ``*/*``).
+    """
+    wanted = request.accept_mimetypes.best_match(["application/json", "text/html"])
+    if request.path.startswith("/api/") or wanted != "text/html":
+        return errors.http_error(exc)
+    return error_page(404, "missing", "NotFound", home=True)
 
 
 @bp.get("/queue/<slug>")
@@ -144,7 +160,7 @@ def theme_stylesheet(colours: dict[str, str]) -> str:
     accent, background = colours["accent"], colours["background"]
     ink = readable_ink(background)
     on_accent = readable_ink(accent)
-    scheme = "light" if ink == INK_DARK else "dark"
+    scheme = "dark" if ink == INK_LIGHT else "light"
     return (
         f":root {{ color-scheme: {scheme}; --accent: {accent}; "
         f"--bg: {background}; --card: {background}; --ink: {ink}; --muted: {ink}; "
@@ -152,12 +168,16 @@ def theme_stylesheet(colours: dict[str, str]) -> str:
     )
 
 
-INK_DARK, INK_LIGHT = "#111111", "#ffffff"
+INK_DARK, INK_LIGHT, INK_BLACK = "#111111", "#ffffff", "#000000"
 
 
 def readable_ink(background: str) -> str:
-    """Near-black or white, whichever contrasts more with ``background`` (always >= 4.5:1)."""
+    """Near-black or white, whichever contrasts more with ``background``, and pure black where
+    neither reaches 4.5:1: on a mid grey such as #7a7a7a, #111111 gives 4.41:1 and white 4.29:1,
+    while black or white always reaches sqrt(21) = 4.58:1 on one side or the other."""
     dark, light = rooms.contrast(INK_DARK, background), rooms.contrast(INK_LIGHT, background)
+    if max(dark, light) < rooms.MIN_CONTRAST:
+        return INK_BLACK if rooms.contrast(INK_BLACK, background) >= light else INK_LIGHT
     return INK_DARK if dark >= light else INK_LIGHT
 
 

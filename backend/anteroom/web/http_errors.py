@@ -169,7 +169,8 @@ def to_response(exc: ApiError) -> Response:
     return response
 
 
-def _http_error(exc: HTTPException) -> Response:
+def http_error(exc: HTTPException) -> Response:
+    """Any HTTP error as its JSON answer."""
     if isinstance(exc, ApiError):
         return to_response(exc)
     retry = None
@@ -202,7 +203,7 @@ def _unexpected(exc: Exception) -> Response:
 
 def init_app(app: Flask) -> None:
     """Every error, including werkzeug's own and unexpected ones, answers JSON."""
-    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(HTTPException, http_error)
     app.register_error_handler(StorageError, _storage)
     app.register_error_handler(sessions.IdentityRefused, _identity)
     app.register_error_handler(Exception, _unexpected)

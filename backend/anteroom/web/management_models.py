@@ -45,7 +45,8 @@ FIELD_DOCS = {
     "160 by 48 px with alt text (its origin is added to this room's CSP img-src, nothing else); "
     "`accentColor`, `backgroundColor`: #rgb or #rrggbb, refused unless the accent reaches a "
     "4.5:1 contrast on the background (defaults #2a5bd7 on #ffffff); `title`: shown instead of "
-    "`name` (1 to 200 characters).",
+    "`name` (1 to 200 characters). A PATCH replaces the whole theme: fields left out go back "
+    "to the defaults.",
 }
 # The shape of each room rule that is not an integer range (a new field must be added here).
 FIELD_TYPES: dict[str, Any] = {

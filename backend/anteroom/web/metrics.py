@@ -10,6 +10,7 @@ answers a scrape reads them from Redis (one pipelined round), at most once per
 from __future__ import annotations
 
 import hmac
+import math
 import os
 import threading
 import time
@@ -54,7 +55,9 @@ ANSWERS = Counter(
     registry=REGISTRY,
 )
 ADMISSIONS = Counter(
-    "anteroom_admissions", "Answers carrying an admission token.", registry=REGISTRY
+    "anteroom_admissions",
+    "Admissions: answers carrying an admission token, and the demo crowd's admitted visitors.",
+    registry=REGISTRY,
 )
 REFUSALS = Counter("anteroom_refusals", "Error answers by error code.", ["code"], registry=REGISTRY)
 REDIS_ERRORS = Counter(
@@ -111,7 +114,7 @@ class RoomGauges(Collector):  # type: ignore[misc]
             "held": "Spots held (score at or above holdScore).",
             "active": "Admitted visitors whose slot is live.",
             "rate_per_minute": "Configured admissions per minute.",
-            "capacity": "Configured most active visitors (0: no limit).",
+            "capacity": "Configured most active visitors (+Inf: no limit).",
             "open": "1 while the room is open.",
             "paused": "1 while the room is paused.",
         }
@@ -134,7 +137,8 @@ class RoomGauges(Collector):  # type: ignore[misc]
             families["held"].add_metric(values, int(raw[2]))
             families["active"].add_metric(values, int(raw[3]))
             families["rate_per_minute"].add_metric(values, room["ratePerMinute"] or 0)
-            families["capacity"].add_metric(values, room["capacity"] or 0)
+            capacity = room["capacity"]
+            families["capacity"].add_metric(values, math.inf if capacity is None else capacity)
             families["open"].add_metric(values, 1 if raw[0] == "open" else 0)
             families["paused"].add_metric(values, 1 if raw[0] == "paused" else 0)
         return list(families.values())

@@ -176,7 +176,9 @@ def answer_body(
         # The operator's texts for the line ride on every answer, so a change reaches every
         # open page at its next poll (rooms are cached for two seconds per process).
         "notice": room.get("notice"),
-        "closedMessage": room.get("closedMessage"),
+        # Only once the room has closed (each close starts a new generation): a room never
+        # opened is idle too, and has not sold out.
+        "closedMessage": room.get("closedMessage") if room.get("generation", 1) > 1 else None,
     }
 
 
