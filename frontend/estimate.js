@@ -12,19 +12,22 @@
 export const STALE_INTERVALS = 2;
 /** ...and never later than this after the last answer. */
 export const STALE_MIN_MS = 30_000;
+/** Answers asking for a poll this soon need no estimate: the polls move the place (the front). */
+export const FRONT_POLL_MS = 2000;
 /** At most one estimate a second; at least one every this often while it moves. */
 export const TICK_MIN_MS = 1000;
 export const TICK_MAX_MS = 15_000;
 
 /**
  * The room's pace in places a second by `answer`, or null when it gives none (not waiting, held,
- * paused, before the opening, no ETA).
+ * paused, before the opening, no ETA) or needs none (the next poll is due within FRONT_POLL_MS).
  * @param {any} answer a queue answer
  * @param {number} now epoch ms on the page's clock
  * @returns {number | null}
  */
 export function paceOf(answer, now) {
   if (answer?.status !== "waiting" || answer.roomStatus === "paused") return null;
+  if (Number.isFinite(answer.pollAfterMs) && answer.pollAfterMs <= FRONT_POLL_MS) return null;
   if (typeof answer.opensAt === "number" && answer.opensAt > now) return null;
   const { position, etaSeconds } = answer;
   if (!Number.isFinite(position) || position < 1) return null;

@@ -46,7 +46,7 @@ describe("estimateAt: the place between polls", () => {
   });
 
   test("never shows a place before the first nor a negative ETA", () => {
-    const answer = waiting({ position: 3, etaSeconds: 3, pollAfterMs: 60_000 });
+    const answer = waiting({ position: 3, etaSeconds: 3, pollAfterMs: 5000 });
     const late = estimateAt(answer, T0, T0 + 50_000);
     assert.equal(late.position, 1);
     assert.equal(late.etaSeconds, 0);
@@ -67,6 +67,7 @@ describe("estimateAt: the place between polls", () => {
       waiting({ opensAt: T0 + 60_000 }),
       waiting({ etaSeconds: null }),
       waiting({ etaSeconds: 0 }),
+      waiting({ position: 40, etaSeconds: 40, pollAfterMs: 2000 }), // the front: polls move it
       admitted(),
     ];
     for (const answer of cases) {
@@ -101,7 +102,7 @@ describe("the agent between polls", () => {
     const fake = new FakeFetch(clock, {
       "/api/v1/queue/poll": [
         { body: waiting({ position: 600, etaSeconds: 600, pollAfterMs: 60_000 }) }, // 1 a second
-        { body: waiting({ position: 580, etaSeconds: 580, pollAfterMs: 2000 }) }, // slower than shown
+        { body: waiting({ position: 580, etaSeconds: 580, pollAfterMs: 5000 }) }, // slower than shown
         { body: admitted() },
       ],
     });
@@ -110,7 +111,7 @@ describe("the agent between polls", () => {
     assert.equal(value.status, "admitted");
     assert.equal(value.estimate, undefined);
     const polls = fake.callsTo("/api/v1/queue/poll").map((call) => call.at - T0);
-    assert.deepEqual(polls, [0, 60_000, 62_000], "the server's pollAfterMs, whatever the estimates");
+    assert.deepEqual(polls, [0, 60_000, 65_000], "the server's pollAfterMs, whatever the estimates");
     const estimates = updates.filter((u) => u.estimate);
     const between = estimates.filter((u) => u.at < T0 + 60_000);
     assert.deepEqual(between.map((u) => u.at - T0), Array.from({ length: 59 }, (_, i) => (i + 1) * 1000), "one a second between the two polls");
@@ -123,7 +124,7 @@ describe("the agent between polls", () => {
     assert.deepEqual(real, [600, 580, null]);
     const afterCorrection = updates.filter((u) => u.at >= T0 + 60_000);
     assert.equal(afterCorrection[0].position, 580, "the poll's answer replaces the estimate");
-    assert.ok(afterCorrection.slice(1).every((u) => !u.estimate || u.position >= 578));
+    assert.ok(afterCorrection.slice(1).every((u) => !u.estimate || u.position >= 575));
   });
 
   test("estimates: false shows only the server's answers", async () => {
@@ -148,6 +149,7 @@ describe("the agent between polls", () => {
     const { value } = await clock.settle(start(fake, updates));
     assert.equal(value.status, "admitted");
     assert.deepEqual(fake.callsTo("/api/v1/queue/poll").map((call) => call.at - T0), [0, 1000, 2000]);
+    assert.ok(updates.every((u) => !u.estimate), "the front's polls move its place themselves");
   });
 });
 
