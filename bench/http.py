@@ -7,14 +7,17 @@ Redis (or ``--redis-url``). The load generator is this process: keep-alive conne
 sockets, one thread each, sending pre-encoded requests, so it costs far less than the server.
 ``POST /api/v1/queue/poll`` of spots that stay ``waiting`` (each room deals one a minute behind
 spots entered ahead) and ``GET /healthz`` are measured in interleaved rounds (the order rotates);
-each figure is the median of the rounds' requests per second. Two kinds of poll: *near* (spots
+each figure is the median of the rounds' requests per second. Since the machine is shared, the CPU
+(web workers + Redis, from /proc and ``INFO cpu``) each round used per request is measured too:
+``*_cpu_ratio`` = plain's CPU per request / the poll's (1.0: a poll costs what the plain endpoint
+costs), a figure the scheduling of other processes moves far less. Two kinds of poll: *near* (spots
 within the first 100 of their rooms: the full poll) and *far* (spots beyond the first 1,000 of a
-long line: the far poll); ``near_poll_ratio`` and ``far_poll_ratio`` = that poll / plain. Every
-round opens its connections afresh and evenly over the workers (checked in /proc: Linux only).
-Spots are entered through the engine and their tickets signed here with the server's keys (the
-same tokens ``enter`` hands out), so setting up thousands takes a second. Polls go round-robin
-over many tickets, so the per-ticket limit (90 a minute) is never reached; the share of 200
-answers is checked.
+long line: the far poll); ``near_poll_ratio`` and ``far_poll_ratio`` = that poll's requests per
+second / plain's. Every round opens its connections afresh and evenly over the workers (checked in
+/proc: Linux only). Spots are entered through the engine and their tickets signed here with the
+server's keys (the same tokens ``enter`` hands out), so setting up thousands takes a second. Polls
+go round-robin over many tickets, so the per-ticket limit (90 a minute) is never reached; the share
+of 200 answers is checked.
 
 ``identify_us`` is the server-side time of one ``POST /api/v1/identify`` inside the same Flask
 app (the WSGI call gunicorn makes, pre-built request, same Redis; the client's proof of work is
@@ -221,6 +224,22 @@ def enter_all(url: str, api_key: str, room: str, count: int, threads: int) -> li
     shares = [count // threads + (i < count % threads) for i in range(threads)]
     with ThreadPoolExecutor(threads) as pool:
         return [a for answers in pool.map(one_share, shares) for a in answers]
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """utime + stime of ``pids`` (Linux /proc); a pid gone meanwhile counts nothing."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def redis_cpu(client: redis.Redis) -> float:
+    """Seconds of CPU the Redis server has used."""
+    info = client.info("cpu")
+    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
 
 
 def mint_tickets(engine: Engine, keyring: Keyring, room_id: str, count: int, tag: str) -> list[str]:
@@ -451,14 +470,22 @@ def main() -> None:
         tally: dict[str, Counter[str]] = {k: Counter() for k in kinds_order}
         splits: Counter[str] = Counter()
 
+        assert server.process is not None
+        web_pids = [server.process.pid, *server.workers()]
+        cpu_us: dict[str, list[float]] = {k: [] for k in kinds_order}
+
         def measure(kind: str, seconds: float) -> tuple[float, Counter[str]]:
             conns, split = server.connections(args.connections)
             splits["/".join(map(str, split))] += 1
+            cpu0 = cpu_seconds(web_pids) + redis_cpu(client)
             try:
-                return load_round(conns, kinds[kind][0], seconds, kinds[kind][1])
+                value, counts = load_round(conns, kinds[kind][0], seconds, kinds[kind][1])
             finally:
                 for conn in conns:
                     conn.close()
+            used = cpu_seconds(web_pids) + redis_cpu(client) - cpu0
+            cpu_us[kind].append(used / max(1, counts.total()) * 1e6)
+            return value, counts
 
         for kind in kinds_order:  # warm-up: workers' caches, connections, scripts
             measure(kind, 1.0)
@@ -504,6 +531,8 @@ def main() -> None:
         verify_us = verify_costs(admitted["token"], keys, "http-door", batches=7, per=5000)
 
         median_rps = {k: statistics.median(v) for k, v in rps.items()}
+        # CPU (web + Redis) per request: what a poll costs, whatever else runs on the machine.
+        cpu = {k: statistics.median(v[1:] or v) for k, v in cpu_us.items()}  # warm-up left out
         ok_share = {k: round(t["ok"] / t.total(), 4) for k, t in tally.items()}
         results: dict[str, Any] = {
             "near_poll_rps": round(median_rps["near"]),
@@ -511,6 +540,9 @@ def main() -> None:
             "plain_rps": round(median_rps["plain"]),
             "near_poll_ratio": round(median_rps["near"] / median_rps["plain"], 3),
             "far_poll_ratio": round(median_rps["far"] / median_rps["plain"], 3),
+            "cpu_us_per_request": {k: round(v, 1) for k, v in cpu.items()},
+            "near_poll_cpu_ratio": round(cpu["plain"] / cpu["near"], 3),
+            "far_poll_cpu_ratio": round(cpu["plain"] / cpu["far"], 3),
             "identify_us": median(identify_us),
             "verify_us": median(verify_us, 2),
             "challenge_us": median(challenge_us),
@@ -558,6 +590,8 @@ def table(results: dict[str, Any], rps: dict[str, list[float]]) -> None:
         ("plain_rps", "GET /healthz (plain JSON), req/s", lambda: spread("plain")),
         ("near_poll_ratio", "near poll / plain (target >= 0.8)", lambda: ""),
         ("far_poll_ratio", "far poll / plain (target >= 1.0)", lambda: ""),
+        ("near_poll_cpu_ratio", "plain / near poll CPU (web + Redis) per request", lambda: ""),
+        ("far_poll_cpu_ratio", "plain / far poll CPU (web + Redis) per request", lambda: ""),
         ("identify_us", "identify, server-side µs", lambda: ""),
         ("challenge_us", "challenge, server-side µs", lambda: ""),
         ("near_poll_app_us", "near poll, app-only µs (no HTTP)", lambda: ""),
