@@ -36,6 +36,7 @@ from anteroom.web import http_errors as errors
 from anteroom.web import metrics, request_log
 from anteroom.web import queue_answers as visitor
 from anteroom.web.api_models import MAX_STRING_LENGTH
+from anteroom.web.visitor_api import ANSWER_HEADERS
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -44,17 +45,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("anteroom")
 POLL = "/api/v1/queue/poll"
 REFRESH = "/api/v1/admission/refresh"
-# The body field holding each route's token, and the token's kind.
-TOKEN_FIELDS = {POLL: ("ticket", tokens.TICKET), REFRESH: ("token", tokens.ADMISSION)}
-# What the visitor blueprint's after_request (visitor_api.cors) puts on every answer.
-VISITOR_HEADERS = [
-    ("Access-Control-Allow-Origin", "*"),
-    ("Access-Control-Allow-Methods", "POST, OPTIONS"),
-    ("Access-Control-Allow-Headers", "Content-Type"),
-    ("Access-Control-Expose-Headers", "Retry-After"),
-    ("Access-Control-Max-Age", "600"),
-    ("Cache-Control", "no-store"),
-]
+# The body field holding each route's token.
+TOKEN_FIELDS = {POLL: "ticket", REFRESH: "token"}
 STATUS_LINES = {code: f"{code} {text.upper()}" for code, text in HTTP_STATUS_CODES.items()}
 
 
@@ -97,7 +89,7 @@ class HotPath:
         services: Services = self.app.extensions["anteroom"]
         services.directory.ensure_running()  # what the app's before_request does for Flask
         try:
-            answer = handler(services, _fields(body, TOKEN_FIELDS[route][0]))
+            answer = handler(services, _fields(body, TOKEN_FIELDS[route]))
         except HandOver:
             environ["wsgi.input"] = io.BytesIO(body)  # Flask reads the body afresh
             return self.inner(environ, start_response)
@@ -107,7 +99,7 @@ class HotPath:
         data = orjson.dumps(answer.body) + b"\n"  # the trailing newline, as Flask's jsonify
         headers = [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
         headers += answer.headers
-        headers += VISITOR_HEADERS
+        headers += ANSWER_HEADERS
         start_response(STATUS_LINES[answer.code], headers)
         elapsed = time.perf_counter() - started
         seen = self.app.extensions["anteroom_breaker_seen"]
@@ -129,7 +121,6 @@ class HotPath:
         data: bytes = stream.read(length) if length else b""
         if len(data) != length:  # the client sent less than it announced: the views' to say
             environ["wsgi.input"] = io.BytesIO(data)
-            environ["CONTENT_LENGTH"] = str(len(data))
             return None
         return data
 
