@@ -32,6 +32,7 @@ bench: $(PY_STAMP) $(AGENT) $(CHROMIUM)
 	$(BIN)/python bench/http.py
 	$(BIN)/python bench/pow.py
 	$(BIN)/python bench/rush.py
+	$(BIN)/python bench/crowd.py
 
 $(PY_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
