@@ -35,6 +35,7 @@ bench: $(TEST_STAMP) $(AGENT) $(CHROMIUM)
 	$(BIN)/python bench/http.py
 	$(BIN)/python bench/pow.py
 	$(BIN)/python bench/rush.py
+	$(BIN)/python bench/crowd.py
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

@@ -1,6 +1,7 @@
 import { createApi, PATHS } from "./api.js";
 import { backoffDelay } from "./backoff.js";
 import { AnteroomError } from "./errors.js";
+import { estimateAt, estimateTick } from "./estimate.js";
 import { solveChallenge } from "./pow.js";
 import { collectSignals } from "./signals.js";
 import { createRoomStore } from "./storage.js";
@@ -63,6 +64,8 @@ function normalizeOptions(slug, input) {
     throw new TypeError("`clock` must be an object with now(), setTimeout() and clearTimeout().");
   }
   options.random ??= Math.random;
+  options.estimates ??= true;
+  if (typeof options.estimates !== "boolean") throw new TypeError("`estimates` must be true or false.");
   if (typeof options.random !== "function") throw new TypeError("`random` must be a function.");
   return options;
 }
@@ -273,7 +276,33 @@ async function lead({ slug, options, store, api, emit, signal }) {
     emit(answer);
     if (FINAL_STATUSES.has(answer.status)) return answer;
     const pollAfter = Number.isFinite(answer.pollAfterMs) ? answer.pollAfterMs : DEFAULT_POLL_MS;
-    await sleep(Math.max(MIN_POLL_MS, pollAfter), { clock, signal });
+    await waitMovingEstimates(answer, Math.max(MIN_POLL_MS, pollAfter), { clock, signal, emit, estimates: options.estimates });
+  }
+}
+
+/**
+ * Waits `ms` until the next poll; meanwhile, unless `estimates` is false, emits the answer moved
+ * at the room's pace (estimate.js) each time the place it shows changes. The poll stays due at
+ * the same moment whatever the estimates do.
+ * @param {any} answer the last answer
+ * @param {number} ms
+ * @param {{clock: import("./timers.js").Clock, signal: AbortSignal, emit: (update: any) => void, estimates: boolean}} context
+ */
+async function waitMovingEstimates(answer, ms, { clock, signal, emit, estimates }) {
+  const receivedAt = clock.now();
+  const pollAt = receivedAt + ms;
+  let shown = answer.position;
+  for (;;) {
+    const left = pollAt - clock.now();
+    if (left <= 0) return;
+    const tick = estimates ? estimateTick(answer, clock.now()) : null;
+    await sleep(tick === null ? left : Math.min(left, tick), { clock, signal });
+    if (tick === null || clock.now() >= pollAt) continue;
+    const estimate = estimateAt(answer, receivedAt, clock.now());
+    if (estimate && estimate.position !== shown) {
+      shown = estimate.position;
+      emit(estimate);
+    }
   }
 }
 

@@ -36,7 +36,8 @@ const IDLE_RECHECK_MS = 30_000;
  * `data-room-name`, `data-redirect-url` (used when an answer carries none), `data-return-url`
  * (where to go back to, already checked by the server against the room's origin), `data-lang`
  * (the page's language; its catalog is the JSON of #anteroom-i18n). It sets `data-state` on
- * that element and fills, when present, #room-name, #position, #ahead, #eta, #countdown,
+ * that element and fills, when present, #room-name, #position, #ahead, #estimate (shown while
+ * the place is the agent's estimate between polls), #eta, #countdown,
  * #progress, #status-text, #notice (shown with its section, `.notice`, when the room has one),
  * #announce (aria-live) and #retry-at, with textContent only.
  *
@@ -164,7 +165,12 @@ export function startHostedPage(environment = {}) {
     if (state === "prequeue") setText("position", null);
     else setText("position", position === null ? "" : tr.number(position));
     setText("ahead", state === "waiting" ? aheadText(position, tr) : null);
-    if (state === "waiting" && position !== null) {
+    // Between polls the agent moves the place at the room's pace (estimate.js): say so.
+    const estimate = Boolean(update.estimate);
+    setText("estimate", estimate ? tr.text("page.estimate") : null);
+    if (estimate) {
+      // Neither a measure of the pace (it is the pace) nor news worth reading out.
+    } else if (state === "waiting" && position !== null) {
       const now = clock.now();
       samples.push({ at: now, position });
       samples = samples.filter((sample) => now - sample.at <= 15 * 60_000);
@@ -189,7 +195,7 @@ export function startHostedPage(environment = {}) {
     setText("status-text", sentence);
     const next = { state, position, at: clock.now() };
     const spoken = [];
-    if (shouldAnnounce(announced, next)) {
+    if (!estimate && shouldAnnounce(announced, next)) {
       announced = next;
       spoken.push(sentence);
       if (state === "prequeue" && typeof answer?.opensAt === "number") {

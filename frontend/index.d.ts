@@ -52,6 +52,12 @@ export interface QueueAnswer {
   token?: string | null;
   /** The room's own status: "open", "paused", "idle". */
   roomStatus?: string;
+  /**
+   * True on updates the agent makes between polls: the last answer's place and ETA moved on at
+   * the room's pace (`position / etaSeconds` a second, whole places, never past the first).
+   * The next poll's answer corrects it. Never on the answer `enterQueue` resolves with.
+   */
+  estimate?: boolean;
   [field: string]: unknown;
 }
 
@@ -95,6 +101,8 @@ export interface EnterQueueOptions {
   clock?: Clock;
   /** Uniform in [0, 1), for the backoff jitter. Default `Math.random`. */
   random?: () => number;
+  /** Between polls, move the place at the room's pace (updates with `estimate: true`). Default true. */
+  estimates?: boolean;
 }
 
 /**
@@ -104,7 +112,9 @@ export interface EnterQueueOptions {
  *
  * - Identifies first when no live session is stored (proof of work in a Web Worker, else in
  *   small slices on the main thread), then enters; resumes a stored ticket instead of entering.
- * - Polls at the server's `pollAfterMs`.
+ * - Polls at the server's `pollAfterMs` (1–2 s near the front, up to minutes far back); in
+ *   between, calls `onUpdate` with the place moved at the room's pace (`estimate: true`) each
+ *   time it moves by a place, at most once a second.
  * - Network errors, unreadable answers and 5xx are retried with backoff: the n-th failure in a
  *   row (n = 0 first) waits `c/2 + random()·c/2` ms, `c = min(60000, 1000·2^n)`; never less
  *   than a `Retry-After` the server gave.

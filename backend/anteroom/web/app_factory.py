@@ -58,6 +58,10 @@ def create_app(
     if not settings.keys:
         # Every worker must sign with the same secret; `anteroom serve` supplies a persisted one.
         raise ValueError("ANTEROOM_KEYS is required here (anteroom serve sets it)")
+    # Innermost, so ProxyFix and the demo's edge (added next) wrap the hot path as they wrap Flask.
+    from anteroom.web import hot_path
+
+    hot_path.install(app)
     if settings.demo_enabled:
         from anteroom.web.demo_shop import protect
 

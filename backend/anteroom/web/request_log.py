@@ -21,6 +21,7 @@ from flask import Flask, Response, g, request
 log = logging.getLogger("anteroom.request")
 INSTANCE = f"{socket.gethostname()}:{os.getpid()}"
 ROOM_BODY_ROUTES = frozenset({"/api/v1/queue/enter"})
+EXTENSION = "anteroom.request_log"  # True in app.extensions when lines are logged as JSON
 
 
 def _room() -> str | None:
@@ -57,17 +58,31 @@ def _start() -> None:
 
 def _finish(response: Response) -> Response:
     started = g.pop("request_log_started", None)
-    line = {"ts": round(time.time(), 3), **record(), "status": response.status_code}
-    if started is not None:
-        line["latencyMs"] = round((time.perf_counter() - started) * 1000, 2)
-    log.info(json.dumps(line, separators=(",", ":")))
+    fields = record()
+    elapsed = None if started is None else time.perf_counter() - started
+    write(fields["route"], fields["method"], fields["room"], response.status_code, elapsed)
     return response
+
+
+def enabled(app: Flask) -> bool:
+    """True when ``app`` logs requests as JSON lines (``ANTEROOM_LOG_FORMAT=json``)."""
+    return bool(app.extensions.get(EXTENSION))
+
+
+def write(route: str, method: str, room: str | None, status: int, seconds: float | None) -> None:
+    """Log one request's line (the Flask hook's and the hot path's one format)."""
+    line: dict[str, Any] = {"ts": round(time.time(), 3), "route": route, "method": method}
+    line |= {"room": room, "instance": INSTANCE, "status": status}
+    if seconds is not None:
+        line["latencyMs"] = round(seconds * 1000, 2)
+    log.info(json.dumps(line, separators=(",", ":")))
 
 
 def init_app(app: Flask, log_format: str) -> None:
     """Log each request as JSON when ``log_format`` is ``json`` (else leave logging alone)."""
     if log_format not in ("text", "json"):
         raise ValueError("ANTEROOM_LOG_FORMAT must be text or json")
+    app.extensions[EXTENSION] = log_format == "json"
     if log_format != "json":
         return
     if not log.handlers:

@@ -28,6 +28,15 @@ from anteroom.web.visitor_models import (
 )
 
 bp = Blueprint("visitor", __name__, url_prefix="/api/v1")
+# On every answer of this API (the hot path's too, web/hot_path.py): CORS, and never cached.
+ANSWER_HEADERS = (
+    ("Access-Control-Allow-Origin", "*"),
+    ("Access-Control-Allow-Methods", "POST, OPTIONS"),
+    ("Access-Control-Allow-Headers", "Content-Type"),
+    ("Access-Control-Expose-Headers", "Retry-After"),
+    ("Access-Control-Max-Age", "600"),
+    ("Cache-Control", "no-store"),
+)
 M = TypeVar("M", ChallengeRequest, IdentifyRequest, EnterRequest, TicketRequest, RefreshRequest)
 C = TypeVar("C", tokens.SessionClaims, tokens.TicketClaims, tokens.AdmissionClaims)
 # The body field holding a call's token -> its kind, and what to call it in a refusal.
@@ -97,12 +106,8 @@ def cors(response: Response) -> Response:
 
     Preflights are Flask's automatic OPTIONS answers, given these headers here.
     """
-    response.headers["Access-Control-Allow-Origin"] = "*"
-    response.headers["Access-Control-Allow-Methods"] = "POST, OPTIONS"
-    response.headers["Access-Control-Allow-Headers"] = "Content-Type"
-    response.headers["Access-Control-Expose-Headers"] = "Retry-After"
-    response.headers["Access-Control-Max-Age"] = "600"
-    response.headers["Cache-Control"] = "no-store"
+    for name, value in ANSWER_HEADERS:
+        response.headers[name] = value
     return response
 
 

@@ -1,0 +1,197 @@
+"""The waiting visitor's hot path (issue 19, item 3): ``POST /api/v1/queue/poll`` and
+``POST /api/v1/admission/refresh`` answered by a small WSGI function in front of the Flask app.
+
+A poll is what a waiting crowd sends all day, and most of its cost was Flask's request cycle
+(request and response objects, context locals, hooks, header objects), not the poll. Here the
+body is read and parsed once (orjson), the key and the token checked once, the engine called as
+the views call it, the answer encoded once and counted cheaply. Everything the common case does
+not need stays in the Flask views (``visitor_api``), which this hands the request to, body
+untouched, whenever the request is not a plain well-formed one or the answer needs their rules:
+
+- the body is missing, chunked, too large, not JSON, not exactly ``{apiKey, <token>}`` as
+  ASCII strings: Flask's parser names what is wrong;
+- the key or the token is refused: the views word the refusal (nothing was written yet);
+- Redis is unreachable: the views apply the room's fail mode.
+
+What the engine refuses (gone, rate-limited, revoked, busy) is answered here, with the same
+JSON error, headers and CORS, since calling the engine twice would double its cost. The API tests
+(``tests/integration/test_visitor_api.py`` and others) run through this path unchanged.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from werkzeug.http import HTTP_STATUS_CODES
+
+from anteroom.queue.redis_link import StorageUnavailable
+from anteroom.sdk import tokens
+from anteroom.service_container import Services
+from anteroom.web import http_errors as errors
+from anteroom.web import metrics, request_log
+from anteroom.web import queue_answers as visitor
+from anteroom.web.api_models import MAX_STRING_LENGTH
+from anteroom.web.visitor_api import ANSWER_HEADERS
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+    from flask import Flask
+
+log = logging.getLogger("anteroom")
+POLL = "/api/v1/queue/poll"
+REFRESH = "/api/v1/admission/refresh"
+# The body field holding each route's token.
+TOKEN_FIELDS = {POLL: "ticket", REFRESH: "token"}
+STATUS_LINES = {code: f"{code} {text.upper()}" for code, text in HTTP_STATUS_CODES.items()}
+
+
+class Answer:
+    """A finished answer of the hot path: status, JSON body, extra headers, what to log."""
+
+    __slots__ = ("body", "code", "headers", "room")
+
+    def __init__(
+        self, code: int, body: dict[str, Any], headers: list[tuple[str, str]], room: str | None
+    ) -> None:
+        self.code, self.body, self.headers, self.room = code, body, headers, room
+
+
+class HandOver(Exception):
+    """The request is the Flask views' to answer."""
+
+
+class HotPath:
+    """WSGI middleware: the two hot routes here, every other request to ``inner`` (Flask's)."""
+
+    def __init__(self, app: Flask, inner: WSGIApplication) -> None:
+        self.app = app
+        self.inner = inner
+        self.max_body = int(app.config["MAX_CONTENT_LENGTH"])
+        self.handlers: dict[str, Callable[[Services, tuple[str, str]], Answer]] = {
+            POLL: _poll,
+            REFRESH: _refresh,
+        }
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        route = environ.get("PATH_INFO", "")
+        handler = self.handlers.get(route)
+        if handler is None or environ.get("REQUEST_METHOD") != "POST":
+            return self.inner(environ, start_response)
+        started = time.perf_counter()
+        body = self._body(environ)
+        if body is None:
+            return self.inner(environ, start_response)
+        services: Services = self.app.extensions["anteroom"]
+        services.directory.ensure_running()  # what the app's before_request does for Flask
+        try:
+            answer = handler(services, _fields(body, TOKEN_FIELDS[route]))
+        except HandOver:
+            environ["wsgi.input"] = io.BytesIO(body)  # Flask reads the body afresh
+            return self.inner(environ, start_response)
+        except Exception as exc:  # as Flask's last-resort handler: logged, JSON 500
+            log.exception("unexpected error", exc_info=exc)
+            answer = _error(errors.InternalError(), None)
+        data = orjson.dumps(answer.body) + b"\n"  # the trailing newline, as Flask's jsonify
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
+        headers += answer.headers
+        headers += ANSWER_HEADERS
+        start_response(STATUS_LINES[answer.code], headers)
+        elapsed = time.perf_counter() - started
+        seen = self.app.extensions["anteroom_breaker_seen"]
+        metrics.observe(route, "POST", answer.code, elapsed, answer.body, services.breaker, seen)
+        if request_log.enabled(self.app):
+            request_log.write(route, "POST", answer.room, answer.code, elapsed)
+        return [data]
+
+    def _body(self, environ: WSGIEnvironment) -> bytes | None:
+        """The body's bytes, or None when it has no length or one over the app's limit (the
+        views' parser answers those as it always has)."""
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or -1)
+        except ValueError:
+            return None
+        if length < 0 or length > self.max_body:
+            return None
+        stream = environ["wsgi.input"]
+        data: bytes = stream.read(length) if length else b""
+        if len(data) != length:  # the client sent less than it announced: the views' to say
+            environ["wsgi.input"] = io.BytesIO(data)
+            return None
+        return data
+
+
+def _fields(body: bytes, token_field: str) -> tuple[str, str]:
+    """``(apiKey, token)`` of a plain well-formed body, else HandOver."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise HandOver() from None
+    if type(data) is not dict or len(data) != 2:
+        raise HandOver()
+    api_key, token = data.get("apiKey"), data.get(token_field)
+    for value in (api_key, token):
+        # ASCII: nothing to check for text a UTF-8 store cannot take (json_body does that).
+        if type(value) is not str or len(value) > MAX_STRING_LENGTH or not value.isascii():
+            raise HandOver()
+    return api_key, token  # type: ignore[return-value]
+
+
+def _checked(services: Services, api_key: str, token: str, kind: str) -> dict[str, Any]:
+    """The claims of ``token`` when it is of ``kind``, valid and of ``api_key``'s environment;
+    any refusal is worded by the views (HandOver): nothing has been written yet."""
+    try:
+        env = visitor.environment_of(services, api_key)
+        claims = tokens.decode(services.keyring, token, kind)
+    except Exception:
+        raise HandOver() from None
+    if claims.get("env") != env:
+        raise HandOver()
+    return claims
+
+
+def _poll(services: Services, fields: tuple[str, str]) -> Answer:
+    """As ``visitor_api.poll``, while Redis answers."""
+    claims = _checked(services, *fields, tokens.TICKET)
+    qr, vid, t, g = claims["qr"], claims["vid"], claims["t"], claims["g"]
+    near, qj = claims.get("qn") == 1, str(claims.get("qj", ""))
+    return _answer(services, qr, vid, lambda: services.engine.poll(qr, vid, t, g, qj, near))
+
+
+def _refresh(services: Services, fields: tuple[str, str]) -> Answer:
+    """As ``visitor_api.refresh``, while Redis answers."""
+    claims = _checked(services, *fields, tokens.ADMISSION)
+    qr, vid, jti, qj = claims["qr"], claims["vid"], claims["jti"], str(claims.get("qj", ""))
+    return _answer(services, qr, vid, lambda: services.engine.refresh(qr, vid, None, jti, qj))
+
+
+def _answer(services: Services, room_id: str, vid: str, call: Callable[[], Any]) -> Answer:
+    """The engine's answer for the room, rendered as the views render it."""
+    try:
+        room = visitor.room_by_id(services, room_id)
+        result = visitor.engine_call(services, call, room_id)
+    except StorageUnavailable:
+        raise HandOver() from None  # the room's fail mode is the views' to apply
+    except errors.ApiError as exc:
+        return _error(exc, room_id)
+    body, retry_after = visitor.render(services, room, vid, result)
+    headers = [] if retry_after is None else [("Retry-After", str(retry_after))]
+    return Answer(200, body, headers, room_id)
+
+
+def _error(exc: errors.ApiError, room_id: str | None) -> Answer:
+    """``exc`` as ``http_errors.to_response`` answers it."""
+    headers = list(exc.extra_headers.items())
+    if exc.retry_after is not None:
+        headers.append(("Retry-After", str(exc.retry_after)))
+    return Answer(exc.code or 400, exc.body(), headers, room_id)
+
+
+def install(app: Flask) -> None:
+    """Put the hot path right in front of Flask's own WSGI function, inside any middleware
+    added later (ProxyFix, the demo's edge), so they see and shape its requests as before."""
+    app.wsgi_app = HotPath(app, app.wsgi_app)  # type: ignore[method-assign]

@@ -1,0 +1,143 @@
+"""The poll's hot path (web/hot_path.py) answers exactly as the Flask views do, without their
+request cycle; what it does not handle reaches the views untouched."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from werkzeug.test import Client
+from werkzeug.wrappers import Response
+
+from anteroom.sdk import tokens
+from anteroom.service_container import Services
+from anteroom.web.hot_path import HotPath
+from helpers import make_room
+from visitor_client import Visitor
+
+pytestmark = pytest.mark.redis
+# Freshly signed on every answer (issued-at, ids): compared by their claims instead.
+SIGNED = ("queueToken", "token")
+
+
+@pytest.fixture
+def api_key(services: Services) -> str:
+    return services.keystore.create("shop")[0].public_key
+
+
+@pytest.fixture
+def room(services: Services) -> str:
+    room_id = make_room(services.engine, env="shop", slug="drop", ratePerMinute=60)
+    services.engine.open(room_id)
+    return room_id
+
+
+@pytest.fixture
+def views(app: Flask) -> Client:
+    """A client of the Flask views alone, behind the hot path."""
+    hot = app.wsgi_app
+    assert isinstance(hot, HotPath)
+    return Client(hot.inner, Response)
+
+
+def same_answer(services: Services, hot: Any, flask: Any) -> None:
+    """Status, headers and body alike; signed tokens alike in everything but when they were made."""
+    assert hot.status == flask.status
+    skip = {"Content-Length"}
+    assert {k: v for k, v in hot.headers if k not in skip} == {
+        k: v for k, v in flask.headers if k not in skip
+    }
+    a, b = hot.get_json(), flask.get_json()
+    for name in SIGNED:
+        if isinstance(a.get(name), str):
+            kind = tokens.TICKET if name == "queueToken" else tokens.ADMISSION
+            ca, cb = (tokens.decode(services.keyring, t, kind, now=0) for t in (a[name], b[name]))
+            for claims in (ca, cb):
+                claims.pop("iat"), claims.pop("exp")
+            assert ca == cb
+            a[name] = b[name] = "signed"
+    assert a == b
+
+
+def both(client: FlaskClient, views: Client, path: str, body: Any) -> tuple[Any, Any]:
+    """The same request through the app (hot path first) and through the views alone."""
+    return client.post(path, json=body), views.post(path, json=body)
+
+
+def test_waiting_and_admitted_polls_and_refresh_answer_as_the_views(
+    client: FlaskClient, views: Client, services: Services, api_key: str, room: str
+) -> None:
+    first, second = Visitor(client, api_key), Visitor(client, api_key)
+    first.enter("drop")
+    second.enter("drop")
+    body = {"apiKey": api_key, "ticket": second.ticket}
+    hot, flask = both(client, views, "/api/v1/queue/poll", body)
+    assert hot.json["status"] == "waiting" and hot.json["position"] == 2
+    assert hot.headers["Retry-After"] and hot.headers["Access-Control-Allow-Origin"] == "*"
+    same_answer(services, hot, flask)
+    services.engine.shift_clock(room, 1_000)
+    body = {"apiKey": api_key, "ticket": first.ticket}
+    hot, flask = both(client, views, "/api/v1/queue/poll", body)
+    assert hot.json["status"] == "admitted" and hot.json["token"]
+    same_answer(services, hot, flask)
+    refresh = {"apiKey": api_key, "token": hot.json["token"]}
+    hot, flask = both(client, views, "/api/v1/admission/refresh", refresh)
+    assert hot.status_code == 200 and hot.json["status"] == "admitted"
+    same_answer(services, hot, flask)
+
+
+def test_refusals_answer_as_the_views(
+    client: FlaskClient, views: Client, services: Services, api_key: str, room: str
+) -> None:
+    v = Visitor(client, api_key)
+    v.enter("drop")
+    ticket = v.ticket
+    for _ in range(89):  # the entry counted as one: the 90th poll is refused
+        assert v.poll().status_code == 200
+    limited = client.post("/api/v1/queue/poll", json={"apiKey": api_key, "ticket": ticket})
+    assert limited.status_code == 429 and limited.json["error"] == "RateLimited"
+    hot, flask = both(client, views, "/api/v1/queue/poll", {"apiKey": api_key, "ticket": ticket})
+    same_answer(services, hot, flask)
+    services.engine.close(room)
+    hot, flask = both(client, views, "/api/v1/queue/poll", {"apiKey": api_key, "ticket": ticket})
+    assert hot.status_code == 410 and hot.json["error"] == "TicketGone"
+    same_answer(services, hot, flask)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "{not json",
+        "[1]",
+        '{"apiKey": 1, "ticket": "x"}',
+        '{"ticket": "qt1.x.y.z"}',
+        '{"apiKey": "pk_x", "ticket": "qt1.a.b.c", "extra": 1}',
+        '{"apiKey": "pk_nope", "ticket": "qt1.a.b.c"}',
+        '{"apiKey": "pk_x", "ticket": "caf\\u00e9"}',
+    ],
+)
+def test_odd_bodies_reach_the_views_untouched(
+    client: FlaskClient, views: Client, services: Services, api_key: str, body: str
+) -> None:
+    body = body.replace("pk_x", api_key)
+    hot = client.post("/api/v1/queue/poll", data=body)
+    flask = views.post("/api/v1/queue/poll", data=body)
+    assert hot.status_code in (400, 401) and hot.json["message"]
+    same_answer(services, hot, flask)
+
+
+def test_a_poll_skips_the_request_cycle_and_the_rest_goes_through_it(
+    app: Flask, client: FlaskClient, api_key: str, room: str
+) -> None:
+    cycles: list[str] = []
+    app.before_request(lambda: cycles.append("flask"))
+    v = Visitor(client, api_key)
+    v.enter("drop")
+    cycles.clear()
+    assert v.poll().status_code == 200
+    assert cycles == []
+    assert v.leave().status_code == 204
+    assert client.post("/api/v1/queue/poll", data="{").status_code == 400
+    assert cycles == ["flask", "flask"]
