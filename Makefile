@@ -41,12 +41,16 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(SERVE_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+# The site SDK (packages/anteroom-sdk) is installed from the clone in the same command, so pip
+# never asks an index for the `anteroom-sdk` the service depends on.
+SDK := ./packages/anteroom-sdk
+
+$(SERVE_STAMP): pyproject.toml packages/anteroom-sdk/pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e $(SDK) -e .
 	touch $@
 
-$(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test]'
+$(TEST_STAMP): pyproject.toml packages/anteroom-sdk/pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e $(SDK) -e '.[test]'
 	touch $@
 
 $(JS_STAMP): $(wildcard package.json package-lock.json)
