@@ -67,10 +67,10 @@ import redis  # noqa: E402
 
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
-from anteroom.ops.keystore import KeyStore  # noqa: E402
 from anteroom.ops.rehearsal_report import order_inversions  # noqa: E402
 from anteroom.queue.script_replies import queue_answer  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
+from anteroom.store.keystore import KeyStore  # noqa: E402
 from anteroom.web.queue_answers import queue_token  # noqa: E402
 from live_server import LiveServer  # noqa: E402
 

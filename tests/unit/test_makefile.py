@@ -20,7 +20,8 @@ def would_run(clone: Path, target: str) -> str:
 
 
 def fresh_clone(tmp_path: Path) -> Path:
-    for name in ("Makefile", "pyproject.toml"):
+    for name in ("Makefile", "pyproject.toml", "packages/anteroom-sdk/pyproject.toml"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     return tmp_path
 
@@ -41,7 +42,7 @@ def ran(clone: Path, target: str) -> str:
 def test_serve_installs_the_package_without_the_test_extra(tmp_path: Path) -> None:
     clone = fresh_clone(tmp_path)
     commands = would_run(clone, "serve")
-    assert "pip install --quiet -e .\n" in commands
+    assert "pip install --quiet -e ./packages/anteroom-sdk -e .\n" in commands
     assert "[test]" not in commands
     assert ".venv/bin/anteroom serve" in commands
 
@@ -53,6 +54,6 @@ def test_test_after_serve_installs_the_test_extra_and_serve_after_test_nothing(
     ran(clone, "serve")
     assert "pip install" not in would_run(clone, "serve")  # stamped: nothing to install again
     commands = ran(clone, "pytest")
-    assert "pip install --quiet -e '.[test]'" in commands
+    assert "pip install --quiet -e ./packages/anteroom-sdk -e '.[test]'" in commands
     assert "pip install" not in would_run(clone, "pytest")
     assert "pip install" not in would_run(clone, "serve")
