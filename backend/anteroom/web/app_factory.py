@@ -13,7 +13,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from anteroom.config import Settings
 from anteroom.ops.keystore import KeyStore
-from anteroom.queue.redis_link import Breaker, connect_links
+from anteroom.queue.redis_link import Breaker, connect, connect_links
 from anteroom.queue.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
 from anteroom.queue.room_series import RoomSeries
@@ -71,7 +71,9 @@ def create_app(
     # On a cluster the breaker pauses only the shard that failed; one server pauses as a whole.
     breaker = Breaker(shard_of=links.shard_of if links.target.is_cluster else None)
     snapshot = Path(settings.data_dir) / SNAPSHOT_NAME
-    directory = RoomDirectory(client, engine.keys, breaker, snapshot)
+    # The background threads count their own failures (twins): a failure only they saw never
+    # pauses a visitor's request, and an open request breaker never starves them.
+    directory = RoomDirectory(client, engine.keys, breaker.twin(), snapshot)
     series = RoomSeries(client, engine.keys)
     services = Services(
         settings=settings,
@@ -91,7 +93,7 @@ def create_app(
             time.time,
             lock_path=Path(settings.data_dir) / SAMPLER_LOCK,
         ),
-        ticker=RoomTicker(engine, directory, breaker=breaker),
+        ticker=RoomTicker(engine, directory, breaker=breaker.twin()),
     )
     app.extensions["anteroom"] = services
     # Lazily, per process: gunicorn forks workers after the app may have been built.
@@ -111,7 +113,7 @@ def create_app(
     request_log.init_app(app, settings.log_format)
     errors.init_app(app)
     metrics.init_app(app, services)
-    health.init_app(app, client)
+    health.init_app(app, connect(settings.redis_url, timeout=health.BUDGET_SEC), breaker)
     app.register_blueprint(visitor.bp)
     app.register_blueprint(management.bp)
     app.register_blueprint(docs.bp)
