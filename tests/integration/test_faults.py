@@ -15,6 +15,7 @@ import redis.exceptions as rex
 from flask.testing import FlaskClient
 
 from anteroom.config import Settings
+from anteroom.identity import sessions as identity
 from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue.redis_link import Breaker, StorageUnavailable
 from anteroom.service_container import Services
@@ -144,3 +145,18 @@ def test_readyz_answers_within_its_budget_when_redis_stalls(
     # Three failed checks opened the breaker: the last probes answered without asking Redis.
     assert stack.services.breaker.is_open
     assert answers[-1][1] < 0.1
+
+
+def test_an_identify_whose_first_write_landed_late_gets_its_session(stack: Stack) -> None:
+    visitor = stack.visitor()
+    body = visitor.solved()
+    s = stack.services
+    challenge = identity.solved_challenge(s, "shop", body["challenge"], body["solution"])
+    # The first attempt's spend reached Redis after its client gave up (a stall, a 503): the
+    # challenge is spent with the session that attempt earned.
+    earned = {"jti": "j" * 22, "vid": "v" * 22, "env": "shop", "score": 0, "sig": [],
+              "iat": int(time.time()), "exp": int(time.time()) + 3600}  # fmt: skip
+    assert identity.spend_challenge(s, challenge, body["solution"], earned) == earned
+    retried = visitor.post("identify", body)
+    assert retried.status_code == 200, retried.text
+    assert retried.json == identity.session_answer(s, earned)
