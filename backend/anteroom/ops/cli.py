@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -64,7 +65,22 @@ def _start_background(worker: Any) -> None:
     services.sampler.ensure_running()
 
 
+# Open connections per worker (idle ones included) before it stops accepting more.
+WORKER_CONNECTIONS = 4096
+
+
+def open_files_for_connections() -> None:
+    """Raise the soft open-files limit towards the hard one, so the idle connections the
+    workers hold cannot run a worker out of descriptors first (1,024 is a common default)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = WORKER_CONNECTIONS + 256
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+
+
 def _serve(settings: Settings) -> int:
+    open_files_for_connections()
     folder, ours = metrics_folder()
     log.info("metrics of the workers are shared in %s", folder)
     from gunicorn.app.base import BaseApplication
@@ -104,8 +120,10 @@ def _serve(settings: Settings) -> int:
             def load_config(self) -> None:
                 self.cfg.set("bind", settings.bind)
                 self.cfg.set("workers", settings.workers)
-                self.cfg.set("worker_class", "gthread")
-                self.cfg.set("threads", 4)
+                # gevent (ops/gevent_worker.py): idle and slow clients hold no thread, so they
+                # delay nobody; gthread's few threads each waited on one such connection.
+                self.cfg.set("worker_class", "anteroom.ops.gevent_worker.Worker")
+                self.cfg.set("worker_connections", WORKER_CONNECTIONS)
                 # With ANTEROOM_LOG_FORMAT=json the app writes one JSON line per request.
                 self.cfg.set("accesslog", None if settings.log_format == "json" else "-")
                 # Query strings carry tokens (?abq=…): log the path only, never a token.
