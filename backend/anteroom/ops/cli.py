@@ -81,6 +81,9 @@ def open_files_for_connections() -> None:
 
 def _serve(settings: Settings) -> int:
     open_files_for_connections()
+    from anteroom.ops.gevent_worker import resolve_in_place
+
+    resolve_in_place()
     folder, ours = metrics_folder()
     log.info("metrics of the workers are shared in %s", folder)
     from gunicorn.app.base import BaseApplication

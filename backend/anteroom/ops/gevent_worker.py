@@ -13,10 +13,22 @@ classes up when it connects, after the patch, so the warning is silenced here, n
 
 from __future__ import annotations
 
+import os
 import warnings
 
 from gevent.monkey import MonkeyPatchWarning
 from gunicorn.workers.ggevent import GeventWorker
+
+
+def resolve_in_place() -> None:
+    """Have gevent resolve names in the calling greenlet (the OS resolver, /etc/hosts first),
+    unless ``GEVENT_RESOLVER`` says otherwise; set before the workers fork.
+
+    The default thread-pool resolver stalled a worker's first lookups for seconds after a fork
+    (seen when a worker replaced during an outage first reached for Redis). redis-py resolves
+    only as it opens a connection, which its pool then keeps.
+    """
+    os.environ.setdefault("GEVENT_RESOLVER", "block")
 
 
 class Worker(GeventWorker):  # type: ignore[misc]
