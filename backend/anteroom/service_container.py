@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from anteroom.config import Settings
 from anteroom.ops.keystore import KeyStore
+from anteroom.queue.fail_open_ledger import FailOpenLedger
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import Breaker, Client, Links
 from anteroom.queue.room_directory import RoomDirectory, StaleCache
@@ -33,6 +34,8 @@ class Services:
     series: RoomSeries
     sampler: SamplerThread
     ticker: RoomTicker
+    # Fail-open admissions dealt by this process, booked by the ticker once Redis is back.
+    fail_open: FailOpenLedger = field(default_factory=FailOpenLedger)
 
     @property
     def keys(self) -> KeySpace:

@@ -163,9 +163,11 @@ class Breaker:
         """True while every call is being skipped."""
         return self.clock() < self.open_until
 
-    def twin(self) -> Breaker:
-        """A breaker like this one with its own failure count, for a background thread."""
-        return Breaker(self.pause, self.clock, self.shard_of, self.threshold, self.window)
+    def twin(self, pause: float | None = None) -> Breaker:
+        """A breaker like this one (``pause`` apart) with its own failure count, for a
+        background thread."""
+        pause = self.pause if pause is None else pause
+        return Breaker(pause, self.clock, self.shard_of, self.threshold, self.window)
 
 
 class CountingConnection(redis.Connection):

@@ -13,6 +13,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from anteroom.config import Settings
 from anteroom.ops.keystore import KeyStore
+from anteroom.queue.fail_open_ledger import FailOpenLedger
 from anteroom.queue.redis_link import Breaker, connect, connect_links
 from anteroom.queue.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
@@ -75,6 +76,7 @@ def create_app(
     # pauses a visitor's request, and an open request breaker never starves them.
     directory = RoomDirectory(client, engine.keys, breaker.twin(), snapshot)
     series = RoomSeries(client, engine.keys)
+    ledger = FailOpenLedger()
     services = Services(
         settings=settings,
         redis=client,
@@ -93,7 +95,8 @@ def create_app(
             time.time,
             lock_path=Path(settings.data_dir) / SAMPLER_LOCK,
         ),
-        ticker=RoomTicker(engine, directory, breaker=breaker.twin()),
+        ticker=RoomTicker(engine, directory, breaker=breaker.twin(pause=1.0), fail_open=ledger),
+        fail_open=ledger,
     )
     app.extensions["anteroom"] = services
     # Lazily, per process: gunicorn forks workers after the app may have been built.
