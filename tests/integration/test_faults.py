@@ -6,6 +6,8 @@ a background thread's failures never pause a visitor; /readyz answers within its
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +18,10 @@ from flask.testing import FlaskClient
 
 from anteroom.config import Settings
 from anteroom.identity import sessions as identity
+from anteroom.ops.demo_crowd import DemoCrowd, run_crowd
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue.redis_link import Breaker, StorageUnavailable
+from anteroom.queue.redis_link import Breaker, StorageUnavailable, connect
+from anteroom.queue.room_engine import Engine
 from anteroom.service_container import Services
 from anteroom.web.app_factory import create_app
 from anteroom.web.health_probes import BUDGET_SEC
@@ -160,3 +164,26 @@ def test_an_identify_whose_first_write_landed_late_gets_its_session(stack: Stack
     retried = visitor.post("identify", body)
     assert retried.status_code == 200, retried.text
     assert retried.json == identity.session_answer(s, earned)
+
+
+def test_the_demo_crowd_logs_no_traceback_when_redis_fails(
+    proxy: FaultProxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = Engine(connect(proxy.url))
+    room_id = make_room(engine, env="demo", slug="demo-room")
+    engine.open(room_id)
+    proxy.stall()  # timeouts first (redis-py's TimeoutError is no OSError), then refusals
+    stop = threading.Event()
+    crowd = threading.Thread(target=run_crowd, args=(DemoCrowd(engine, room_id), stop, 0.01))
+    with caplog.at_level(logging.DEBUG, logger="anteroom"):
+        crowd.start()
+        time.sleep(2.5)  # the crowd's steps meet the stall: its call times out after 2 s
+        proxy.refuse = True
+        proxy.resume()
+        proxy.reset()
+        time.sleep(0.3)
+        stop.set()
+        crowd.join()
+    failures = [r for r in caplog.records if r.name == "anteroom" and "demo crowd" in r.message]
+    assert failures and all(r.levelno == logging.DEBUG and not r.exc_info for r in failures)
+    engine.redis.close()
