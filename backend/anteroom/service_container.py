@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from anteroom.config import Settings
 from anteroom.identity.dependencies import IdentityServices
+from anteroom.queue.fail_open_ledger import FailOpenLedger
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import Breaker, Client, Links
 from anteroom.queue.room_directory import RoomDirectory, StaleCache
@@ -35,6 +36,8 @@ class Services:
     series: RoomSeries
     sampler: SamplerThread
     ticker: RoomTicker
+    # Fail-open admissions dealt by this process, booked by the ticker once Redis is back.
+    fail_open: FailOpenLedger = field(default_factory=FailOpenLedger)
 
     def __post_init__(self) -> None:
         # The room ticker (drains and sweeps open rooms) starts with the directory's refresher,

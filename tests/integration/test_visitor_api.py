@@ -12,7 +12,7 @@ from anteroom.identity import proof_of_work as pow
 from anteroom.sdk import tokens
 from anteroom.sdk import verification as verify
 from anteroom.service_container import Services
-from helpers import make_room
+from helpers import TEST_KEYS, make_room
 from visitor_client import Visitor
 
 pytestmark = pytest.mark.redis
@@ -349,12 +349,19 @@ def test_busy_when_redis_is_out_of_memory(
 # -- proof of work ---------------------------------------------------------------------------
 
 
-def test_spent_challenge_is_refused(client: FlaskClient, api_key: str) -> None:
+def test_spent_challenge_is_refused_to_another_solution(client: FlaskClient, api_key: str) -> None:
     v = Visitor(client, api_key)
     body = v.solved()
-    assert v.post("identify", body).status_code == 200
+    first = v.post("identify", body)
+    assert first.status_code == 200
+    # A retry of the same proof (its answer lost, a timeout) gets the session it earned.
     again = v.post("identify", body)
-    assert again.status_code == 401 and error_of(again) == "TokenInvalid"
+    assert again.status_code == 200 and again.json == first.json
+    # Another solution of the spent challenge earns nothing.
+    claims = tokens.decode(tokens.Keyring.parse(TEST_KEYS), body["challenge"], tokens.CHALLENGE)
+    other = pow.solve(body["challenge"], int(claims["d"]), start=int(body["solution"]) + 1)
+    refused = v.post("identify", body | {"solution": other})
+    assert refused.status_code == 401 and error_of(refused) == "TokenInvalid"
 
 
 def test_wrong_solution_is_refused(client: FlaskClient, api_key: str) -> None:

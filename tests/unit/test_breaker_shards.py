@@ -1,4 +1,7 @@
-"""The breaker pauses only the cluster shard that failed; a single server pauses as a whole."""
+"""The breaker pauses only the cluster shard that failed; a single server pauses as a whole.
+
+(Opening on the first failure here, ``threshold=1``: what counts is tested in test_faults.py.)
+"""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ def refused() -> None:
 
 def test_a_failed_shard_pauses_its_own_keys_only() -> None:
     now = [100.0]
-    breaker = Breaker(pause=3.0, clock=lambda: now[0], shard_of=SHARDS.get)
+    breaker = Breaker(pause=3.0, clock=lambda: now[0], shard_of=SHARDS.get, threshold=1)
     with pytest.raises(StorageUnavailable):
         breaker.call(refused, "room-a")
     with pytest.raises(StorageUnavailable, match="circuit breaker open"):
@@ -30,7 +33,7 @@ def test_a_failed_shard_pauses_its_own_keys_only() -> None:
 
 def test_without_shards_a_failure_pauses_every_call() -> None:
     now = [100.0]
-    breaker = Breaker(pause=3.0, clock=lambda: now[0])
+    breaker = Breaker(pause=3.0, clock=lambda: now[0], threshold=1)
     with pytest.raises(StorageUnavailable):
         breaker.call(refused, "room-a")
     assert breaker.is_open
@@ -41,7 +44,7 @@ def test_without_shards_a_failure_pauses_every_call() -> None:
 
 
 def test_on_a_cluster_only_an_unreachable_cluster_pauses_every_call() -> None:
-    breaker = Breaker(pause=3.0, clock=lambda: 100.0, shard_of=SHARDS.get)
+    breaker = Breaker(pause=3.0, clock=lambda: 100.0, shard_of=SHARDS.get, threshold=1)
     with pytest.raises(StorageUnavailable):
         breaker.call(refused)  # several shards, one failed: redis-py names none
     assert breaker.call(lambda: "answered", "room-b") == "answered"

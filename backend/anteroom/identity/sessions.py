@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from typing import Any
 
@@ -75,13 +77,45 @@ def solved_challenge(
     return claims
 
 
-def spend_challenge(services: IdentityServices, claims: dict[str, Any]) -> None:
-    """Spend a solved challenge once (a Redis key until it expires), or TokenRejected."""
-    ttl = max(1, int(claims["exp"]) - int(time.time()) + 1)
+# Spends a challenge once, remembering what it earned (the session's claims, behind the proof's
+# fingerprint) for the challenge's life: a retry of the same proof gets the same session back.
+# KEYS: the challenge's spent marker. ARGV: fingerprint of the proof, the session claims (JSON),
+# life in ms. Reply: nil when this call spent it, else the marker's "<fingerprint>|<claims>".
+SPEND_SCRIPT = """
+local held = redis.call('GET', KEYS[1])
+if held then return held end
+redis.call('SET', KEYS[1], ARGV[1] .. '|' .. ARGV[2], 'PX', ARGV[3])
+return false
+"""
+
+
+def proof_fingerprint(challenge: str, proof: object) -> str:
+    """What a spent challenge remembers of its proof: a hash, so the marker holds no solution."""
+    text = json.dumps([challenge, proof], separators=(",", ":"), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def spend_challenge(
+    services: IdentityServices, claims: dict[str, Any], proof: object, session: dict[str, Any]
+) -> dict[str, Any]:
+    """Spend a solved challenge for ``session`` (claims), or get back what it earned before.
+
+    Idempotent for the same proof within the challenge's life: a retry (after a timeout, a
+    ``503``, a lost answer) gets the session the first attempt earned, whichever attempt's write
+    reached Redis first. A different proof of a spent challenge is TokenRejected.
+    """
+    ttl_ms = max(1, int(claims["exp"]) - int(time.time()) + 1) * 1000
     key = services.keys.challenge_spent(claims["jti"])
-    spent = services.breaker.call(lambda: services.redis.set(key, 1, nx=True, ex=ttl), key)
-    if not spent:
+    mark = proof_fingerprint(claims["jti"], proof)
+    script = services.redis.register_script(SPEND_SCRIPT)
+    args = [mark, json.dumps(session, separators=(",", ":")), ttl_ms]
+    held = services.breaker.call(lambda: script(keys=[key], args=args), key)
+    if held is None:
+        return session
+    earned_by, _, earned = str(held).partition("|")
+    if earned_by != mark or not earned:  # another proof, or a marker of an older release
         raise TokenRejected("This challenge has already been used.")
+    return dict(json.loads(earned))
 
 
 def network_identifies(services: IdentityServices, network: str) -> int:
@@ -119,13 +153,13 @@ def is_revoked(services: IdentityServices, environment: str, jti: str, vid: str)
     return any(until is not None and int(until) > now_ms for row in rows for until in row)
 
 
-def new_session(
+def session_claims(
     services: IdentityServices,
     environment: str,
     evidence: Evidence,
     previous: str | None,
 ) -> dict[str, Any]:
-    """A session token; the vid is kept from a valid, unrevoked previous session."""
+    """A new session's claims; the vid is kept from a valid, unrevoked previous session."""
     vid = None
     if previous:
         try:
@@ -141,7 +175,6 @@ def new_session(
             vid = old.visitor_id
     score, sig = assess(evidence)
     now = int(time.time())
-    expires_at = now + SESSION_TTL_SEC
     claims = tokens.SessionClaims(
         session_id=tokens.new_id(),
         visitor_id=vid or tokens.new_id(),
@@ -149,12 +182,18 @@ def new_session(
         score=score,
         signals=tuple(sig),
         issued_at=now,
-        expires_at=expires_at,
+        expires_at=now + SESSION_TTL_SEC,
     )
-    token = tokens.sign(services.keyring, tokens.SESSION, claims.to_wire())
+    return claims.to_wire()
+
+
+def session_answer(services: IdentityServices, claims: dict[str, Any]) -> dict[str, Any]:
+    """The identify answer for a session's claims (signing is deterministic: a retry that gets
+    the same claims back gets the same token)."""
+    token = tokens.sign(services.keyring, tokens.SESSION, claims)
     return {
         "sessionToken": token,
-        "expiresAt": expires_at * 1000,
-        "score": score,
-        "sig": sig,
+        "expiresAt": claims["exp"] * 1000,
+        "score": claims["score"],
+        "sig": list(claims["sig"]),
     }

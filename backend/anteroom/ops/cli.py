@@ -7,6 +7,7 @@ import importlib.util
 import logging
 import multiprocessing
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -92,7 +93,25 @@ def _stop_on_one_signal(worker: Any) -> None:
     signal.signal(signal.SIGQUIT, quit_once)
 
 
+# Open connections per worker (idle ones included) before it stops accepting more.
+WORKER_CONNECTIONS = 4096
+
+
+def open_files_for_connections() -> None:
+    """Raise the soft open-files limit towards the hard one, so the idle connections the
+    workers hold cannot run a worker out of descriptors first (1,024 is a common default)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = WORKER_CONNECTIONS + 256
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+
+
 def _serve(settings: Settings) -> int:
+    open_files_for_connections()
+    from anteroom.ops.gevent_worker import resolve_in_place
+
+    resolve_in_place()
     folder, ours = metrics_folder()
     from gunicorn.app.base import BaseApplication
     from prometheus_client import multiprocess
@@ -141,8 +160,10 @@ def _serve(settings: Settings) -> int:
             def load_config(self) -> None:
                 self.cfg.set("bind", settings.bind)
                 self.cfg.set("workers", settings.workers)
-                self.cfg.set("worker_class", "gthread")
-                self.cfg.set("threads", 4)
+                # gevent (ops/gevent_worker.py): idle and slow clients hold no thread, so they
+                # delay nobody; gthread's few threads each waited on one such connection.
+                self.cfg.set("worker_class", "anteroom.ops.gevent_worker.Worker")
+                self.cfg.set("worker_connections", WORKER_CONNECTIONS)
                 # gunicorn's control socket (gunicornc) is not part of Anteroom's interface, and
                 # its default path is one per user, shared by every server that user runs.
                 self.cfg.set("control_socket_disable", True)

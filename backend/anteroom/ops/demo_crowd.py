@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from anteroom.queue import room_engine as eng
-from anteroom.queue.redis_link import StorageError
+from anteroom.queue.redis_link import StorageError, storage_errors
 
 log = logging.getLogger("anteroom")
 WAVE_SEC = 600  # arrivals swell and ebb over ten minutes
@@ -112,10 +112,13 @@ def run_crowd(crowd: DemoCrowd, stop: threading.Event, interval: float = 1.0) ->
     while not stop.wait(interval):
         t += interval
         try:
-            mine = client.set(claim, token, nx=True, px=5000) or client.get(claim) == token
-            if mine:
-                client.pexpire(claim, 5000)
-                crowd.step(t)
+            # Every Redis error is a StorageError here (redis-py's own are no OSError): an
+            # outage or a reset is a line at debug level, never a traceback.
+            with storage_errors():
+                mine = client.set(claim, token, nx=True, px=5000) or client.get(claim) == token
+                if mine:
+                    client.pexpire(claim, 5000)
+                    crowd.step(t)
         except (StorageError, eng.EngineError, OSError) as exc:
             log.debug("demo crowd: %s", exc)
         except Exception:  # the thread outlives any bad step

@@ -29,6 +29,7 @@ OPERATIONS = (
     "poll",
     "poll_far",
     "book_seen",
+    "book_fail_open",
     "leave",
     "refresh",
     "revoke",

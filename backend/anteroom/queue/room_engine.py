@@ -307,6 +307,17 @@ class Engine:
                 return self._counted(room_id, vid, raw)
         return self._counted(room_id, vid, self._run("poll", room_id, *args))
 
+    def book_fail_open(
+        self, room_id: str, generation: int, admissions: list[tuple[str, int | None, int]]
+    ) -> tuple[int, int]:
+        """Book fail-open admissions (vid, its spot's ticket or None, ms of life left) once Redis
+        is back: (slots booked, spots freed). See lua/book_fail_open.lua."""
+        flat: list[Any] = [generation]
+        for vid, ticket, left_ms in admissions:
+            flat += [vid, "" if ticket is None else ticket, int(left_ms)]
+        booked, freed = self._run("book_fail_open", room_id, *flat)
+        return int(booked), int(freed)
+
     def leave(self, room_id: str, vid: str, ticket: int, generation: int) -> bool:
         """Free a waiting spot or an active slot; True when something was freed."""
         return bool(self._run("leave", room_id, vid, ticket, generation))

@@ -20,6 +20,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from functools import partial
 
+from anteroom.queue.fail_open_ledger import FailOpenLedger
 from anteroom.queue.process_thread import ProcessThread
 from anteroom.queue.redis_link import Breaker, StorageError, StorageUnavailable
 from anteroom.queue.room_directory import RoomDirectory
@@ -44,11 +45,14 @@ class RoomTicker:
         jobs: Iterable[Job] = (),
         breaker: Breaker | None = None,
         wake_every: float = WAKE_EVERY_SEC,
+        fail_open: FailOpenLedger | None = None,
     ) -> None:
-        """``breaker``: the instance's own, so an outage costs the ticker no connect attempts."""
+        """``breaker``: the ticker's own, so an outage costs it no connect attempts; ``fail_open``:
+        the process's fail-open admissions, booked at the first tick Redis answers."""
         self.engine = engine
         self.directory = directory
         self.breaker = breaker or Breaker()
+        self.fail_open = fail_open if fail_open is not None else FailOpenLedger()
         self.jobs: list[Job] = list(jobs)
         self.wake_every = wake_every
         self.failing = False  # Redis unreachable at the last step: logged once, retried
@@ -65,6 +69,13 @@ class RoomTicker:
         A transport failure ends the step (the next one retries) and is logged once per outage.
         """
         worked = 0
+        try:
+            self.book_fail_open()
+        except StorageUnavailable as exc:
+            if not self.failing:
+                log.warning("room ticker: Redis unreachable, will retry: %s", exc)
+            self.failing = True
+            return worked
         for room_id in self.open_rooms():
             if self.directory.stopping.is_set():
                 break
@@ -88,6 +99,35 @@ class RoomTicker:
                 worked += 1
                 self._run_jobs(room_id, result.now_ms)
         return worked
+
+    def book_fail_open(self) -> int:
+        """Book the fail-open admissions this process dealt (before any drain); slots booked.
+
+        What cannot be booked for a transport failure is kept for the next tick (and the
+        failure raised); a room's refusal (gone, closed) drops its entries.
+        """
+        booked = 0
+        for room_id in self.fail_open.rooms():
+            taken = self.fail_open.take(room_id)
+            by_generation: dict[int, list[tuple[str, int | None, int]]] = {}
+            now = self.fail_open.clock()
+            for a in taken:
+                left_ms = int((a.expires_at - now) * 1000)
+                by_generation.setdefault(a.generation, []).append((a.vid, a.ticket, left_ms))
+            try:
+                for generation, admissions in by_generation.items():
+                    booked += self.breaker.call(
+                        partial(self.engine.book_fail_open, room_id, generation, admissions),
+                        self.engine.keys.room(room_id),
+                    )[0]
+            except StorageUnavailable:
+                self.fail_open.put_back(room_id, taken)  # booking twice changes nothing
+                raise
+            except (EngineError, StorageError) as exc:
+                log.warning("room ticker: fail-open admissions of %s not booked: %s", room_id, exc)
+        if booked:
+            log.info("room ticker: booked %d fail-open admissions", booked)
+        return booked
 
     def _run_jobs(self, room_id: str, now_ms: int) -> None:
         for job in self.jobs:

@@ -13,7 +13,8 @@ from werkzeug.exceptions import NotFound
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from anteroom.config import Settings
-from anteroom.queue.redis_link import Breaker, connect_links
+from anteroom.queue.fail_open_ledger import FailOpenLedger
+from anteroom.queue.redis_link import Breaker, connect, connect_links
 from anteroom.queue.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
 from anteroom.queue.room_series import RoomSeries
@@ -76,8 +77,11 @@ def create_app(
     # On a cluster the breaker pauses only the shard that failed; one server pauses as a whole.
     breaker = Breaker(shard_of=links.shard_of if links.target.is_cluster else None)
     snapshot = Path(settings.data_dir) / SNAPSHOT_NAME
-    directory = RoomDirectory(client, engine.keys, breaker, snapshot)
+    # The background threads count their own failures (twins): a failure only they saw never
+    # pauses a visitor's request, and an open request breaker never starves them.
+    directory = RoomDirectory(client, engine.keys, breaker.twin(), snapshot)
     series = RoomSeries(client, engine.keys)
+    ledger = FailOpenLedger()
     services = Services(
         settings=settings,
         redis=client,
@@ -96,7 +100,8 @@ def create_app(
             time.time,
             lock_path=Path(settings.data_dir) / SAMPLER_LOCK,
         ),
-        ticker=RoomTicker(engine, directory, breaker=breaker),
+        ticker=RoomTicker(engine, directory, breaker=breaker.twin(pause=1.0), fail_open=ledger),
+        fail_open=ledger,
     )
     app.extensions["anteroom"] = services
     # Lazily, per process: gunicorn forks workers after the app may have been built. The room
@@ -117,7 +122,7 @@ def create_app(
     # A browser that follows a wrong link gets a page; an API client keeps its JSON.
     app.register_error_handler(NotFound, pages.not_found)
     metrics.init_app(app, services)
-    health.init_app(app, client)
+    health.init_app(app, connect(settings.redis_url, timeout=health.BUDGET_SEC), breaker)
     app.register_blueprint(visitor.bp)
     app.register_blueprint(management.bp)
     app.register_blueprint(docs.bp)

@@ -12,24 +12,36 @@ from flask import Blueprint, Flask, current_app, jsonify
 from flask.typing import ResponseReturnValue
 
 from anteroom.queue import lua_scripts as scripts
-from anteroom.queue.redis_link import StorageError, storage_errors
+from anteroom.queue.redis_link import Breaker, StorageError
 
 bp = Blueprint("health", __name__)
 log = logging.getLogger("anteroom")
 EXTENSION = "anteroom.readiness"
 
 
+# A probe's answer within about this (a load balancer's probe timeout is often 1-2 s): the check
+# runs on its own client with this socket timeout, and probes never queue behind a check.
+BUDGET_SEC = 0.5
+
+
 class Readiness:
     """Whether Redis answers with every script loaded, checked at most once per ``ttl`` seconds.
 
     Probes come often and from many places; each process asks Redis one SCRIPT EXISTS per
-    ``ttl`` at most, and loads a script only when Redis has lost it (a restart).
+    ``ttl`` at most, and loads a script only when Redis has lost it (a restart). While the
+    request path's breaker is open the answer is "unavailable" at once, without asking Redis;
+    a probe that comes while another is checking gets the last answer instead of waiting.
     """
 
     def __init__(
-        self, client: redis.Redis, ttl: float = 1.0, clock: Callable[[], float] = time.monotonic
+        self,
+        client: redis.Redis,
+        breaker: Breaker | None = None,
+        ttl: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
+        self.breaker = breaker or Breaker()
         self.ttl = ttl
         self.clock = clock
         self.sources = {script.sha: script.script for script in scripts.register(client).values()}
@@ -38,22 +50,31 @@ class Readiness:
         self._lock = threading.Lock()
 
     def ready(self) -> bool:
-        """The cached answer, refreshed when older than ``ttl``."""
-        with self._lock:  # concurrent probes wait for one check instead of each making theirs
+        """The cached answer, refreshed when older than ``ttl``; False while the breaker is open."""
+        if self.breaker.is_open:
+            return False  # the requests skip Redis: so does the probe, and says so at once
+        if not self._lock.acquire(blocking=False):
+            return self._ready  # another probe is checking: its answer is as fresh as ours
+        try:
             now = self.clock()
             if self._checked_at is None or now - self._checked_at >= self.ttl:
                 self._ready = self._check()
                 self._checked_at = now
             return self._ready
+        finally:
+            self._lock.release()
 
     def _check(self) -> bool:
         shas = list(self.sources)
+
+        def check() -> None:
+            exists = self.client.script_exists(*shas)
+            for sha, loaded in zip(shas, exists, strict=True):
+                if not loaded:
+                    self.client.script_load(self.sources[sha])
+
         try:
-            with storage_errors():
-                exists = self.client.script_exists(*shas)
-                for sha, loaded in zip(shas, exists, strict=True):
-                    if not loaded:
-                        self.client.script_load(self.sources[sha])
+            self.breaker.call(check)  # a failure counts like a request's
         except StorageError as exc:
             # The reason is for the operator's log; a probe's caller learns only "unavailable".
             log.warning("not ready: Redis failed: %s", exc)
@@ -61,9 +82,10 @@ class Readiness:
         return True
 
 
-def init_app(app: Flask, client: redis.Redis) -> None:
-    """Register the probes, with one :class:`Readiness` for ``client``."""
-    app.extensions[EXTENSION] = Readiness(client)
+def init_app(app: Flask, client: redis.Redis, breaker: Breaker | None = None) -> None:
+    """Register the probes, with one :class:`Readiness` for ``client`` (its socket timeout the
+    probe's budget) answering from the request path's ``breaker``."""
+    app.extensions[EXTENSION] = Readiness(client, breaker)
     app.register_blueprint(bp)
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from anteroom.queue import room_engine as eng
+from anteroom.queue.fail_open_ledger import FailOpenAdmission
 from anteroom.queue.redis_link import StorageBusy, StorageError, StorageUnavailable
 from anteroom.queue.room_config import queue_token_life
 from anteroom.queue.room_engine import QueueAnswer
@@ -194,6 +196,8 @@ class Binding:
     vid: str
     score: int | None
     network_tag: str
+    ticket: int | None = None  # the spot's, when a queue token named it
+    generation: int | None = None  # of that spot
 
 
 def usable_offline(room: dict[str, Any] | None) -> dict[str, Any]:
@@ -225,11 +229,21 @@ def fail_open(
     if services.directory.is_revoked(room["id"], binding.session_jti, binding.vid):
         raise errors.SessionRevoked()
     now = int(time.time())
-    claims: dict[str, Any] = {"qj": binding.session_jti, "jti": tokens.new_id(), "fo": True}
+    jti = tokens.new_id()
+    known = binding.generation
+    generation = int(known if known is not None else room.get("generation", 0))
+    if binding.ticket is not None:
+        # The jti Redis gives this spot's admission: once booked, it refreshes like any other.
+        jti = spot_admission_jti(room["id"], generation, binding.ticket)
+    claims: dict[str, Any] = {"qj": binding.session_jti, "jti": jti, "fo": True}
     claims |= {"iat": now, "exp": now + int(room["admissionTtlSec"])}
     if binding.network_tag:
         claims["qi"] = binding.network_tag
     token = admission_token(services, room, binding.vid, claims)
+    if binding.score is not None:  # a new admission (a refresh's is booked already)
+        # Booked once Redis is back, so its spot is not dealt again: no ghost admission.
+        admission = FailOpenAdmission(binding.vid, binding.ticket, generation, claims["exp"])
+        services.fail_open.record(room["id"], admission)
     body = answer_body(
         room,
         "admitted",
@@ -238,6 +252,11 @@ def fail_open(
         token=token,
     )
     return body | {"failOpen": True}, None
+
+
+def spot_admission_jti(room_id: str, generation: int, ticket: int) -> str:
+    """The jti of a spot's admission: lua/_answer.lua's ``admission_jti``, the same rule."""
+    return hashlib.sha1(f"{room_id}:{generation}:{ticket}".encode()).hexdigest()[:16]
 
 
 def ticket_binding(room: dict[str, Any], claims: dict[str, Any], network_tag: str) -> Binding:
@@ -252,7 +271,10 @@ def ticket_binding(room: dict[str, Any], claims: dict[str, Any], network_tag: st
         raise errors.TicketGone()
     # The network the spot entered from, like a normal admission; the poller's when unknown.
     tag = str(claims.get("qi") or network_tag)
-    return Binding(str(claims["qj"]), str(claims["vid"]), int(claims["qs"]), tag)
+    ticket, generation = int(claims["t"]), int(claims["g"])
+    return Binding(
+        str(claims["qj"]), str(claims["vid"]), int(claims["qs"]), tag, ticket, generation
+    )
 
 
 def outage(exc: StorageError) -> bool:

@@ -126,7 +126,6 @@ def identify(call: Call[IdentifyRequest]) -> ResponseReturnValue:
     # Counted only now, before the first write: an over-limit request keeps its challenge unspent.
     limits.charge("identify")
     try:
-        identity.spend_challenge(s.identity, claims)
         network = tokens.network_tag(s.keyring, request.remote_addr or "0.0.0.0")
         evidence = Evidence(
             signals=body.signals,
@@ -134,7 +133,10 @@ def identify(call: Call[IdentifyRequest]) -> ResponseReturnValue:
             accept_language=request.headers.get("Accept-Language", ""),
             identifies_from_network=identity.network_identifies(s.identity, network),
         )
-        return jsonify(identity.new_session(s.identity, call.env, evidence, body.previousSession))
+        session = identity.session_claims(s.identity, call.env, evidence, body.previousSession)
+        # Spent last, with what it earned: a retry of this proof gets this session, never 401.
+        session = identity.spend_challenge(s.identity, claims, body.solution, session)
+        return jsonify(identity.session_answer(s.identity, session))
     except StorageUnavailable:
         # A challenge cannot be spent once without Redis: no new sessions during an outage.
         raise errors.Unavailable(retry_after=visitor.UNAVAILABLE_RETRY_SEC) from None

@@ -1,0 +1,38 @@
+-- Book the admissions an instance dealt while it could not reach Redis (failMode open), once it
+-- can: each visitor's waiting spot is marked admitted until its admission expires, and its
+-- active slot booked, so the room's active count is what the visitors hold and the drain deals
+-- no admission that nobody will use (a ghost). A visitor whose spot is gone (or who entered
+-- during the outage) gets its slot alone; an admission already over frees its waiting spot.
+-- Not counted in `dealt`, the drain's own count: the drain dealt none of them.
+-- needs: _room, _spot
+-- KEYS: room spots line active bks
+-- ARGV: generation (the room's when the admissions were dealt), then for each admission: vid,
+--   ticket of its spot ('' when the instance knew none: an entry), ms of its life left.
+-- Reply: {booked, freed}: slots booked, spots freed.
+local generation = tonumber(ARGV[1])
+local room = load_room()
+if not room or room.generation ~= generation or room.status == 'idle' then return {0, 0} end
+local now = clock(room)
+local booked, freed = 0, 0
+for i = 2, #ARGV, 3 do
+  local vid, ticket, left = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+  local spot = get_spot(vid)
+  if spot and spot.state == 'w' and (not ticket or spot.ticket == ticket) then
+    if left > 0 then
+      unplace(vid, spot.score)
+      spot.state, spot.since, spot.expires, spot.deal_number = 'a', now, now + left, 0
+      put_spot(vid, spot)
+      redis.call('ZADD', ACTIVE, fmt(spot.expires), vid)
+      booked = booked + 1
+    else
+      drop_spot(vid, spot)
+      freed = freed + 1
+    end
+  elseif not spot and left > 0 then
+    -- the visitor is on the site all the same: its slot counts until its admission is over
+    redis.call('ZADD', ACTIVE, 'NX', fmt(now + left), vid)
+    booked = booked + 1
+  end
+  -- An admitted spot (dealt since Redis came back) already holds its slot.
+end
+return {booked, freed}
