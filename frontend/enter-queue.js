@@ -1,7 +1,7 @@
 import { createApi, PATHS } from "./api.js";
 import { backoffDelay } from "./backoff.js";
 import { AnteroomError } from "./errors.js";
-import { solveChallenge } from "./pow.js";
+import { solvePuzzles } from "./pow.js";
 import { collectSignals } from "./signals.js";
 import { createRoomStore } from "./storage.js";
 import { joinTabs } from "./tabs.js";
@@ -16,6 +16,8 @@ const DEFAULT_POLL_MS = 5000;
 const MIN_POLL_MS = 250;
 // Recoveries (re-enter, re-identify) in a row without a good answer before giving up.
 const MAX_RECOVERIES = 3;
+// Puzzles a challenge may be split into (the server's most): a short tail for the solve time.
+const MAX_PUZZLES = 32;
 
 /**
  * Takes a place in the room's line and waits to be let in. See index.d.ts for the contract.
@@ -213,11 +215,16 @@ async function lead({ slug, options, store, api, emit, signal }) {
   };
 
   const identify = async (/** @type {string | null} */ previousSession) => {
-    const challenge = await retrying(() => api.post(PATHS.challenge, {}, signal));
-    const solution = await solveChallenge(challenge.challenge, challenge.difficulty, { signal, clock });
-    signal.throwIfAborted();
+    const signals = collectSignals();
+    const challenge = await fittedChallenge({ slug, api, retrying, signal, clock, signals });
     /** @type {Record<string, unknown>} */
-    const body = { challenge: challenge.challenge, solution, signals: collectSignals() };
+    const body = { challenge: challenge.challenge, signals };
+    // A server without puzzles asks the one legacy puzzle: the token itself.
+    const puzzles = challenge.puzzles ?? [{ prefix: challenge.challenge, difficulty: challenge.difficulty }];
+    const { solutions } = await solvePuzzles(puzzles, { signal, clock });
+    if (challenge.puzzles) body.solutions = solutions;
+    else body.solution = solutions[0];
+    signal.throwIfAborted();
     if (previousSession) body.previousSession = previousSession;
     const session = await retrying(() => api.post(PATHS.identify, body, signal));
     if (typeof session.sessionToken !== "string") {
@@ -275,6 +282,26 @@ async function lead({ slug, options, store, api, emit, signal }) {
     const pollAfter = Number.isFinite(answer.pollAfterMs) ? answer.pollAfterMs : DEFAULT_POLL_MS;
     await sleep(Math.max(MIN_POLL_MS, pollAfter), { clock, signal });
   }
+}
+
+/**
+ * A challenge sized for this device (SPEC "Proof of work, fitted"): first the server's tiny,
+ * signed measurement puzzles, timed here; then the real challenge, asked with that measurement
+ * (the server never lets it lower the work below the visitor's floor). A server that answers
+ * the first call with a real challenge (no measurement) is taken at its word.
+ *
+ * @param {{slug: string, api: any, retrying: (call: () => Promise<any>) => Promise<any>,
+ *   signal: AbortSignal, clock: import("./timers.js").Clock, signals: Record<string, unknown>}} context
+ * @returns {Promise<any>} the challenge answer
+ */
+async function fittedChallenge({ slug, api, retrying, signal, clock, signals }) {
+  const ask = { room: slug, maxPuzzles: MAX_PUZZLES, signals };
+  const probe = await retrying(() => api.post(PATHS.challenge, { ...ask, measure: true }, signal));
+  if (probe?.tier !== "measure" || !Array.isArray(probe.puzzles)) return probe;
+  const measured = await solvePuzzles(probe.puzzles, { signal, clock });
+  const hashesPerSecond = (measured.hashes * 1000) / Math.max(1, measured.elapsedMs);
+  const measurement = { challenge: probe.challenge, solutions: measured.solutions, hashesPerSecond };
+  return retrying(() => api.post(PATHS.challenge, { ...ask, measurement }, signal));
 }
 
 /**

@@ -41,7 +41,7 @@ describe("the built bundles", () => {
     const messages = [];
     const self = { postMessage: (data) => messages.push(data), onmessage: null };
     vm.runInNewContext(workerSource(), { self, TextEncoder });
-    self.onmessage({ data: { challenge: "pc1.k1.built.sig", difficulty: 12 } });
+    self.onmessage({ data: { prefix: "pc1.k1.built.sig", difficulty: 12, index: 0 } });
     const digest = createHash("sha256").update(`pc1.k1.built.sig:${messages[1].solution}`).digest();
     assert.equal(digest[0], 0);
     assert.ok(digest[1] < 16);
