@@ -17,7 +17,7 @@ const MIN_POLL_MS = 250;
 // Recoveries (re-enter, re-identify) in a row without a good answer before giving up.
 const MAX_RECOVERIES = 3;
 // Puzzles a challenge may be split into (the server's most): a short tail for the solve time.
-const MAX_PUZZLES = 32;
+const MAX_PUZZLES = 16;
 
 /**
  * Takes a place in the room's line and waits to be let in. See index.d.ts for the contract.

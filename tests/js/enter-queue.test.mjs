@@ -132,7 +132,7 @@ describe("the happy path", () => {
     const [first, second] = fake.callsTo("/api/v1/challenge").map((call) => call.body);
     assert.equal(first.measure, true);
     assert.equal(first.room, ROOM);
-    assert.equal(first.maxPuzzles, 32);
+    assert.equal(first.maxPuzzles, 16);
     assert.equal(second.measure, undefined);
     assert.equal(second.measurement.challenge, probe.challenge);
     assert.ok(solves(probe.puzzles, second.measurement.solutions));

@@ -17,6 +17,7 @@ __all__ = [
     "MAX_SOLUTION_LENGTH",
     "check_solution",
     "check_solutions",
+    "check_split",
     "leading_zero_bits",
     "puzzle_prefixes",
     "solve",
@@ -25,10 +26,10 @@ __all__ = [
 
 # A counter needs a handful of digits; anything longer is abuse, not work.
 MAX_SOLUTION_LENGTH = 64
-# Puzzles in one challenge: enough to tame the tail of the solve time (the p95 of the sum of 32
-# exponential searches is ~1.3x their mean, against ~3x for one), few enough that checking them
-# all stays within a few tens of microseconds.
-MAX_PUZZLES = 32
+# Puzzles in one challenge: enough to tame the tail of the solve time (the p95 of the sum of 16
+# exponential searches is ~1.4x their mean, against ~3x for one), few enough that checking them
+# all stays well within 50 microseconds (bench/pow.py's verify_us).
+MAX_PUZZLES = 16
 
 
 def leading_zero_bits(digest: bytes) -> int:
@@ -74,13 +75,40 @@ def solve(challenge: str, difficulty: int, start: int = 0) -> str:
         counter += 1
 
 
+def _seed(challenge: str) -> str:
+    return hashlib.sha256(challenge.encode()).hexdigest()[:32]
+
+
 def puzzle_prefixes(challenge: str, count: int | None) -> list[str]:
     """The prefixes of ``challenge``'s puzzles: the token itself when ``count`` is None (legacy),
     else ``<seed>.<i>`` for i in 0..count-1."""
     if count is None:
         return [challenge]
-    seed = hashlib.sha256(challenge.encode()).hexdigest()[:32]
+    seed = _seed(challenge)
     return [f"{seed}.{i}" for i in range(count)]
+
+
+def check_split(challenge: str, count: int, solutions: object, difficulty: int) -> bool:
+    """True when ``solutions`` holds one decimal solution per puzzle of the split ``challenge``,
+    each meeting ``difficulty``: one hash each, from the seed's hashed ``<seed>.`` (midstate)."""
+    if not isinstance(solutions, list) or len(solutions) != count:
+        return False
+    if not 0 <= difficulty <= 256:
+        return False
+    base = hashlib.sha256(f"{_seed(challenge)}.".encode())
+    # A digest meets the difficulty when, read big-endian, it is below 2^(256 - difficulty):
+    # comparing the bytes says it without building an integer.
+    bound = (1 << (256 - difficulty)).to_bytes(33, "big")[1:] if difficulty else None
+    for i, solution in enumerate(solutions):
+        if not isinstance(solution, str) or not 0 < len(solution) <= MAX_SOLUTION_LENGTH:
+            return False
+        if not (solution.isascii() and solution.isdigit()):
+            return False
+        attempt = base.copy()
+        attempt.update(f"{i}:{solution}".encode())
+        if bound is not None and attempt.digest() >= bound:
+            return False
+    return True
 
 
 def check_solutions(prefixes: list[str], solutions: object, difficulty: int) -> bool:

@@ -170,8 +170,12 @@ def solved_challenge(
         if count is not None:
             raise WrongSolution("This challenge has several puzzles: send `solutions`.")
         solutions, field = [solutions], "solution"
-    prefixes = pow.puzzle_prefixes(challenge, count)
-    if not pow.check_solutions(prefixes, solutions, int(claims.get("d", 0))):
+    bits = int(claims.get("d", 0))
+    if count is None:
+        solved = pow.check_solutions([challenge], solutions, bits)
+    else:
+        solved = pow.check_split(challenge, count, solutions, bits)
+    if not solved:
         raise WrongSolution(f"The {field} do not solve the challenge.", field)
     return claims
 
