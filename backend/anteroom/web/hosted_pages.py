@@ -96,6 +96,10 @@ def queue_page(slug: str) -> ResponseReturnValue:
         ),
         api_key=api_key,
         return_url=return_url,
+        # The way in without JavaScript (web/plain_page.py), for the <noscript> parts.
+        plain_url=url_for(
+            "plain.plain_page", slug=slug, key=api_key, lang=lang, **plain_return(return_url)
+        ),
         languages=languages.choices(),
         # Embedded as JSON (|tojson escapes <, > and &) for the script: the one catalog.
         catalog=languages.catalog(lang),
@@ -159,6 +163,11 @@ def readable_ink(background: str) -> str:
     """Near-black or white, whichever contrasts more with ``background`` (always >= 4.5:1)."""
     dark, light = rooms.contrast(INK_DARK, background), rooms.contrast(INK_LIGHT, background)
     return INK_DARK if dark >= light else INK_LIGHT
+
+
+def plain_return(return_url: str | None) -> dict[str, str]:
+    """The ``return`` query argument handed on to the plain page, if any."""
+    return {"return": return_url} if return_url else {}
 
 
 def safe_return_url(candidate: str, redirect_url: str) -> str | None:
