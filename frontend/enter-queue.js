@@ -1,7 +1,7 @@
 import { createApi, PATHS } from "./api.js";
 import { backoffDelay } from "./backoff.js";
 import { AnteroomError } from "./errors.js";
-import { solvePuzzles } from "./pow.js";
+import { openSolver } from "./pow.js";
 import { collectSignals } from "./signals.js";
 import { createRoomStore } from "./storage.js";
 import { joinTabs } from "./tabs.js";
@@ -216,14 +216,21 @@ async function lead({ slug, options, store, api, emit, signal }) {
 
   const identify = async (/** @type {string | null} */ previousSession) => {
     const signals = collectSignals();
-    const challenge = await fittedChallenge({ slug, api, retrying, signal, clock, signals });
+    // The workers start while the challenge is on its way, and serve both of its sets.
+    const solver = openSolver({ signal, clock });
     /** @type {Record<string, unknown>} */
-    const body = { challenge: challenge.challenge, signals };
-    // A server without puzzles asks the one legacy puzzle: the token itself.
-    const puzzles = challenge.puzzles ?? [{ prefix: challenge.challenge, difficulty: challenge.difficulty }];
-    const { solutions } = await solvePuzzles(puzzles, { signal, clock });
-    if (challenge.puzzles) body.solutions = solutions;
-    else body.solution = solutions[0];
+    let body;
+    try {
+      const challenge = await fittedChallenge({ slug, api, retrying, signal, solver, signals });
+      body = { challenge: challenge.challenge, signals };
+      // A server without puzzles asks the one legacy puzzle: the token itself.
+      const puzzles = challenge.puzzles ?? [{ prefix: challenge.challenge, difficulty: challenge.difficulty }];
+      const { solutions } = await solver.solve(puzzles);
+      if (challenge.puzzles) body.solutions = solutions;
+      else body.solution = solutions[0];
+    } finally {
+      solver.close();
+    }
     signal.throwIfAborted();
     if (previousSession) body.previousSession = previousSession;
     const session = await retrying(() => api.post(PATHS.identify, body, signal));
@@ -291,14 +298,14 @@ async function lead({ slug, options, store, api, emit, signal }) {
  * the first call with a real challenge (no measurement) is taken at its word.
  *
  * @param {{slug: string, api: any, retrying: (call: () => Promise<any>) => Promise<any>,
- *   signal: AbortSignal, clock: import("./timers.js").Clock, signals: Record<string, unknown>}} context
+ *   signal: AbortSignal, solver: import("./pow.js").Solver, signals: Record<string, unknown>}} context
  * @returns {Promise<any>} the challenge answer
  */
-async function fittedChallenge({ slug, api, retrying, signal, clock, signals }) {
+async function fittedChallenge({ slug, api, retrying, signal, solver, signals }) {
   const ask = { room: slug, maxPuzzles: MAX_PUZZLES, signals };
   const probe = await retrying(() => api.post(PATHS.challenge, { ...ask, measure: true }, signal));
   if (probe?.tier !== "measure" || !Array.isArray(probe.puzzles)) return probe;
-  const measured = await solvePuzzles(probe.puzzles, { signal, clock });
+  const measured = await solver.solve(probe.puzzles);
   const hashesPerSecond = (measured.hashes * 1000) / Math.max(1, measured.elapsedMs);
   const measurement = { challenge: probe.challenge, solutions: measured.solutions, hashesPerSecond };
   return retrying(() => api.post(PATHS.challenge, { ...ask, measurement }, signal));

@@ -15,144 +15,144 @@ export const MAX_WORKERS = 8;
 /**
  * @typedef {{prefix: string, difficulty: number}} Puzzle
  * @typedef {{solutions: string[], hashes: number, elapsedMs: number}} Solved
- * @typedef {{signal?: AbortSignal, clock?: import("./timers.js").Clock, useWorker?: boolean,
- *   workers?: number}} SolveOptions
+ * @typedef {{signal?: AbortSignal, clock?: import("./timers.js").Clock, workers?: number}} SolveOptions
+ * @typedef {{solve: (puzzles: Puzzle[]) => Promise<Solved>, close: () => void}} Solver
  */
 
 /**
- * Solves every puzzle: finds, for each, a decimal `s` such that SHA-256(prefix + ":" + s) starts
- * with `difficulty` zero bits. The puzzles are shared out among Web Workers (one per core,
- * `navigator.hardwareConcurrency`, made from a Blob URL); where workers or Blob URLs are missing
- * or refused (CSP, old browser), they are solved on the main thread in small slices.
+ * Starts a solver: Web Workers (one per core, `navigator.hardwareConcurrency`, made from a Blob
+ * URL) that stay up for several sets of puzzles, so they start once, while the challenge is
+ * still on its way, and the timing of a set counts the search, not their start. Where workers
+ * or Blob URLs are missing or refused (CSP, old browser), or one fails, the puzzles left are
+ * solved on the main thread in small slices. `close()` ends the workers.
  *
+ * `solve(puzzles)` finds, for each puzzle, a decimal `s` such that SHA-256(prefix + ":" + s)
+ * starts with `difficulty` zero bits: the solutions in order, the hashes computed (each search
+ * starts at 0) and the time it took.
+ *
+ * @param {SolveOptions} [options]
+ * @returns {Solver}
+ */
+export function openSolver(options = {}) {
+  const { signal, clock = realClock } = options;
+  const count = Math.min(options.workers ?? cores(), MAX_WORKERS);
+  /** @type {Worker[]} */
+  const workers = [];
+  let url = "";
+  /** @type {((data: any) => void) | null} */
+  let onSolution = null;
+  /** @type {((error: unknown) => void) | null} */
+  let onFailure = null;
+  /** @type {Promise<boolean>} true once every worker is ready, false if workers are out */
+  const ready = new Promise((resolve) => {
+    if (typeof Worker !== "function" || typeof Blob !== "function" || !URL.createObjectURL) {
+      resolve(false);
+      return;
+    }
+    let started = 0;
+    const watchdog = clock.setTimeout(() => resolve(false), WORKER_START_TIMEOUT_MS);
+    try {
+      url = URL.createObjectURL(new Blob([workerSource()], { type: "text/javascript" }));
+      for (let i = 0; i < count; i++) {
+        const worker = new Worker(url);
+        workers.push(worker);
+        worker.onmessage = (event) => {
+          if (!event.data.ready) onSolution?.({ worker, ...event.data });
+          else if (++started === count) {
+            clock.clearTimeout(watchdog);
+            resolve(true);
+          }
+        };
+        worker.onerror = (event) => {
+          event.preventDefault?.();
+          resolve(false);
+          onFailure?.(event);
+        };
+      }
+    } catch {
+      resolve(false);
+    }
+  });
+  const close = () => {
+    for (const worker of workers) worker.terminate();
+    workers.length = 0;
+    if (url) URL.revokeObjectURL(url);
+  };
+
+  /** @param {Puzzle[]} puzzles @param {(string | null)[]} solutions */
+  const inWorkers = (puzzles, solutions) =>
+    new Promise((resolve, reject) => {
+      let next = 0;
+      let left = puzzles.length;
+      /** @param {Worker} worker */
+      const feed = (worker) => {
+        if (next < puzzles.length) worker.postMessage({ ...puzzles[next], index: next++ });
+      };
+      onFailure = reject;
+      onSolution = ({ worker, index, solution }) => {
+        solutions[index] = String(solution);
+        if (--left === 0) resolve(undefined);
+        else feed(worker);
+      };
+      workers.forEach(feed);
+    });
+
+  /** @param {Puzzle[]} puzzles @returns {Promise<Solved>} */
+  const solve = async (puzzles) => {
+    const usable = puzzles?.length > 0 && puzzles.every((p) => typeof p?.prefix === "string" && p.difficulty >= 0 && p.difficulty <= 64 && p.difficulty % 1 === 0);
+    if (!usable) throw new AnteroomError("The server sent an unusable challenge.", { code: "BadChallenge" });
+    signal?.throwIfAborted();
+    const threads = await ready;
+    const started = clock.now();
+    /** @type {(string | null)[]} */
+    const solutions = puzzles.map(() => null);
+    if (threads && workers.length) {
+      const aborted = new Promise((_, reject) => signal?.addEventListener("abort", () => reject(signal.reason), { once: true }));
+      try {
+        await Promise.race([inWorkers(puzzles, solutions), aborted]);
+      } catch {
+        signal?.throwIfAborted();
+        close(); // A worker failed: the rest is done here.
+      }
+    }
+    for (let i = 0; i < puzzles.length; i++) {
+      solutions[i] ??= await solveOnMainThread(puzzles[i], signal, clock);
+    }
+    const done = /** @type {string[]} */ (solutions);
+    return { solutions: done, hashes: done.reduce((sum, s) => sum + Number(s) + 1, 0), elapsedMs: clock.now() - started };
+  };
+  return { solve, close };
+}
+
+/**
+ * Solves one set of puzzles with a solver of its own (see openSolver).
  * @param {Puzzle[]} puzzles
  * @param {SolveOptions} [options]
- * @returns {Promise<Solved>} the solutions in order, the hashes computed and the time it took
+ * @returns {Promise<Solved>}
  */
 export async function solvePuzzles(puzzles, options = {}) {
-  options = { ...options };
-  options.clock ??= realClock;
-  options.useWorker ??= true;
-  // One worker per core the device reports (hardwareConcurrency), two if it says nothing.
-  options.workers ??= globalThis.navigator?.hardwareConcurrency || 2;
-  const usable = puzzles?.length > 0 && puzzles.every(
-    (p) => typeof p?.prefix === "string" && Number.isInteger(p.difficulty) && p.difficulty >= 0 && p.difficulty <= 64,
-  );
-  if (!usable) throw unusable();
-  options.signal?.throwIfAborted();
-  const started = options.clock.now();
-  /** @type {(string | null)[]} */
-  const solutions = puzzles.map(() => null);
-  if (options.useWorker) {
-    try {
-      const workers = Math.max(1, Math.min(options.workers, puzzles.length, MAX_WORKERS));
-      await solveInWorkers(puzzles, solutions, workers, options.signal, options.clock);
-    } catch (error) {
-      options.signal?.throwIfAborted();
-      // Any other failure (no Worker, CSP refused the blob:, worker crashed): do it here.
-    }
+  const solver = openSolver({ ...options, workers: Math.min(options.workers ?? cores(), puzzles?.length || 1) });
+  try {
+    return await solver.solve(puzzles);
+  } finally {
+    solver.close();
   }
-  for (let i = 0; i < puzzles.length; i++) {
-    if (solutions[i] === null) solutions[i] = await solveOnMainThread(puzzles[i], options.signal, options.clock);
-  }
-  const done = /** @type {string[]} */ (solutions);
-  return {
-    solutions: done,
-    hashes: done.reduce((sum, s) => sum + Number(s) + 1, 0),
-    elapsedMs: options.clock.now() - started,
-  };
 }
 
 /**
  * The legacy single puzzle: SHA-256(challenge + ":" + solution) with `difficulty` zero bits.
- *
  * @param {string} challenge
  * @param {number} difficulty leading zero bits, 0–64
  * @param {SolveOptions} [options]
  * @returns {Promise<string>} the solution, a decimal string
  */
 export async function solveChallenge(challenge, difficulty, options = {}) {
-  if (typeof challenge !== "string") throw unusable();
   const solved = await solvePuzzles([{ prefix: challenge, difficulty }], options);
   return solved.solutions[0];
 }
 
-const unusable = () => new AnteroomError("The server sent an unusable challenge.", { code: "BadChallenge" });
-
-/**
- * Fills `solutions` using `count` workers fed one puzzle at a time; rejects on any failure
- * (the caller solves what is left on the main thread).
- *
- * @param {Puzzle[]} puzzles
- * @param {(string | null)[]} solutions
- * @param {number} count
- * @param {AbortSignal | undefined} signal
- * @param {import("./timers.js").Clock} clock
- * @returns {Promise<void>}
- */
-function solveInWorkers(puzzles, solutions, count, signal, clock) {
-  return new Promise((resolve, reject) => {
-    if (typeof Worker !== "function" || typeof Blob !== "function" || !URL.createObjectURL) {
-      reject(Error("no Worker"));
-      return;
-    }
-    const url = URL.createObjectURL(new Blob([workerSource()], { type: "text/javascript" }));
-    /** @type {Worker[]} */
-    const workers = [];
-    let next = 0;
-    let left = puzzles.length;
-    let ready = 0;
-    const watchdog = clock.setTimeout(() => fail(new Error("worker did not start")), WORKER_START_TIMEOUT_MS);
-    const finish = () => {
-      clock.clearTimeout(watchdog);
-      signal?.removeEventListener("abort", onAbort);
-      for (const worker of workers) worker.terminate();
-      URL.revokeObjectURL(url);
-    };
-    /** @param {unknown} why */
-    const fail = (why) => {
-      finish();
-      reject(why);
-    };
-    const onAbort = () => fail(signal?.reason);
-    /** @param {Worker} worker */
-    const feed = (worker) => {
-      if (next >= puzzles.length) return;
-      const index = next++;
-      worker.postMessage({ prefix: puzzles[index].prefix, difficulty: puzzles[index].difficulty, index });
-    };
-    try {
-      for (let i = 0; i < count; i++) {
-        const worker = new Worker(url);
-        workers.push(worker);
-        worker.onmessage = (event) => {
-          if (event.data.ready) {
-            ready += 1;
-            if (ready === count) clock.clearTimeout(watchdog);
-            return;
-          }
-          solutions[event.data.index] = String(event.data.solution);
-          left -= 1;
-          if (left === 0) {
-            finish();
-            resolve();
-          } else {
-            feed(worker);
-          }
-        };
-        worker.onerror = (event) => {
-          event.preventDefault?.();
-          fail(new Error("worker failed"));
-        };
-      }
-    } catch (error) {
-      fail(error);
-      return;
-    }
-    signal?.addEventListener("abort", onAbort, { once: true });
-    for (const worker of workers) feed(worker);
-  });
-}
+/** Cores the device reports (`navigator.hardwareConcurrency`), two if it says nothing. */
+const cores = () => globalThis.navigator?.hardwareConcurrency || 2;
 
 /**
  * @param {Puzzle} puzzle

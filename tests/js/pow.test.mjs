@@ -4,7 +4,7 @@ import { createHash, randomBytes, randomInt } from "node:crypto";
 import vm from "node:vm";
 import { afterEach, describe, test } from "node:test";
 
-import { solveChallenge, solvePuzzles } from "../../frontend/pow.js";
+import { openSolver, solveChallenge, solvePuzzles } from "../../frontend/pow.js";
 import { workerSource } from "../../frontend/pow-worker.js";
 import { sha256, sha256Kit } from "../../frontend/sha256.js";
 
@@ -200,6 +200,37 @@ describe("split challenges", () => {
     VmWorker.created = 0;
     await solvePuzzles(puzzles(2, 6), { workers: 16 });
     assert.equal(VmWorker.created, 2);
+  });
+
+  test("one solver serves several sets with the same workers, then closes them", async () => {
+    globalThis.Worker = VmWorker;
+    VmWorker.created = 0;
+    const solver = openSolver({ workers: 2 });
+    const first = await solver.solve(puzzles(3, 6));
+    const second = await solver.solve(puzzles(4, 7));
+    solver.close();
+    assert.equal(VmWorker.created, 2);
+    assert.deepEqual(second.solutions, puzzles(4, 7).map((p) => String(bruteForce(p.prefix, 7))));
+    assert.equal(first.solutions.length, 3);
+  });
+
+  test("after a worker fails, the same solver goes on on the main thread", async () => {
+    let made = 0;
+    globalThis.Worker = class extends VmWorker {
+      constructor(url) {
+        super(url);
+        this.broken = made++ === 0;
+      }
+      postMessage(data) {
+        if (this.broken) setImmediate(() => this.onerror({ preventDefault() {} }));
+        else super.postMessage(data);
+      }
+    };
+    const solver = openSolver({ workers: 2 });
+    await solver.solve(puzzles(2, 6));
+    const again = await solver.solve(puzzles(2, 6));
+    solver.close();
+    assert.deepEqual(again.solutions, puzzles(2, 6).map((p) => String(bruteForce(p.prefix, 6))));
   });
 
   test("a worker failing midway leaves the rest to the main thread", async () => {
