@@ -120,3 +120,13 @@ def test_a_convicted_browser_is_refused_and_limits_still_apply(
 def test_unknown_room_or_key(client: FlaskClient, api_key: str, app: Flask) -> None:
     assert client.get(f"/queue/nope/plain?key={api_key}").status_code == 404
     assert client.get("/queue/drop/plain?key=pk_nope").status_code == 401
+
+
+def test_a_bind_ip_room_wants_an_address_here_too(
+    client: FlaskClient, services: Services, api_key: str
+) -> None:
+    bound = make_room(services.engine, env="shop", slug="bound", bindIp=True)
+    services.engine.open(bound)
+    refused = visit(client, api_key, address="", slug="bound")
+    assert refused.status_code == 403 and "network address" in refused.get_data(as_text=True)
+    assert services.engine.line(bound) == []

@@ -121,7 +121,10 @@ def gather(
     a calm room are assumed: identify cannot spend a challenge then anyway.
     """
     minute = int(time.time() // 60)
-    network = tokens.network_tag(s.keyring, address)
+    try:
+        network, rng = tokens.network_tag(s.keyring, address), range_tag(s.keyring, address)
+    except ValueError:  # not an IP address (a unix socket's peer): nothing to weigh by address
+        network = rng = tokens.network_tag(s.keyring, "0.0.0.0")
     keys = [
         s.keys.network_identifies(network, minute),
         s.keys.network_identifies(network, minute - 1),
@@ -134,7 +137,7 @@ def gather(
         for key in keys:
             pipe.get(key)
         if room is not None:
-            pipe.get(range_abuse_key(s, room["id"], range_tag(s.keyring, address)))
+            pipe.get(range_abuse_key(s, room["id"], rng))
             pipe.zrevrange(s.keys.room_base(room["id"]) + "s10", 0, ARRIVALS_SAMPLES - 1)
         return list(pipe.execute())
 

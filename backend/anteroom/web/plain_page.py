@@ -12,6 +12,7 @@ server's ``pollAfterMs``) polls it; once admitted, a ``303`` sends the visitor t
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 from urllib.parse import quote
@@ -30,7 +31,7 @@ from anteroom.web import address_limits as limits
 from anteroom.web import hosted_pages as pages
 from anteroom.web import page_languages as languages
 from anteroom.web import queue_answers as visitor
-from anteroom.web.http_errors import ApiError, QueueDenied, RateLimited
+from anteroom.web.http_errors import AddressRequired, ApiError, QueueDenied, RateLimited
 
 bp = Blueprint("plain", __name__)
 COOKIE = "_abt"  # the plain page's queue ticket
@@ -57,6 +58,8 @@ def plain_page(slug: str) -> ResponseReturnValue:
         answer = _poll(s, env, room) or _enter(s, env, room)
     except QueueDenied:
         return _page(room, context, "error.QueueDenied", None, status=403, ticket="")
+    except AddressRequired:
+        return _page(room, context, "error.AddressRequired", None, status=403, ticket="")
     except RateLimited as exc:
         return _page(room, context, "status.queueFull", exc.retry_after, status=429)
     except (ApiError, StorageError) as exc:
@@ -108,7 +111,10 @@ def _enter(s: Services, env: str, room: dict[str, Any]) -> dict[str, Any]:
     """Queue a visitor without a proof of work, at the room's noScriptScore (or worse)."""
     address = request.remote_addr or ""
     limits.charge("identify")  # the same per-address limits as a solved challenge
-    network = tokens.network_tag(s.keyring, address or "0.0.0.0")
+    try:
+        network = tokens.network_tag(s.keyring, address)
+    except ValueError:  # no address, or not an IP one: counted with every such visitor
+        network = tokens.network_tag(s.keyring, "0.0.0.0")
     score, sig = assess(
         Evidence(
             signals={},
@@ -117,15 +123,21 @@ def _enter(s: Services, env: str, room: dict[str, Any]) -> dict[str, Any]:
             identifies_from_network=identity.network_identifies(s, network, env),
         )
     )
+    if "bot" in sig or score >= int(room["holdScore"]):
+        # The room's history of refused ranges, as the API's enter keeps it (best effort); the
+        # operator's choice to hold visitors without JavaScript is no mark against their range.
+        with contextlib.suppress(StorageError, ValueError):
+            work_inputs.count_refusal(s, room["id"], address or "0.0.0.0")
     if "bot" in sig:
         s.series.tally(room["id"], "ndenied")
         raise QueueDenied()
     score = max(score, rooms.no_script_score(room))
-    if score >= int(room["holdScore"]):
-        work_inputs.count_refusal(s, room["id"], address or "0.0.0.0")
     tag = ""
-    if room.get("bindIp"):
-        tag = tokens.network_tag(s.keyring, address) if address else ""
+    if room.get("bindIp"):  # as the API's enter: no visible address, no entry
+        try:
+            tag = tokens.network_tag(s.keyring, address)
+        except ValueError:
+            raise AddressRequired() from None
     limits.charge("enter")
     vid, jti = tokens.new_id(), tokens.new_id()
     answer = visitor.engine_call(
