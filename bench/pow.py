@@ -8,7 +8,9 @@ measurement puzzles, the fitted challenge, the agent's Web Workers (one per core
 the first challenge request left, when its answer came, and when the identify request left.
 ``solve_ms`` runs from that first answer to identify (as this bench measured before issue 24:
 now the measurement, the second round trip and the search); ``wait_ms`` from the first request
-(all a visitor waits before identifying). The tiers are
+(all a visitor waits before identifying). Beside them, in the same run and interleaved with them,
+``before``: the challenge as it was before issue 24 (one puzzle of 2^18 for everyone, so one
+worker, no measurement), asked by the same agent from an environment pinned to it. The tiers are
 made real: the low-risk visitor as it is; the high-risk one from a network that already made 25
 identifies this minute, the room under attack (its environment's identifies set over the attack
 threshold) — set in Redis before each solve. ``"6x"`` throttles the page's CPU with CDP
@@ -96,6 +98,23 @@ TIMING_SCRIPT = """
 })();
 """
 NO_WORKERS = "delete window.Worker;"
+# "before", side by side: the challenge as issue 24 found it (one puzzle of 2^18, so one worker,
+# no measurement), asked by rewriting the agent's challenge requests; its environment pins 2^18.
+LEGACY_SCRIPT = """
+(() => {
+  const original = window.fetch;
+  window.fetch = (url, init) => {
+    if (String(url).endsWith("/api/v1/challenge")) {
+      const body = JSON.parse(init.body);
+      delete body.measure;
+      body.maxPuzzles = 1;
+      init = { ...init, body: JSON.stringify(body) };
+    }
+    return original(url, init);
+  };
+})();
+"""
+LEGACY_BITS = 18
 HIGH_NETWORK_IDENTIFIES = 25
 ATTACK_IDENTIFIES = 5000
 
@@ -108,6 +127,7 @@ def start_service(redis_url: str, data_dir: str) -> LiveServer:
         "ANTEROOM_LIMIT_CHALLENGE": "5000/minute",  # every solve comes from 127.0.0.1
         "ANTEROOM_LIMIT_IDENTIFY": "5000/minute",
         "ANTEROOM_LIMIT_ENTER": "5000/minute",
+        "ANTEROOM_POW_POLICY": json.dumps({"legacy": {"pin": LEGACY_BITS}}),
     }
     return LiveServer(redis_url, data_dir, **env).start()
 
@@ -128,12 +148,14 @@ def set_tier(client: redis.Redis, tier: str) -> None:
             client.set(f"{keys.prefix}ide:bench:{m}", ATTACK_IDENTIFIES, ex=120)
 
 
-def solve_once(browser: Browser, page_url: str, slowdown: int) -> dict[str, Any]:
+def solve_once(browser: Browser, page_url: str, slowdown: int, legacy: bool) -> dict[str, Any]:
     """One first visit in a fresh context: the solve's duration and the tier it was given."""
     context = browser.new_context(user_agent=USER_AGENT, locale="en-GB")
     try:
         page = context.new_page()
         page.add_init_script(TIMING_SCRIPT)
+        if legacy:
+            page.add_init_script(LEGACY_SCRIPT)
         if slowdown > 1:
             page.add_init_script(NO_WORKERS)
             cdp = context.new_cdp_session(page)
@@ -157,12 +179,13 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[max(0, math.ceil(share * len(ordered)) - 1)]
 
 
-def verify_costs(batches: int = 7, per: int = 2000) -> list[float]:
-    """µs per server check of a solved 16-puzzle challenge (decode, expiry, 16 hashes)."""
+def verify_costs(puzzles: int, batches: int = 7, per: int = 2000) -> list[float]:
+    """µs per server check of a solved challenge of ``puzzles`` (decode, expiry, one hash each;
+    1: the legacy one-puzzle challenge)."""
     keyring = Keyring.parse(KEYS)
     services = SimpleNamespace(keyring=keyring, settings=Settings(keys=KEYS))
-    work = work_rule.Work("bench", 2**16, 2**14)
-    issued = sessions.new_challenge(services, "bench", work, max_puzzles=16)  # type: ignore[arg-type]
+    work = work_rule.Work("bench", 2**15, 2**13)
+    issued = sessions.new_challenge(services, "bench", work, max_puzzles=puzzles)  # type: ignore[arg-type]
     prefixes = [p["prefix"] for p in issued["puzzles"]]
     solutions = pow.solve_puzzles(prefixes, issued["difficulty"])
     means = []
@@ -207,32 +230,36 @@ def main() -> None:
     try:
         client = redis.Redis.from_url(server.url, decode_responses=True)
         engine = Engine(client)
-        api_key = KeyStore(client, engine.keys).create("bench")[0].public_key
-        room = engine.create_room(
-            "bench",
-            {"slug": "pow", "name": "PoW bench", "redirectUrl": "https://shop.example/"},
-        )["id"]
-        engine.open(room)
+        store = KeyStore(client, engine.keys)
+        urls = {}
+        for env, slug in (("bench", "pow"), ("legacy", "pow-legacy")):
+            api_key = store.create(env)[0].public_key
+            config = {"slug": slug, "name": "PoW bench", "redirectUrl": "https://shop.example/"}
+            engine.open(engine.create_room(env, config)["id"])
+            urls[env] = (slug, api_key)
         service = start_service(server.url, data_dir)
-        page_url = f"{service.url}/queue/pow?key={api_key}"
+        page_url = "{}/queue/{}?key={}".format(service.url, *urls["bench"])
+        legacy_url = "{}/queue/{}?key={}".format(service.url, *urls["legacy"])
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
                 executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
             )
             version = browser.version
             set_tier(client, "low-calm")
-            solve_once(browser, page_url, 1)  # warm-up: the first page load compiles everything
-            for tier in ("low-calm", "high-attack"):
-                solves[tier] = {}
-                # A high-risk solve at 6x takes most of a minute: fewer of them.
-                share = 1 if tier == "low-calm" else 2
-                plan = ((1, args.solves // share), (6, args.slow_solves // share**2))
-                for slowdown, count in plan:
-                    runs = []
-                    for _ in range(count):
+            solve_once(browser, page_url, 1, False)  # warm-up: the first load compiles everything
+            # (tier, page, share of --solves at 1x, share of --slow-solves at 6x), interleaved
+            # per speed so that load on the machine falls on before and after alike.
+            plan = (
+                ("before", legacy_url, 1, 2),
+                ("low-calm", page_url, 1, 1),
+                ("high-attack", page_url, 2, 4),  # most of a minute each at 6x: fewer
+            )
+            for slowdown, counts in ((1, args.solves), (6, args.slow_solves)):
+                for tier, url, *shares in plan:
+                    runs = solves.setdefault(tier, {}).setdefault(f"{slowdown}x", [])
+                    for _ in range(max(1, counts // shares[slowdown > 1])):
                         set_tier(client, tier)
-                        runs.append(solve_once(browser, page_url, slowdown))
-                    solves[tier][f"{slowdown}x"] = runs
+                        runs.append(solve_once(browser, url, slowdown, tier == "before"))
             context = browser.new_context(user_agent=USER_AGENT)
             page = context.new_page()
             page.goto(page_url)
@@ -247,8 +274,8 @@ def main() -> None:
     tiers: dict[str, Any] = {}
     for tier, by_speed in solves.items():
         given = {s["tier"] for runs in by_speed.values() for s in runs}
-        assert given == {tier}, (tier, given)
-        work = work_rule.work_for(*TIER_FACTS[tier], work_rule.Policy())
+        assert given == {"pinned" if tier == "before" else tier}, (tier, given)
+        work = work_rule.work_for(*TIER_FACTS[tier], work_rule.Policy(pin=TIER_PINS.get(tier)))
         tiers[tier] = {
             "expected_hashes": work.expected_hashes,
             "floor_hashes": work.floor_hashes,
@@ -273,7 +300,8 @@ def main() -> None:
             },
             "solves": {speed: len(runs) for speed, runs in by_speed.items()},
         }
-    verify_us = round(statistics.median(verify_costs()), 2)
+    verify_us = round(statistics.median(verify_costs(pow.MAX_PUZZLES)), 2)
+    verify_one_us = round(statistics.median(verify_costs(1)), 2)
     low, high = tiers["low-calm"], tiers["high-attack"]
     results = {
         "tiers": tiers,
@@ -282,6 +310,7 @@ def main() -> None:
         "high_over_low_expected": round(high["expected_hashes"] / low["expected_hashes"], 1),
         "verify_us": verify_us,
         "verify_puzzles": pow.MAX_PUZZLES,
+        "verify_one_puzzle_us": verify_one_us,
         "hash_rates": {
             "bundled_js_all_workers_per_second": round(
                 statistics.median(s["rate"] for s in solves["low-calm"]["1x"] if s["rate"])
@@ -293,7 +322,7 @@ def main() -> None:
             "high_over_low_expected": 20,
             "verify_us": 50,
         },
-        "before": BEFORE,
+        "before_earlier_run": BEFORE,
         "setup": {
             "browser": f"Debian chromium {version}, headless, via Playwright",
             "page": "the hosted waiting page over http://127.0.0.1, a fresh context per solve",
@@ -304,21 +333,26 @@ def main() -> None:
     }
     for tier, row in tiers.items():
         print(f"{tier}: expected {row['expected_hashes']} hashes; solve ms {row['solve_ms']}")
-    print(f"high/low expected work {results['high_over_low_expected']}x; verify {verify_us} µs")
+    print(
+        f"high/low expected work {results['high_over_low_expected']}x; "
+        f"verify {verify_us} µs ({pow.MAX_PUZZLES} puzzles), {verify_one_us} µs (1)"
+    )
     out = ROOT / "bench" / "results" / "pow.json"
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
 
 
 # The facts set_tier makes true, for the rule's own figures of each tier.
+TIER_PINS = {"before": LEGACY_BITS}
 TIER_FACTS = {
+    "before": (work_rule.Risk(0, 0, 0), work_rule.Pressure()),
     "low-calm": (work_rule.Risk(0, 0, 0), work_rule.Pressure()),
     "high-attack": (
         work_rule.Risk(0, HIGH_NETWORK_IDENTIFIES, 0),
         work_rule.Pressure(identifies_per_minute=ATTACK_IDENTIFIES),
     ),
 }
-# bench/pow.py before issue 24 (one puzzle of 2^18 for everyone, one worker), same machine, loaded.
+# bench/pow.py of before issue 24, run on the unchanged code earlier the same day (loaded).
 BEFORE = {
     "difficulty": 18,
     "solve_ms_median_1x": 479.6,

@@ -61,7 +61,7 @@ def test_a_split_challenge_buys_one_session(client: FlaskClient, api_key: str, r
     visitor = Visitor(client, api_key)
     issued = ask(visitor, room="drop", maxPuzzles=16)
     assert issued["tier"] == "low-calm"
-    assert len(issued["puzzles"]) == 16 and issued["expectedHashes"] == 2**16
+    assert len(issued["puzzles"]) == 16 and issued["expectedHashes"] == 2**15
     prefixes = [p["prefix"] for p in issued["puzzles"]]
     assert prefixes == pow.puzzle_prefixes(issued["challenge"], 16)
     solutions = solutions_of(issued)
@@ -74,12 +74,12 @@ def test_a_split_challenge_buys_one_session(client: FlaskClient, api_key: str, r
 def test_the_old_single_solution_still_works(client: FlaskClient, api_key: str) -> None:
     visitor = Visitor(client, api_key)
     issued = ask(visitor)  # what an existing app sends: only its key
-    assert issued["puzzles"] == [{"prefix": issued["challenge"], "difficulty": 16}]
+    assert issued["puzzles"] == [{"prefix": issued["challenge"], "difficulty": 15}]
     solution = pow.solve(issued["challenge"], issued["difficulty"])
     assert identify(visitor, issued, solution=solution).status_code == 200
     # The same, sent as a one-item list, is as good.
     issued = ask(visitor)
-    listed = identify(visitor, issued, solutions=[pow.solve(issued["challenge"], 16)])
+    listed = identify(visitor, issued, solutions=[pow.solve(issued["challenge"], 15)])
     assert listed.status_code == 200
 
 
@@ -122,9 +122,9 @@ def test_the_device_measurement_fits_the_work_but_never_below_the_floor(
         measurement = solved | {"hashesPerSecond": rate}
         return int(ask(visitor, maxPuzzles=16, measurement=measurement)["expectedHashes"])
 
-    assert fitted(5e6) == 2**16  # a fast device: the tier's work
-    assert 2**14 < fitted(60_000) < 2**16  # a slow one: less, so its p95 stays under a second
-    assert fitted(1) == 2**14  # "very slow" (or lying): the floor, no less
+    assert fitted(5e6) == 2**15  # a fast device: the tier's work
+    assert 2**13 < fitted(30_000) < 2**15  # a slow one: less, so its p95 stays under a second
+    assert fitted(1) == 2**13  # "very slow" (or lying): the floor, no less
     # A measurement that was not solved, or is not a measurement, is refused by name.
     bad = solved | {"solutions": ["1"] * 8, "hashesPerSecond": 1}
     answer = visitor.post("challenge", {"apiKey": api_key, "maxPuzzles": 16, "measurement": bad})

@@ -74,12 +74,12 @@ def test_pressure_class(pressure: Pressure, policy: Policy, expected: str) -> No
 @pytest.mark.parametrize(
     ("risk", "pressure", "tier", "bits", "floor_bits"),
     [
-        (LOW, CALM, "low-calm", 16, 14),
-        (LOW, BUSY, "low-busy", 16, 14),
-        (LOW, ATTACK, "low-attack", 17, 15),
-        (Risk(30, 0, 0), CALM, "medium-calm", 18, 17),
-        (Risk(30, 0, 0), BUSY, "medium-busy", 19, 18),
-        (Risk(30, 0, 0), ATTACK, "medium-attack", 20, 19),
+        (LOW, CALM, "low-calm", 15, 13),
+        (LOW, BUSY, "low-busy", 15, 13),
+        (LOW, ATTACK, "low-attack", 16, 14),
+        (Risk(30, 0, 0), CALM, "medium-calm", 17, 16),
+        (Risk(30, 0, 0), BUSY, "medium-busy", 18, 17),
+        (Risk(30, 0, 0), ATTACK, "medium-attack", 19, 18),
         (HIGH, CALM, "high-calm", 20, 20),
         (HIGH, BUSY, "high-busy", 21, 21),
         (HIGH, ATTACK, "high-attack", 22, 22),
@@ -107,7 +107,7 @@ def test_under_attack_high_risk_pays_at_least_20x_low_risk_even_at_its_floor() -
         (Policy(pin=18), LOW, CALM, Work("pinned", 2**18, 2**18)),
         (Policy(min_bits=18), LOW, CALM, Work("low-calm", 2**18, 2**18)),
         (Policy(max_bits=17), HIGH, ATTACK, Work("high-attack", 2**17, 2**17)),
-        (Policy(min_bits=15, max_bits=20), LOW, CALM, Work("low-calm", 2**16, 2**15)),
+        (Policy(min_bits=14, max_bits=20), LOW, CALM, Work("low-calm", 2**15, 2**14)),
     ],
 )
 def test_the_operator_pins_or_bounds_it(
@@ -119,11 +119,11 @@ def test_the_operator_pins_or_bounds_it(
 @pytest.mark.parametrize(
     ("rate", "expected"),
     [
-        (None, 2**16),  # not measured: the tier's work
-        (0.0, 2**16),
-        (10_000_000.0, 2**16),  # a fast device pays the tier's work, no more
-        (1.0, 2**14),  # a "slow" one (or a liar) gets down to the floor, no lower
-        (60_000.0, int(60_000 * FIT_TARGET_SEC / tail_factor(32))),  # in between: fitted
+        (None, 2**15),  # not measured: the tier's work
+        (0.0, 2**15),
+        (10_000_000.0, 2**15),  # a fast device pays the tier's work, no more
+        (1.0, 2**13),  # a "slow" one (or a liar) gets down to the floor, no lower
+        (30_000.0, int(30_000 * FIT_TARGET_SEC / tail_factor(32))),  # in between: fitted
     ],
 )
 def test_fit_to_device(rate: float | None, expected: int) -> None:

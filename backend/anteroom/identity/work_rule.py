@@ -12,7 +12,7 @@ The rule (SPEC "Proof of work, fitted"; README "How much work a visitor pays" ha
   ``attack_identifies_per_minute``, or at least half of at least 20 recent identifies failed;
   ``busy`` when the room's arrivals in the last minute exceed its ``ratePerMinute``; else ``calm``.
 * The **work** of the tier ``<risk>-<pressure>`` is 2^bits expected hashes, from
-  :data:`WORK_BITS`; under attack a high-risk visitor pays 32x a low-risk one.
+  :data:`WORK_BITS`; under attack a high-risk visitor pays 64x a low-risk one.
 * The **floor** is what a device measured as slow can be brought down to: 1/4 of the work for
   ``low``, 1/2 for ``medium``, nothing off for ``high`` (so lying about a slow device buys at
   most the floor, and high risk keeps all of its work).
@@ -49,12 +49,12 @@ RISKS = ("low", "medium", "high")
 PRESSURES = ("calm", "busy", "attack")
 # log2 of the expected hashes of each tier.
 WORK_BITS: dict[tuple[str, str], int] = {
-    ("low", "calm"): 16,
-    ("low", "busy"): 16,
-    ("low", "attack"): 17,
-    ("medium", "calm"): 18,
-    ("medium", "busy"): 19,
-    ("medium", "attack"): 20,
+    ("low", "calm"): 15,
+    ("low", "busy"): 15,
+    ("low", "attack"): 16,
+    ("medium", "calm"): 17,
+    ("medium", "busy"): 18,
+    ("medium", "attack"): 19,
     ("high", "calm"): 20,
     ("high", "busy"): 21,
     ("high", "attack"): 22,
