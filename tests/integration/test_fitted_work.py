@@ -175,15 +175,20 @@ def test_failing_identifies_read_as_an_attack(client: FlaskClient, api_key: str)
 def test_a_range_the_room_refused_pays_more_there(
     client: FlaskClient, services: Services, api_key: str, room: str
 ) -> None:
-    robot = Visitor(client, api_key, address="203.0.113.50")
-    identified = robot.identify(signals={"webdriver": True})
-    assert "bot" in identified.json["sig"]
-    assert robot.enter("drop").json["error"] == "QueueDenied"
+    strict = make_room(services.engine, env="shop", slug="strict", holdScore=40)
+    services.engine.open(strict)
+    # No Accept-Language (30) and no languages (20): 50, held in a room holding from 40.
+    suspect = Visitor(
+        client, api_key, address="203.0.113.50", headers={"User-Agent": "Mozilla/5.0"}
+    )
+    identified = suspect.identify(signals={"webdriver": False, "languages": 0})
+    assert identified.json["score"] == 50
+    assert suspect.enter("strict").json["status"] == "held"
     neighbour = Visitor(client, api_key, address="203.0.113.51", headers=HUMAN)
-    assert ask(neighbour, room="drop", maxPuzzles=16)["tier"] == "medium-calm"
-    assert ask(neighbour, maxPuzzles=16)["tier"] == "low-calm"  # other rooms: no history
+    assert ask(neighbour, room="strict", maxPuzzles=16)["tier"] == "medium-calm"
+    assert ask(neighbour, room="drop", maxPuzzles=16)["tier"] == "low-calm"  # its own history
     elsewhere = Visitor(client, api_key, address="203.0.114.51")
-    assert ask(elsewhere, room="drop", maxPuzzles=16)["tier"] == "low-calm"
+    assert ask(elsewhere, room="strict", maxPuzzles=16)["tier"] == "low-calm"
 
 
 def test_arrivals_per_minute_from_the_series() -> None:

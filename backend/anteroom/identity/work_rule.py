@@ -5,8 +5,9 @@ The rule (SPEC "Proof of work, fitted"; README "How much work a visitor pays" ha
 * **Risk** of the visitor, one of ``low``, ``medium``, ``high``:
   ``high`` when the signal score is at least 50, the visitor's network made more than
   ``BUSY_NETWORK_PER_MINUTE`` identifies in the last minute, or its address range was refused by
-  this room (denied or held) at least 3 times in the last day; ``medium`` when the score is at
-  least 20, the network made more than 5 identifies, or the range was refused once; else ``low``.
+  this room (held; denied on the plain page) at least 3 times in the last day; ``medium`` when
+  the score is at least 20, the network made more than 5 identifies, or the range was refused
+  once; else ``low``.
 * **Pressure** on the room, one of ``calm``, ``busy``, ``attack``:
   ``attack`` when the environment's identifies in the last minute reach the policy's
   ``attack_identifies_per_minute``, or at least half of at least 20 recent identifies failed;

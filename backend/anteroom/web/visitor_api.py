@@ -187,13 +187,14 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
         known = s.directory.room_by_slug(call.env, call.body.room)  # no Redis call to count it
         if known:
             s.series.tally(known["id"], "ndenied")
-            _remember_refusal(s, known)
         raise errors.QueueDenied()
     room = visitor.room_by_slug(s, call.env, call.body.room)
     tag = _network_tag(s, room)
     score = int(session["score"])
     limits.charge("enter")  # after the offline checks: garbage costs Redis no write
     if score >= int(room.get("holdScore") or 100):
+        # Remembered only for a counted entry: a convicted session's refusal above writes
+        # nothing (garbage costs Redis no write); its network pays at identify already.
         _remember_refusal(s, room)
     try:
         # Revocations are checked inside the script, in the room's own store.
