@@ -2,7 +2,7 @@ import { createApi, PATHS } from "./api.js";
 import { backoffDelay } from "./backoff.js";
 import { AnteroomError } from "./errors.js";
 import { estimateAt, estimateTick } from "./estimate.js";
-import { solveChallenge } from "./pow.js";
+import { openSolver } from "./pow.js";
 import { collectSignals } from "./signals.js";
 import { createRoomStore } from "./storage.js";
 import { joinTabs } from "./tabs.js";
@@ -17,6 +17,8 @@ const DEFAULT_POLL_MS = 5000;
 const MIN_POLL_MS = 250;
 // Recoveries (re-enter, re-identify) in a row without a good answer before giving up.
 const MAX_RECOVERIES = 3;
+// Puzzles a challenge may be split into (the server's most): a short tail for the solve time.
+const MAX_PUZZLES = 16;
 
 /**
  * Takes a place in the room's line and waits to be let in. See index.d.ts for the contract.
@@ -216,11 +218,23 @@ async function lead({ slug, options, store, api, emit, signal }) {
   };
 
   const identify = async (/** @type {string | null} */ previousSession) => {
-    const challenge = await retrying(() => api.post(PATHS.challenge, {}, signal));
-    const solution = await solveChallenge(challenge.challenge, challenge.difficulty, { signal, clock });
-    signal.throwIfAborted();
+    const signals = collectSignals();
+    // The workers start while the challenge is on its way, and serve both of its sets.
+    const solver = openSolver({ signal, clock });
     /** @type {Record<string, unknown>} */
-    const body = { challenge: challenge.challenge, solution, signals: collectSignals() };
+    let body;
+    try {
+      const challenge = await fittedChallenge({ slug, api, retrying, signal, solver, signals });
+      body = { challenge: challenge.challenge, signals };
+      // A server without puzzles asks the one legacy puzzle: the token itself.
+      const puzzles = challenge.puzzles ?? [{ prefix: challenge.challenge, difficulty: challenge.difficulty }];
+      const { solutions } = await solver.solve(puzzles);
+      if (challenge.puzzles) body.solutions = solutions;
+      else body.solution = solutions[0];
+    } finally {
+      solver.close();
+    }
+    signal.throwIfAborted();
     if (previousSession) body.previousSession = previousSession;
     const session = await retrying(() => api.post(PATHS.identify, body, signal));
     if (typeof session.sessionToken !== "string") {
@@ -304,6 +318,26 @@ async function waitMovingEstimates(answer, ms, { clock, signal, emit, estimates 
       emit(estimate);
     }
   }
+}
+
+/**
+ * A challenge sized for this device (SPEC "Proof of work, fitted"): first the server's tiny,
+ * signed measurement puzzles, timed here; then the real challenge, asked with that measurement
+ * (the server never lets it lower the work below the visitor's floor). A server that answers
+ * the first call with a real challenge (no measurement) is taken at its word.
+ *
+ * @param {{slug: string, api: any, retrying: (call: () => Promise<any>) => Promise<any>,
+ *   signal: AbortSignal, solver: import("./pow.js").Solver, signals: Record<string, unknown>}} context
+ * @returns {Promise<any>} the challenge answer
+ */
+async function fittedChallenge({ slug, api, retrying, signal, solver, signals }) {
+  const ask = { room: slug, maxPuzzles: MAX_PUZZLES, signals };
+  const probe = await retrying(() => api.post(PATHS.challenge, { ...ask, measure: true }, signal));
+  if (probe?.tier !== "measure" || !Array.isArray(probe.puzzles)) return probe;
+  const measured = await solver.solve(probe.puzzles);
+  const hashesPerSecond = (measured.hashes * 1000) / Math.max(1, measured.elapsedMs);
+  const measurement = { challenge: probe.challenge, solutions: measured.solutions, hashesPerSecond };
+  return retrying(() => api.post(PATHS.challenge, { ...ask, measurement }, signal));
 }
 
 /**

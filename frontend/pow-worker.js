@@ -2,19 +2,21 @@ import { sha256Kit } from "./sha256.js";
 
 /**
  * The worker's message loop. Self-contained like `sha256Kit`: only its source text reaches the
- * worker. Receives `{challenge, difficulty}`, answers `{ready: true}` at start, then `{solution}` (a decimal string). It never
- * stops searching on its own; the page terminates it.
+ * worker. Answers `{ready: true}` at start; then, for each puzzle it receives as
+ * `{prefix, difficulty, index}`, `{index, solution}`
+ * (a decimal string, searched from 0, so solution + 1 hashes were computed). It never stops
+ * searching on its own; the page terminates it.
  * @param {import("./sha256.js").Sha256Kit} kit
  */
 function workerMain(kit) {
   self.postMessage({ ready: true });
   self.onmessage = (event) => {
-    const challenge = event.data.challenge;
+    const prefix = event.data.prefix;
     const difficulty = event.data.difficulty;
     for (let from = 0; ; from += 100000) {
-      const found = kit.findSolution(challenge, difficulty, from, 100000);
+      const found = kit.findSolution(prefix, difficulty, from, 100000);
       if (found >= 0) {
-        self.postMessage({ solution: String(found) });
+        self.postMessage({ index: event.data.index, solution: String(found) });
         return;
       }
     }

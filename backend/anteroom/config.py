@@ -32,7 +32,8 @@ class Settings:
     limit_challenge: str = "60/minute"
     limit_identify: str = "60/minute"
     limit_enter: str = "60/minute"
-    pow_difficulty: int = 18
+    pow_difficulty: int = 0  # > 0 pins every challenge to 2^N expected hashes; 0: the work rule
+    pow_policy: str = ""  # JSON, per environment: {"pin": bits} or {"min", "max", "attack"}
     templates_dir: str = ""  # an operator's page templates, looked up before the built-in ones
     metrics_token: str = ""  # when set, /metrics answers only `Authorization: Bearer <it>`
     log_format: str = "text"  # "json": one JSON line per request (web/request_log.py)

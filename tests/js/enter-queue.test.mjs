@@ -113,6 +113,33 @@ describe("the happy path", () => {
     assert.ok(fake.calls.every((call) => call.body.apiKey === KEY && call.url.startsWith(BASE)));
   });
 
+  test("times the server's measurement puzzles, then solves the fitted split challenge", async () => {
+    const puzzles = (tag, count) => Array.from({ length: count }, (_, i) => ({ prefix: `${tag}.${i}`, difficulty: DIFFICULTY }));
+    const probe = { challenge: "pc1.k1.probe.sig", difficulty: DIFFICULTY, puzzles: puzzles("probe", 8), expectedHashes: 512, tier: "measure", expiresAt: clock.now() + 60_000 };
+    const real = { challenge: "pc1.k1.real.sig", difficulty: DIFFICULTY, puzzles: puzzles("real", 4), expectedHashes: 256, tier: "low-calm", expiresAt: clock.now() + 60_000 };
+    const solves = (prefixes, solutions) =>
+      prefixes.length === solutions.length &&
+      prefixes.every((p, i) => leadingZeroBits(createHash("sha256").update(`${p.prefix}:${solutions[i]}`).digest()) >= DIFFICULTY);
+    const fake = server(clock, {
+      "/api/v1/challenge": [{ body: probe }, { body: real }],
+      "/api/v1/identify": (body) => {
+        assert.ok(solves(real.puzzles, body.solutions), "every puzzle solved, in order");
+        assert.equal("solution" in body, false);
+        return { body: { sessionToken: "st1.k1.split.sig", expiresAt: clock.now() + 3_600_000, score: 0, sig: [] } };
+      },
+    });
+    await clock.settle(start(fake));
+    const [first, second] = fake.callsTo("/api/v1/challenge").map((call) => call.body);
+    assert.equal(first.measure, true);
+    assert.equal(first.room, ROOM);
+    assert.equal(first.maxPuzzles, 16);
+    assert.equal(second.measure, undefined);
+    assert.equal(second.measurement.challenge, probe.challenge);
+    assert.ok(solves(probe.puzzles, second.measurement.solutions));
+    assert.ok(second.measurement.hashesPerSecond > 0);
+    assert.equal(fake.callsTo("/api/v1/identify")[0].body.challenge, real.challenge);
+  });
+
   test("sends the identify and enter bodies the API documents", async () => {
     const fake = server(clock);
     await clock.settle(start(fake));

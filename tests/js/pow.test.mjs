@@ -4,7 +4,7 @@ import { createHash, randomBytes, randomInt } from "node:crypto";
 import vm from "node:vm";
 import { afterEach, describe, test } from "node:test";
 
-import { solveChallenge } from "../../frontend/pow.js";
+import { openSolver, solveChallenge, solvePuzzles } from "../../frontend/pow.js";
 import { workerSource } from "../../frontend/pow-worker.js";
 import { sha256, sha256Kit } from "../../frontend/sha256.js";
 
@@ -140,7 +140,7 @@ describe("the Web Worker", () => {
     const messages = [];
     const self = { postMessage: (data) => messages.push(data), onmessage: null };
     vm.runInNewContext(workerSource(), { self, TextEncoder });
-    self.onmessage({ data: { challenge: "pc1.k1.worker.sig", difficulty: 10 } });
+    self.onmessage({ data: { prefix: "pc1.k1.worker.sig", difficulty: 10, index: 0 } });
     assert.equal(messages[0].ready, true);
     assert.equal(messages[1].solution, String(bruteForce("pc1.k1.worker.sig", 10)));
   });
@@ -172,5 +172,87 @@ describe("the Web Worker", () => {
     };
     const solution = await solveChallenge("pc1.k1.broken.sig", 10);
     assert.equal(solution, String(bruteForce("pc1.k1.broken.sig", 10)));
+  });
+});
+
+describe("split challenges", () => {
+  afterEach(() => {
+    delete globalThis.Worker;
+  });
+
+  const puzzles = (count, difficulty) =>
+    Array.from({ length: count }, (_, i) => ({ prefix: `0123456789abcdef0123456789abcdef.${i}`, difficulty }));
+
+  test("shares the puzzles out among one Worker per core and solves each in order", async () => {
+    globalThis.Worker = VmWorker;
+    VmWorker.created = 0;
+    const asked = puzzles(7, 8);
+    const solved = await solvePuzzles(asked, { workers: 3 });
+    assert.equal(VmWorker.created, 3);
+    assert.deepEqual(solved.solutions, asked.map((p) => String(bruteForce(p.prefix, 8))));
+    // Each search starts at 0: solution + 1 hashes each.
+    assert.equal(solved.hashes, solved.solutions.reduce((sum, s) => sum + Number(s) + 1, 0));
+    assert.ok(solved.elapsedMs >= 0);
+  });
+
+  test("never starts more workers than puzzles", async () => {
+    globalThis.Worker = VmWorker;
+    VmWorker.created = 0;
+    await solvePuzzles(puzzles(2, 6), { workers: 16 });
+    assert.equal(VmWorker.created, 2);
+  });
+
+  test("one solver serves several sets with the same workers, then closes them", async () => {
+    globalThis.Worker = VmWorker;
+    VmWorker.created = 0;
+    const solver = openSolver({ workers: 2 });
+    const first = await solver.solve(puzzles(3, 6));
+    const second = await solver.solve(puzzles(4, 7));
+    solver.close();
+    assert.equal(VmWorker.created, 2);
+    assert.deepEqual(second.solutions, puzzles(4, 7).map((p) => String(bruteForce(p.prefix, 7))));
+    assert.equal(first.solutions.length, 3);
+  });
+
+  test("after a worker fails, the same solver goes on on the main thread", async () => {
+    let made = 0;
+    globalThis.Worker = class extends VmWorker {
+      constructor(url) {
+        super(url);
+        this.broken = made++ === 0;
+      }
+      postMessage(data) {
+        if (this.broken) setImmediate(() => this.onerror({ preventDefault() {} }));
+        else super.postMessage(data);
+      }
+    };
+    const solver = openSolver({ workers: 2 });
+    await solver.solve(puzzles(2, 6));
+    const again = await solver.solve(puzzles(2, 6));
+    solver.close();
+    assert.deepEqual(again.solutions, puzzles(2, 6).map((p) => String(bruteForce(p.prefix, 6))));
+  });
+
+  test("a worker failing midway leaves the rest to the main thread", async () => {
+    let made = 0;
+    globalThis.Worker = class extends VmWorker {
+      constructor(url) {
+        super(url);
+        this.broken = made++ === 1;
+      }
+      postMessage(data) {
+        if (this.broken) setImmediate(() => this.onerror({ preventDefault() {} }));
+        else super.postMessage(data);
+      }
+    };
+    const asked = puzzles(5, 8);
+    const solved = await solvePuzzles(asked, { workers: 2 });
+    assert.deepEqual(solved.solutions, asked.map((p) => String(bruteForce(p.prefix, 8))));
+  });
+
+  test("refuses puzzles it cannot use", async () => {
+    for (const bad of [[], null, [{ prefix: 1, difficulty: 4 }], [{ prefix: "x", difficulty: 65 }]]) {
+      await assert.rejects(solvePuzzles(bad), { code: "BadChallenge" });
+    }
   });
 });

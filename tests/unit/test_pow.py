@@ -6,7 +6,14 @@ import hashlib
 
 import pytest
 
-from anteroom.identity.proof_of_work import check_solution, leading_zero_bits, solve
+from anteroom.identity.proof_of_work import (
+    check_solution,
+    check_solutions,
+    leading_zero_bits,
+    puzzle_prefixes,
+    solve,
+    solve_puzzles,
+)
 
 
 @pytest.mark.parametrize(
@@ -59,3 +66,24 @@ def test_refuses_unreasonable_solutions(solution: str) -> None:
 def test_difficulty_zero_accepts_any_reasonable_solution() -> None:
     assert check_solution("c", "anything", 0)
     assert check_solution("c", "1" * 64, 0)
+
+
+def test_split_puzzles_are_bound_to_their_challenge() -> None:
+    prefixes = puzzle_prefixes("pc1.k1.payload.sig", 4)
+    seed = hashlib.sha256(b"pc1.k1.payload.sig").hexdigest()[:32]
+    assert prefixes == [f"{seed}.{i}" for i in range(4)]
+    assert puzzle_prefixes("pc1.k1.other.sig", 4)[0] != prefixes[0]
+    assert puzzle_prefixes("pc1.k1.payload.sig", None) == ["pc1.k1.payload.sig"]
+
+
+def test_check_solutions_wants_each_puzzle_solved_in_order() -> None:
+    prefixes = puzzle_prefixes("pc1.k1.payload.sig", 3)
+    solutions = solve_puzzles(prefixes, 8)
+    assert check_solutions(prefixes, solutions, 8)
+    assert not check_solutions(prefixes, solutions[:2], 8)  # one missing
+    assert not check_solutions(prefixes, [*solutions, "1"], 8)  # one too many
+    assert not check_solutions(prefixes, "".join(solutions), 8)  # not a list
+    # One puzzle's solution does not answer another's (this challenge's first two differ).
+    assert solutions[0] != solutions[1]
+    swapped = [solutions[1], solutions[0], solutions[2]]
+    assert not check_solutions(prefixes, swapped, 8)

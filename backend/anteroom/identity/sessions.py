@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
 from typing import Any
 
 from anteroom.identity import proof_of_work as pow
+from anteroom.identity import work_rule
 from anteroom.identity.dependencies import IdentityServices
 from anteroom.identity.signal_rules import Evidence, assess
 from anteroom.sdk import tokens
 
 CHALLENGE_TTL_SEC = 120
 SESSION_TTL_SEC = 6 * 3600
+# The measurement: 8 puzzles of 2^10 hashes, ~10 ms on a laptop, ~0.1 s on a budget phone.
+MEASURE_PUZZLES, MEASURE_BITS = 8, 10
+# What is assumed of a visitor nobody knows anything about (no Redis read was made).
+CALM_STRANGER = work_rule.Risk(score=0, network_identifies=0, range_abuse=0)
 
 
 class IdentityRefused(Exception):
@@ -33,23 +39,97 @@ class TokenExpired(IdentityRefused):
 
 
 class WrongSolution(IdentityRefused):
-    """The proof of work does not solve its challenge."""
+    """The proof of work does not solve its challenge; ``field`` names what was sent."""
+
+    def __init__(self, message: str, field: str = "solution") -> None:
+        super().__init__(message)
+        self.field = field
 
 
-def difficulty_for(services: IdentityServices, environment: str) -> int:
-    """Leading zero bits asked of ``environment`` (per-environment setting, else the default)."""
+def policy_for(services: IdentityServices, environment: str) -> work_rule.Policy:
+    """The operator's work policy for ``environment``.
+
+    ``ANTEROOM_POW_POLICY`` (JSON ``{"<env>": {"pin": bits} | {"min": bits, "max": bits,
+    "attack": identifies a minute}}``) decides per environment; else ``ANTEROOM_POW_DIFFICULTY``,
+    when set (> 0), pins every environment to 2^N expected hashes; else the rule decides alone.
+    """
     per_env = services.settings.extra.get("difficulty", {})
-    return int(per_env.get(environment, services.settings.pow_difficulty))
+    if environment in per_env:
+        return work_rule.Policy(pin=int(per_env[environment]))
+    entry = _policies(services.settings.pow_policy).get(environment)
+    if entry is not None:
+        return entry
+    pinned = services.settings.pow_difficulty
+    return work_rule.Policy(pin=pinned) if pinned > 0 else work_rule.Policy()
 
 
-def new_challenge(services: IdentityServices, environment: str) -> dict[str, Any]:
-    """A stateless signed challenge for ``environment``."""
+@functools.lru_cache(maxsize=4)
+def _policies(text: str) -> dict[str, work_rule.Policy]:
+    if not text.strip():
+        return {}
+    out = {}
+    for env, entry in json.loads(text).items():
+        out[env] = work_rule.Policy(
+            pin=None if entry.get("pin") is None else int(entry["pin"]),
+            min_bits=int(entry.get("min", 0)),
+            max_bits=int(entry.get("max", 40)),
+            attack_identifies_per_minute=int(entry.get("attack", 3000)),
+        )
+    return out
+
+
+def _sign_challenge(
+    services: IdentityServices, environment: str, bits: int, puzzles: int | None, *, measure: bool
+) -> dict[str, Any]:
     now = int(time.time())
-    bits = difficulty_for(services, environment)
-    claims = {"env": environment, "jti": tokens.new_id(), "d": bits, "iat": now}
+    claims: dict[str, Any] = {"env": environment, "jti": tokens.new_id(), "d": bits, "iat": now}
+    if puzzles is not None:
+        claims["k"] = puzzles
+    if measure:
+        claims["m"] = 1
     claims["exp"] = now + CHALLENGE_TTL_SEC
     token = tokens.sign(services.keyring, tokens.CHALLENGE, claims)
-    return {"challenge": token, "difficulty": bits, "expiresAt": claims["exp"] * 1000}
+    prefixes = pow.puzzle_prefixes(token, puzzles)
+    return {
+        "challenge": token,
+        "difficulty": bits,
+        "puzzles": [{"prefix": prefix, "difficulty": bits} for prefix in prefixes],
+        "expectedHashes": len(prefixes) * 2**bits,
+        "expiresAt": claims["exp"] * 1000,
+    }
+
+
+def new_challenge(
+    services: IdentityServices,
+    environment: str,
+    work: work_rule.Work | None = None,
+    *,
+    max_puzzles: int = 1,
+    hashes_per_second: float | None = None,
+) -> dict[str, Any]:
+    """A stateless signed challenge for ``environment`` asking ``work`` (else the policy's pin or
+    the calm low-risk tier), fitted to a measured device and split into at most ``max_puzzles``.
+
+    ``max_puzzles`` 1 gives the legacy one-puzzle challenge whose prefix is the token itself.
+    """
+    if work is None:
+        policy = policy_for(services, environment)
+        work = work_rule.work_for(CALM_STRANGER, work_rule.Pressure(), policy)
+    max_puzzles = max(1, min(pow.MAX_PUZZLES, max_puzzles))
+    expected = work_rule.fit_to_device(work, hashes_per_second, max_puzzles)
+    count, bits = work_rule.split(expected, max_puzzles)
+    answer = _sign_challenge(
+        services, environment, bits, count if max_puzzles > 1 else None, measure=False
+    )
+    answer["tier"] = work.tier
+    return answer
+
+
+def measurement_challenge(services: IdentityServices, environment: str) -> dict[str, Any]:
+    """The tiny first puzzle set the agent times to tell the server its hash rate."""
+    answer = _sign_challenge(services, environment, MEASURE_BITS, MEASURE_PUZZLES, measure=True)
+    answer["tier"] = "measure"
+    return answer
 
 
 def decode_or_raise(services: IdentityServices, token: str, kind: str) -> dict[str, Any]:
@@ -63,17 +143,41 @@ def decode_or_raise(services: IdentityServices, token: str, kind: str) -> dict[s
 
 
 def solved_challenge(
-    services: IdentityServices, environment: str, challenge: str, solution: str
+    services: IdentityServices,
+    environment: str,
+    challenge: str,
+    solutions: str | list[str],
+    *,
+    measurement: bool = False,
 ) -> dict[str, Any]:
-    """Claims of a challenge of ``environment`` that ``solution`` solves, or raise.
+    """Claims of a challenge of ``environment`` that ``solutions`` solve, or raise.
 
-    Offline (signature, expiry, one hash): a request failing here never reaches Redis.
+    ``solutions`` is the list (one per puzzle), or the legacy single solution of a one-puzzle
+    challenge whose prefix is the token. Offline (signature, expiry, one hash per puzzle): a
+    request failing here never reaches Redis. A measurement challenge buys no session, and a
+    real one measures nothing.
     """
     claims = decode_or_raise(services, challenge, tokens.CHALLENGE)
     if claims.get("env") != environment:
         raise TokenRejected("The challenge belongs to another environment.")
-    if not pow.check_solution(challenge, solution, int(claims.get("d", 0))):
-        raise WrongSolution("The solution does not solve the challenge.")
+    if bool(claims.get("m")) != measurement:
+        which = "is a measurement" if claims.get("m") else "is not a measurement"
+        raise TokenRejected(f"The challenge {which}.")
+    count = claims.get("k")
+    if count is not None and (not isinstance(count, int) or not 1 <= count <= pow.MAX_PUZZLES):
+        raise TokenRejected("The challenge is not valid (puzzles).")
+    field = "measurement" if measurement else "solutions"
+    if isinstance(solutions, str):
+        if count is not None:
+            raise WrongSolution("This challenge has several puzzles: send `solutions`.")
+        solutions, field = [solutions], "solution"
+    bits = int(claims.get("d", 0))
+    if count is None:
+        solved = pow.check_solutions([challenge], solutions, bits)
+    else:
+        solved = pow.check_split(challenge, count, solutions, bits)
+    if not solved:
+        raise WrongSolution(f"The {field} do not solve the challenge.", field)
     return claims
 
 
@@ -118,15 +222,22 @@ def spend_challenge(
     return dict(json.loads(earned))
 
 
-def network_identifies(services: IdentityServices, network: str) -> int:
-    """Count this identify against its network's minute; returns the count so far."""
+def network_identifies(
+    services: IdentityServices, network: str, environment: str | None = None
+) -> int:
+    """Count this identify against its network's minute (and its environment's, which the work
+    rule reads as the attack signal); returns the network's count so far."""
     minute = int(time.time() // 60)
     key = services.keys.network_identifies(network, minute)
 
     def bump() -> int:
-        pipe = services.redis.pipeline()
+        pipe = services.redis.pipeline(transaction=environment is None)
         pipe.incr(key)
         pipe.expire(key, 120)
+        if environment is not None:
+            env_key = f"{services.keys.prefix}ide:{environment}:{minute}"
+            pipe.incr(env_key)
+            pipe.expire(env_key, 120)
         return int(pipe.execute()[0])
 
     return services.breaker.call(bump, key)

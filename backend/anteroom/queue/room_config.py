@@ -252,6 +252,17 @@ FIELDS: tuple[Field, ...] = (
     Field("capacity", "cap", None, IntRange(1, 10_000_000, nullable=True)),
     Field("admissionTtlSec", "ttl", 300, IntRange(30, 3_600)),
     Field("holdScore", "hold", 70, IntRange(1, 100)),
+    # The score of a visitor who comes without JavaScript (no proof of work): null stands for
+    # just below holdScore, so they queue; at or above it, the operator holds them instead.
+    Field(
+        "noScriptScore",
+        "nss",
+        None,
+        IntRange(0, 100, nullable=True),
+        False,
+        lambda v: "" if v is None else str(v),
+        lambda stored: int(stored) if stored else None,
+    ),
     Field("bindIp", "bip", False, _bool),
     Field("redirectUrl", "url", None, redirect_url_problem, required=True),
     Field("maxWaiting", "maxw", 100_000, IntRange(1, 10_000_000)),
@@ -351,3 +362,10 @@ def queue_token_life(room: dict[str, Any]) -> int:
     be replayed for ever (above all into an outage admission). Never more than a day.
     """
     return min(QUEUE_TOKEN_MAX_SEC, int(room["abandonAfterSec"]) + QUEUE_TOKEN_GRACE_SEC)
+
+
+def no_script_score(room: Mapping[str, Any]) -> int:
+    """The score a visitor without JavaScript enters ``room`` at (``noScriptScore``, else just
+    below ``holdScore``)."""
+    chosen = room.get("noScriptScore")
+    return int(chosen) if chosen is not None else max(0, int(room["holdScore"]) - 1)

@@ -115,6 +115,7 @@ def create_app(
     from anteroom.web import health_probes as health
     from anteroom.web import hosted_pages as pages
     from anteroom.web import management_api as management
+    from anteroom.web import plain_page as plain
     from anteroom.web import visitor_api as visitor
 
     request_log.init_app(app, settings.log_format)
@@ -127,6 +128,7 @@ def create_app(
     app.register_blueprint(management.bp)
     app.register_blueprint(docs.bp)
     app.register_blueprint(pages.bp)
+    app.register_blueprint(plain.bp)
     app.register_blueprint(console.bp)
     app.register_blueprint(front_door.bp)
     if settings.demo_enabled:

@@ -112,6 +112,10 @@ def queue_page(slug: str) -> ResponseReturnValue:
         ),
         api_key=api_key,
         return_url=return_url,
+        # The way in without JavaScript (web/plain_page.py), for the <noscript> parts.
+        plain_url=url_for(
+            "plain.plain_page", slug=slug, key=api_key, lang=lang, **plain_return(return_url)
+        ),
         languages=languages.choices(),
         # Embedded as JSON (|tojson escapes <, > and &) for the script: the one catalog.
         catalog=languages.catalog(lang),
@@ -179,6 +183,11 @@ def readable_ink(background: str) -> str:
     if max(dark, light) < rooms.MIN_CONTRAST:
         return INK_BLACK if rooms.contrast(INK_BLACK, background) >= light else INK_LIGHT
     return INK_DARK if dark >= light else INK_LIGHT
+
+
+def plain_return(return_url: str | None) -> dict[str, str]:
+    """The ``return`` query argument handed on to the plain page, if any."""
+    return {"return": return_url} if return_url else {}
 
 
 def safe_return_url(candidate: str, redirect_url: str) -> str | None:

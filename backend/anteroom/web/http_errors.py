@@ -141,7 +141,7 @@ def from_domain(exc: Exception) -> ApiError:
         case sessions.TokenExpired():
             return TokenExpired(exc.message)
         case sessions.WrongSolution():
-            return BadRequest(exc.message, fields={"solution": "does not solve the challenge"})
+            return BadRequest(exc.message, fields={exc.field: "does not solve the challenge"})
         case sessions.IdentityRefused():
             return TokenInvalid(exc.message)
         case eng.TicketGone():

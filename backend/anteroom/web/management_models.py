@@ -28,6 +28,9 @@ FIELD_DOCS = {
     "capacity": "At most this many admitted visitors active at once; null: no bound.",
     "admissionTtlSec": "Life of an admission token, and of its active slot unless refreshed.",
     "holdScore": "Sessions scoring at or above it are held.",
+    "noScriptScore": "The score of a visitor who enters without JavaScript (the hosted page's "
+    "plain path, no proof of work); null: holdScore - 1, so they queue. Set it at or above "
+    "holdScore to hold them instead.",
     "bindIp": "Admissions carry a keyed tag of the entering network.",
     "redirectUrl": "Where the hosted page sends admitted visitors: an absolute https URL "
     "(http only for localhost, 127.0.0.1 and [::1]).",

@@ -82,7 +82,7 @@ ANSWERS: dict[str, tuple[str, list[str] | str, dict[str, Schema]]] = {
                   ["RateLimited", "QueueFull", "Busy"], WAIT),
     "Busy": ("Redis is out of memory; nothing was changed.", ["Busy"], WAIT),
     "Unavailable": ("Redis is unreachable.", ["Unavailable"], WAIT),
-    "Challenge": ("A signed challenge and its difficulty.", "Challenge", {}),
+    "Challenge": ("A signed challenge, its puzzles and the work they take.", "Challenge", {}),
     "Session": ("A session token, its score and signals.", "Session", {}),
     "QueueAnswer": ("A queue answer; Retry-After is set while it asks the client to wait.",
                     "QueueAnswer", {"Retry-After": RETRY_AFTER | {"required": False}}),

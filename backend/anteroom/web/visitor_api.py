@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,8 +12,9 @@ from flask import Blueprint, Response, current_app, g, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from anteroom.identity import sessions as identity
+from anteroom.identity import work_inputs
 from anteroom.identity.signal_rules import Evidence
-from anteroom.queue.redis_link import StorageUnavailable
+from anteroom.queue.redis_link import StorageError, StorageUnavailable
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web import address_limits as limits
@@ -114,15 +116,46 @@ def cors(response: Response) -> Response:
 @bp.post("/challenge")
 @visitor_call(ChallengeRequest)
 def challenge(call: Call[ChallengeRequest]) -> ResponseReturnValue:
+    s, body = call.services, call.body
+    hashes_per_second = None
+    if body.measurement is not None:  # checked offline: it is not spent, only proves the solver ran
+        measured = body.measurement
+        identity.solved_challenge(
+            s.identity, call.env, measured.challenge, measured.solutions, measurement=True
+        )
+        hashes_per_second = measured.hashesPerSecond
     limits.charge("challenge")  # in this worker's memory: issuing a challenge writes nothing
-    return jsonify(identity.new_challenge(call.services.identity, call.env))
+    if body.measure:
+        return jsonify(identity.measurement_challenge(s.identity, call.env))
+    room = s.directory.room_by_slug(call.env, body.room) if body.room else None
+    address = request.remote_addr or "0.0.0.0"
+
+    def evidence(network_identifies: int) -> Evidence:
+        return Evidence(
+            signals=body.signals,
+            user_agent=request.headers.get("User-Agent", ""),
+            accept_language=request.headers.get("Accept-Language", ""),
+            identifies_from_network=network_identifies,
+        )
+
+    work = work_inputs.work_of_request(s.identity, call.env, room, address, evidence)
+    answer = identity.new_challenge(
+        s.identity, call.env, work, max_puzzles=body.maxPuzzles, hashes_per_second=hashes_per_second
+    )
+    return jsonify(answer)
 
 
 @bp.post("/identify")
 @visitor_call(IdentifyRequest)
 def identify(call: Call[IdentifyRequest]) -> ResponseReturnValue:
     s, body = call.services, call.body
-    claims = identity.solved_challenge(s.identity, call.env, body.challenge, body.solution)
+    solutions = body.solutions if body.solutions is not None else str(body.solution)
+    try:
+        claims = identity.solved_challenge(s.identity, call.env, body.challenge, solutions)
+    except identity.WrongSolution:
+        work_inputs.outcomes(s.identity).record(failed=True)  # the attack signal's failure ratio
+        raise
+    work_inputs.outcomes(s.identity).record(failed=False)
     # Counted only now, before the first write: an over-limit request keeps its challenge unspent.
     limits.charge("identify")
     try:
@@ -131,15 +164,22 @@ def identify(call: Call[IdentifyRequest]) -> ResponseReturnValue:
             signals=body.signals,
             user_agent=request.headers.get("User-Agent", ""),
             accept_language=request.headers.get("Accept-Language", ""),
-            identifies_from_network=identity.network_identifies(s.identity, network),
+            identifies_from_network=identity.network_identifies(s.identity, network, call.env),
         )
         session = identity.session_claims(s.identity, call.env, evidence, body.previousSession)
         # Spent last, with what it earned: a retry of this proof gets this session, never 401.
-        session = identity.spend_challenge(s.identity, claims, body.solution, session)
+        session = identity.spend_challenge(s.identity, claims, solutions, session)
         return jsonify(identity.session_answer(s.identity, session))
     except StorageUnavailable:
         # A challenge cannot be spent once without Redis: no new sessions during an outage.
         raise errors.Unavailable(retry_after=visitor.UNAVAILABLE_RETRY_SEC) from None
+
+
+def _remember_refusal(s: Services, room: dict[str, Any]) -> None:
+    """The room's history of refused ranges, which the work rule reads (best effort)."""
+    # An outage or an odd address must not change what the visitor is answered.
+    with contextlib.suppress(StorageError, ValueError):
+        work_inputs.count_refusal(s.identity, room["id"], request.remote_addr or "0.0.0.0")
 
 
 def _network_tag(s: Services, room: dict[str, Any]) -> str:
@@ -167,6 +207,10 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
     tag = _network_tag(s, room)
     score = int(session.score)
     limits.charge("enter")  # after the offline checks: garbage costs Redis no write
+    if score >= int(room.get("holdScore") or 100):
+        # Remembered only for a counted entry: a convicted session's refusal above writes
+        # nothing (garbage costs Redis no write); its network pays at identify already.
+        _remember_refusal(s, room)
     try:
         # Revocations are checked inside the script, in the room's own store.
         answer = visitor.engine_call(

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field
 
 from anteroom.identity import signal_rules as signals
-from anteroom.identity.proof_of_work import MAX_SOLUTION_LENGTH
+from anteroom.identity.proof_of_work import MAX_PUZZLES, MAX_SOLUTION_LENGTH
 from anteroom.queue import room_config as rooms
 from anteroom.sdk import tokens
 from anteroom.web.api_models import MAX_STRING_LENGTH, Answer, Body, schema_extra, token_text
@@ -29,14 +29,56 @@ SIGNALS = {"webdriver": {"type": "boolean"}, "languages": {"type": "integer", "m
 EpochMs = Annotated[int, Field(description="Epoch ms.")]
 
 
+Solution = Annotated[str, Field(min_length=1, max_length=MAX_SOLUTION_LENGTH)]
+Solutions = Annotated[
+    list[Solution],
+    Field(min_length=1, max_length=MAX_PUZZLES, description="One per puzzle, in order."),
+]
+
+
+class Measurement(Body):
+    challenge: Annotated[Text, Field(description="The measurement challenge (pc1), solved.")]
+    solutions: Solutions
+    hashesPerSecond: Annotated[
+        float, Field(gt=0, le=1e12, description="The rate the device solved it at.")
+    ]
+
+
 class ChallengeRequest(Body):
     apiKey: ApiKey
+    room: Annotated[Text | None, Field(description="The room the visitor is entering.")] = None
+    maxPuzzles: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=MAX_PUZZLES,
+            description="Puzzles the client can take (1: one puzzle whose prefix is the token).",
+        ),
+    ] = 1
+    measure: Annotated[bool, Field(description="Ask for the tiny measurement challenge first.")] = (
+        False
+    )
+    measurement: Measurement | None = None
+    signals: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What the agent observed (as for identify): weighs on the work asked.",
+        json_schema_extra={"properties": SIGNALS},
+    )
+    model_config = ConfigDict(json_schema_extra=schema_extra())
+
+    @classmethod
+    def cross_check(cls, data: dict[str, Any], problems: dict[str, str]) -> None:
+        if data.get("measure") is True and data.get("measurement") is not None:
+            problems.setdefault("measure", "cannot be asked together with a measurement")
 
 
 class IdentifyRequest(Body):
     apiKey: ApiKey
     challenge: Annotated[Text, Field(description="The pc1 token of /challenge.")]
-    solution: str = Field(min_length=1, max_length=MAX_SOLUTION_LENGTH)
+    solution: Annotated[
+        Solution | None, Field(description="The one solution of a one-puzzle challenge.")
+    ] = None
+    solutions: Solutions | None = None
     # Read by the signal rules as sent (odd values weigh too): only its known names described.
     signals: dict[str, Any] = Field(
         default_factory=dict,
@@ -45,6 +87,14 @@ class IdentifyRequest(Body):
     )
     previousSession: Text | None = None
     model_config = ConfigDict(json_schema_extra=schema_extra())
+
+    @classmethod
+    def cross_check(cls, data: dict[str, Any], problems: dict[str, str]) -> None:
+        given = [name for name in ("solution", "solutions") if data.get(name) is not None]
+        if not given:
+            problems.setdefault("solutions", "is required (or `solution` for one puzzle)")
+        elif len(given) == 2:
+            problems.setdefault("solution", "cannot be sent together with `solutions`")
 
 
 class EnterRequest(Body):
@@ -63,9 +113,17 @@ class RefreshRequest(Body):
     token: Annotated[Text, Field(description="The ab1 admission.")]
 
 
+class Puzzle(Answer):
+    prefix: str
+    difficulty: int = Field(ge=0, le=256)
+
+
 class Challenge(Answer):
     challenge: token_text(tokens.CHALLENGE)  # type: ignore[valid-type]
-    difficulty: int = Field(ge=0, le=256)
+    difficulty: int = Field(ge=0, le=256, description="Leading zero bits of each puzzle.")
+    puzzles: list[Puzzle] = Field(min_length=1, max_length=MAX_PUZZLES)
+    expectedHashes: int = Field(ge=1, description="Hashes the puzzles take on average.")
+    tier: str = Field(description="The work rule's tier, e.g. low-calm, or measure, pinned.")
     expiresAt: EpochMs
 
 

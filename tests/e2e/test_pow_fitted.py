@@ -1,0 +1,79 @@
+"""Proof of work, fitted, and the way in without JavaScript, in real headless Chromium.
+
+The live server here pins no difficulty: the work rule decides, as in production.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import Request, expect
+
+from anteroom.engine import Engine
+from anteroom.sdk import verification as verify
+from helpers import TEST_KEYS, waiting_room
+from live_server import LiveServer
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+Stack = tuple[LiveServer, Engine, str]
+
+
+@pytest.fixture(scope="module")
+def live(module_live_server: Any) -> LiveServer:
+    return module_live_server()  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("slowdown", [1, 6])
+def test_the_agent_solves_a_fitted_split_challenge(
+    stack: Stack, new_context: Any, slowdown: int
+) -> None:
+    live, engine, api_key = stack
+    _, slug = waiting_room(engine, live.url, ahead=1)
+    context = new_context()
+    page = context.new_page()
+    if slowdown > 1:  # Chromium's budget-phone stand-in (the page's CPU; workers are exempt)
+        context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": slowdown})
+    sent: dict[str, list[Any]] = {}
+
+    def note(request: Request) -> None:
+        path = urlsplit(request.url).path
+        if path in ("/api/v1/challenge", "/api/v1/identify"):
+            sent.setdefault(path, []).append(json.loads(request.post_data or "{}"))
+
+    page.on("request", note)
+    page.goto(f"{live.url}/queue/{slug}?key={api_key}")
+    expect(page.locator("#anteroom")).to_have_attribute("data-state", "waiting", timeout=30_000)
+    expect(page.locator("#position")).to_have_text("2")
+    probe, fitted = sent["/api/v1/challenge"]
+    assert probe["measure"] is True and probe["room"] == slug and probe["maxPuzzles"] == 16
+    assert fitted["measurement"]["hashesPerSecond"] > 0
+    assert len(fitted["measurement"]["solutions"]) == 8
+    (identify,) = sent["/api/v1/identify"]
+    assert "solution" not in identify and 1 <= len(identify["solutions"]) <= 16
+
+
+def test_without_javascript_the_hosted_page_still_lets_the_visitor_in(
+    stack: Stack, new_context: Any
+) -> None:
+    live, engine, api_key = stack
+    room, slug = waiting_room(engine, live.url, ratePerMinute=60, ahead=1)
+    page = new_context(java_script_enabled=False).new_page()
+    page.goto(f"{live.url}/queue/{slug}?key={api_key}")
+    page.wait_for_url(re.compile(rf"/queue/{slug}/plain\?"), timeout=15_000)
+    # Landmarks and live text a screen reader finds: the main region, the heading, the status.
+    expect(page.get_by_role("main")).to_be_visible()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Spring drop")
+    expect(page.get_by_role("status")).to_contain_text("number 2 in line")
+    expect(page.locator("#eta")).not_to_be_empty()
+    engine.shift_clock(room, 1_000)  # the visitor ahead goes in: the page's own refresh says so
+    expect(page.get_by_role("status")).to_contain_text("number 1", timeout=20_000)
+    engine.shift_clock(room, 1_000)  # and then ours
+    page.wait_for_url(re.compile(r"/healthz\?from=queue&abq="), timeout=30_000)
+    query = parse_qs(urlsplit(page.url).query)
+    result = verify.verify_admission(query["abq"][0], TEST_KEYS, room=slug)
+    assert result.valid, result.reason
