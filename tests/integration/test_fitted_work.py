@@ -67,8 +67,13 @@ def test_a_split_challenge_buys_one_session(client: FlaskClient, api_key: str, r
     solutions = solutions_of(issued)
     first = identify(visitor, issued, solutions=solutions)
     assert first.status_code == 200, first.text
+    # The same proof again (a retry, issue 21) gets the same session back, not a second one.
     again = identify(visitor, issued, solutions=solutions)
-    assert again.status_code == 401 and again.json["error"] == "TokenInvalid"
+    assert again.status_code == 200 and again.json == first.json
+    # Another proof of the spent challenge buys nothing.
+    other = [pow.solve(prefixes[0], issued["difficulty"], int(solutions[0]) + 1), *solutions[1:]]
+    refused = identify(visitor, issued, solutions=other)
+    assert refused.status_code == 401 and refused.json["error"] == "TokenInvalid"
 
 
 def test_the_old_single_solution_still_works(client: FlaskClient, api_key: str) -> None:
