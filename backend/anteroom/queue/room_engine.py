@@ -303,7 +303,7 @@ class Engine:
             raw = self._run_read("poll_far", room_id, *args)
             if raw[0] != "MORE":  # MORE: something is due that only the full poll writes
                 if len(raw) > 16 and int(raw[16]):  # its one write: last-seen, on the primary
-                    self._run("book_seen", room_id, vid, ticket, generation)
+                    self._run("book_seen", room_id, vid, ticket, generation, raw[5])
                 return self._counted(room_id, vid, raw)
         return self._counted(room_id, vid, self._run("poll", room_id, *args))
 
