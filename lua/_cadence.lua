@@ -17,7 +17,7 @@ end
 -- in Python, for the far poll answered from a snapshot, and a test holds the two together).
 -- `pace`: admissions a second (the room's rate, or the pace observed at capacity); `delay`: ms
 -- until opensAt; `line`: eligible waiting spots; `budget`: the room's pollBudgetPerSecond.
--- The front (max(100, 10 s of admissions)) polls every 1-2 s. Behind it a spot polls about
+-- The front (max(100, 10 s of admissions)) polls every second (its first half) or two. Behind it a spot polls about
 -- SPREAD times over its expected wait, from 2 s up to CADENCE_CAP; those polls add up to at most
 --   5 P ln(min(N, 1500 P) / F) + max(0, N - 1500 P) / 300   polls a second
 -- (P pace, F front, N line: the first term while intervals grow with the wait, the second for
@@ -40,7 +40,8 @@ local function poll_after(position, pace, delay, line, budget)
   local front = front_size(pace)
   local before_opening = math.min(delay / SPREAD, CADENCE_CAP) -- nobody is let in before opensAt
   if position <= front then
-    return math.floor(math.max(1000 + 1000 * (position - 1) / front, before_opening))
+    local front_poll = position * 2 <= front and 1000 or 2000 -- whole seconds for Retry-After
+    return math.floor(math.max(front_poll, before_opening))
   end
   local wait = delay + position * 1000 / pace
   local interval = math.min(math.max(2000, wait / SPREAD), CADENCE_CAP)

@@ -30,8 +30,10 @@ local function drain(room, now)
   local hold_score, abandon_ms, deal_number = room.hold_score, room.abandon_after * 1000, room.dealt
   while admitted < budget and scanned < MAX_SCAN do
     local want = math.min(budget - admitted, MAX_SCAN - scanned)
-    local vids = redis.call('ZRANGE', LINE, 0, want - 1)
-    if #vids == 0 then break end
+    local items = redis.call('ZRANGE', LINE, 0, want - 1, 'WITHSCORES')
+    if #items == 0 then break end
+    local vids, order_keys = {}, {}
+    for i = 1, #items / 2 do vids[i] = items[2 * i - 1]; order_keys[i] = items[2 * i] end
     local raws = redis.call('HMGET', SPOTS, unpack(vids))
     for i = 1, #vids do
       local vid, raw = vids[i], raws[i]
@@ -42,7 +44,7 @@ local function drain(room, now)
       elseif not head then -- an older record: the long way
         local spot = parse_spot(raw)
         if spot.score >= hold_score then
-          redis.call('ZADD', bucket(spot.score), redis.call('ZSCORE', LINE, vid), vid)
+          redis.call('ZADD', bucket(spot.score), order_keys[i], vid)
           redis.call('SADD', BKS, spot.score)
         elseif abandoned(spot.seen, room.abandon_after, now) then
           redis.call('HDEL', SPOTS, vid)
@@ -55,7 +57,7 @@ local function drain(room, now)
           admitted = admitted + 1
         end
       elseif tonumber(score) >= hold_score then
-        redis.call('ZADD', bucket(score), redis.call('ZSCORE', LINE, vid), vid)
+        redis.call('ZADD', bucket(score), order_keys[i], vid)
         redis.call('SADD', BKS, score)
       elseif tonumber(seen) + abandon_ms <= now -- abandoned (see _expiry.lua), inlined
           or (check_revoked and revoked(vid, session_jti, now, true)) then
@@ -79,6 +81,8 @@ local function drain(room, now)
     scanned = scanned + #vids
     -- every spot read leaves the line, and they are its first #vids: one range removal
     redis.call('ZREMRANGEBYRANK', LINE, 0, #vids - 1)
+    local first, last = block_of(order_keys[1]), block_of(order_keys[#vids])
+    if first == last then count_block(first, -#vids) else count_keys(order_keys, -1) end
   end
   room.dealt = deal_number
   room.bank = room.bank - admitted * UNIT

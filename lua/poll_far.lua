@@ -9,7 +9,8 @@
 -- KEYS: room spots line active rvk
 -- ARGV: vid, ticket, generation, session jti ('' in older tickets; poll.lua uses it), spent
 --   (see `limited` in _cadence.lua).
--- Reply: poll.lua's waiting answer (see `answer` in _answer.lua) followed by 1 when last-seen
+-- Reply: poll.lua's waiting answer (see `answer` in _answer.lua; kept-until as booked once
+--   book_seen.lua has run) followed by 1 when last-seen
 --   must be booked (else 0), {'ERR', 'RateLimited', retry s} or {'MORE'}.
 local NEAR_HEAD = 100 -- room_engine.NEAR_HEAD
 local MORE = {'MORE'}
@@ -56,6 +57,9 @@ if open then
 end
 local interval = poll_after(position, room.rate / 60, math.max(0, room.opens_at - now),
   redis.call('ZCARD', LINE), room.poll_budget)
-local due = seen_due(seen, now, seen_lead(interval, room.abandon_after))
+local lead = seen_lead(interval, room.abandon_after)
+local due = seen_due(seen, now, lead)
+if due then seen = seen_booking(room.abandon_after, now, lead) end -- booked by book_seen.lua
 return {'waiting', ticket, position, eta, fmt(room.opens_at), interval, room.status,
-  generation, 0, 0, '', session_jti, network_tag, 0, score, fmt(now), due and 1 or 0}
+  generation, 0, 0, '', session_jti, network_tag, 0, score, fmt(now),
+  redis.call('ZSCORE', LINE, vid), fmt(seen + room.abandon_after * 1000), due and 1 or 0}

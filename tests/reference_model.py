@@ -153,7 +153,7 @@ class Model:
         delay = max(0, self.opens_at - self.now)
         before_opening = min(delay / 5, 300_000)
         if position <= front:
-            return math.floor(max(1000 + 1000 * (position - 1) / front, before_opening))
+            return math.floor(max(1000 if position * 2 <= front else 2000, before_opening))
         line = len(self.eligible())
         capped_from = max(front, pace * 1500)
         planned = 5 * pace * math.log(min(line, capped_from) / front)

@@ -117,8 +117,8 @@ def test_poll_cadence_by_position(engine: Engine) -> None:
         engine.enter(room, f"v{i}", f"s{i}", 10)
     positions = (1, 500, 1_000, 1_001, 1_300)
     cadence = {p: engine.poll(room, f"v{p - 1}", p, 1).poll_after_ms for p in positions}
-    # 1-2 s across the front; behind it about five polls over the wait (p / 100 s), from 2 s
-    assert cadence == {1: 1000, 500: 1499, 1_000: 1999, 1_001: 2002, 1_300: 2600}
+    # 1 s for the front's first half, 2 s for the rest; behind it five polls over the wait
+    assert cadence == {1: 1000, 500: 1000, 1_000: 2000, 1_001: 2002, 1_300: 2600}
     engine.pause(room)  # paused: the same cadence, the pause may end any time
     assert engine.poll(room, "v1299", 1_300, 1).poll_after_ms == 2600
 
@@ -288,6 +288,7 @@ def test_key_names(engine: Engine, redis_client: redis.Redis) -> None:
             "anteroom:env:{test}:rooms",
             *(base + k for k in ("room", "spots", "active", "adm", "rvk", "bks", "line", "b:80")),
             base + "waits",
+            base + "blk",
         ]
     )
     assert KeySpace("shop:").room_base("q1") == "shop:r:{q1}:"

@@ -29,6 +29,8 @@ OPERATIONS = (
     "poll",
     "poll_far",
     "book_seen",
+    "book_seen_many",
+    "snapshot",
     "leave",
     "refresh",
     "revoke",

@@ -4,7 +4,8 @@ The same rule as ``poll_after`` in lua/_cadence.lua, step for step (so the far p
 from a snapshot tells what the scripts would); tests hold the two together.
 
 The arithmetic. Let P be the pace (admissions a second), F = max(100, 10 P) the front, N the
-eligible line. The front polls every 1-2 s: at most F polls a second. Behind it a spot at
+eligible line. The front polls every second (its first half) or two (the rest): at most
+0.75 F polls a second. Behind it a spot at
 position p polls SPREAD = 5 times over its expected wait w = p / P (plus the time to opensAt),
 every w / 5 from 2 s up to CAP = 300 s. Up to p = 1,500 P (where w / 5 reaches the cap) that
 is 5 P / p polls a second per spot, summing to at most 5 P ln(min(N, 1,500 P) / F); beyond,
@@ -57,7 +58,8 @@ def poll_after(position: int, pace: float, delay_ms: float, line: int, budget: i
     front = front_size(pace)
     before_opening = min(delay_ms / SPREAD, CADENCE_CAP_MS)  # nobody is let in before opensAt
     if position <= front:
-        return math.floor(max(1000 + 1000 * (position - 1) / front, before_opening))
+        front_poll = 1000 if position * 2 <= front else 2000  # whole seconds for Retry-After
+        return math.floor(max(front_poll, before_opening))
     wait = delay_ms + position * 1000 / pace
     interval = min(max(2000, wait / SPREAD), CADENCE_CAP_MS)
     return math.floor(interval * cadence_stretch(line, pace, front, budget))
