@@ -312,12 +312,16 @@ class Engine:
         trip instead of two. Either way the answer is the full poll's whenever it must be.
         ``carried``: the ticket's claims; with a ticket that carries ``qk`` and ``qu`` (see
         ``QueueAnswer.ticket_claims``) a far spot is answered from this process's snapshot of
-        the room, at no Redis cost per poll (far_poll.py says when, and what holds).
+        the room, at no Redis cost per poll (far_poll.py says when, and what holds), and any
+        other spot by the full poll alone: one round trip.
         """
         if carried is not None and not near_head:
             answer = self._poll_from_snapshot(room_id, vid, ticket, generation, carried)
             if answer is not None:
                 return answer
+            # What the snapshot leaves to the scripts (the front, a revocation, a hold ...)
+            # mostly needs the full poll: one round trip, rather than the far poll's two.
+            near_head = "qk" in carried
         args = (vid, ticket, generation, session_jti, self.polls.spent(room_id, vid))
         if not near_head:
             # The common case, far from the head: read-only, so it may run on a replica.
