@@ -284,10 +284,13 @@ def snapshot_far_polls(
             assert answer.position is not None and answer.position > 1_000
             polls += 1
         engine.flush_bookings()
-    commands = client.info("commandstats")
-    usec = sum(
-        float(commands.get(c, {}).get("usec", 0)) for c in ("cmdstat_evalsha", "cmdstat_evalsha_ro")
-    )
+    usec, _ = evalsha_usec(client)
+    # side by side: the same number of polls through the scripts' far poll (and book_seen)
+    client.config_resetstat()
+    for _ in range(polls):
+        ticket = random.randrange(2_001, n + 1)
+        engine.poll(room, f"v{ticket - 1}", ticket, 1, "s")
+    scripts_usec, _ = evalsha_usec(client)
     # position error after random leavers
     leavers = random.sample(range(1, n + 1), n // 10)
     pipe = client.pipeline(transaction=False)
@@ -315,6 +318,8 @@ def snapshot_far_polls(
         "line": n,
         "polls": polls,
         "redis_us_per_far_poll": round(usec / polls, 3),
+        "scripts_far_poll_us": round(scripts_usec / polls, 3),
+        "ratio_to_scripts_far_poll": round(usec / scripts_usec, 3),
         "snapshot_reads": engine.snapshots.reads,
         "booking_calls": engine.bookings.calls,
         "position_error_p50": errors[len(errors) // 2],

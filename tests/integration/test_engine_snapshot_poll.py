@@ -7,6 +7,8 @@ snapshot cache's and booking's monotonic clock is a stand-in the tests move.
 
 from __future__ import annotations
 
+import multiprocessing as mp
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -15,6 +17,8 @@ import redis
 from anteroom.engine import Engine, QueueAnswer
 from anteroom.queue import room_engine as eng
 from anteroom.queue.far_poll import EXACT_WITHIN
+from anteroom.queue.line_blocks import block_of
+from anteroom.queue.redis_link import connect
 from helpers import make_room
 
 pytestmark = pytest.mark.redis
@@ -224,3 +228,62 @@ def test_a_far_visitor_polling_from_snapshots_is_never_swept(
         engine.flush_bookings()
     assert engine.poll(room, "v2500", 2_501, 1).status == "waiting"
     assert engine.stats(room).waiting < SPOTS  # those who never polled were swept
+
+
+def far_worker(url: str, room: str, vids: list[str], rounds: int, start: Any, out: Any) -> None:
+    """One serving process: answers its visitors' far polls from its own snapshots and books
+    their last-seen in batches, while the others do the same and spots ahead leave."""
+    engine = Engine(connect(url, timeout=30))
+    answers = {vid: engine.enter(room, vid, f"s{vid[1:]}", 10) for vid in vids}  # found again
+    start.wait()
+    positions, failures = [], []
+    for _ in range(rounds):
+        for vid in vids:
+            try:
+                answers[vid] = far_poll(engine, room, vid, answers[vid])
+                positions.append(answers[vid].position or 0)
+            except eng.EngineError as exc:
+                failures.append(f"{vid}: {exc.code}")
+        engine.flush_bookings()
+    out.put({"positions": positions, "failures": failures})
+
+
+def leaver(url: str, room: str, tickets: list[int], start: Any) -> None:
+    engine = Engine(connect(url, timeout=30))
+    start.wait()
+    for ticket in tickets:
+        engine.leave(room, f"v{ticket - 1}", ticket, 1)
+        engine.tick(room)
+
+
+def test_several_processes_answering_far_polls_keep_the_line_counted(
+    engine: Engine, redis_url: str, redis_client: redis.Redis
+) -> None:
+    room = make_room(engine, ratePerMinute=60, abandonAfterSec=300, maxWaiting=10_000)
+    engine.open(room)  # the room's own clock: processes read snapshots as they come
+    fill(engine, room, SPOTS)
+    ctx = mp.get_context("spawn")
+    start, out = ctx.Barrier(5), ctx.Queue()
+    workers = [
+        ctx.Process(
+            target=far_worker,
+            args=(redis_url, room, [f"v{i}" for i in range(2_100 + w, SPOTS, 4)], 3, start, out),
+        )
+        for w in range(4)
+    ]
+    leaving = list(range(1_200, 2_000, 3))  # spots ahead of every far visitor leave meanwhile
+    workers.append(ctx.Process(target=leaver, args=(redis_url, room, leaving, start)))
+    for process in workers:
+        process.start()
+    results = [out.get(timeout=120) for _ in range(4)]
+    for process in workers:
+        process.join(timeout=60)
+    assert [r["failures"] for r in results] == [[], [], [], []]
+    assert min(p for r in results for p in r["positions"]) > EXACT_WITHIN
+    keys = engine.keys.room_keys(room)
+    line = redis_client.zrange(keys["line"], 0, -1, withscores=True)
+    counted = {block: int(n) for block, n in redis_client.hgetall(keys["blk"]).items()}
+    assert counted == dict(Counter(block_of(int(key)) for _, key in line))
+    for vid in (f"v{i}" for i in range(2_100, SPOTS)):  # every booking landed, none was lost
+        record = redis_client.hget(keys["spots"], vid)
+        assert record is not None and record.split("|")[2] == "w"
