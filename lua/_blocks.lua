@@ -1,6 +1,6 @@
 -- needs: _bucket
 -- The line's shape: live spots of LINE counted per block of order keys (hash BLOCKS, field =
--- block_of(order key) -> count, empty blocks deleted), kept current by every script that adds to
+-- block_of(order key) -> count), kept current by every script that adds to
 -- or takes from LINE. A process reads it in one HGETALL (queue/room_snapshot.py) and tells a far
 -- spot its place from the blocks ahead of its own, without asking Redis per poll. Pool blocks
 -- ('p') sort before ticket blocks ('t'); within each, by number. Rooms count from their creation
@@ -15,9 +15,10 @@ local function block_of(order_key)
   return 'p' .. math.floor(key / POOL_BLOCK)
 end
 
-local function count_block(block, by)
-  if redis.call('HINCRBY', BLOCKS, block, by) <= 0 then redis.call('HDEL', BLOCKS, block) end
-end
+-- An emptied block keeps its field at 0 (readers skip it): a drain through a small, sparse
+-- pool touches a block per spot, and one write each is what it can afford. At most 4,096 pool
+-- blocks and one per 1,000 tickets; a close clears them.
+local function count_block(block, by) redis.call('HINCRBY', BLOCKS, block, by) end
 
 -- Order keys (a list) leaving (-1) or joining (+1) the line, booked a block at a time.
 local function count_keys(keys, by)
