@@ -219,9 +219,10 @@ def poll_and_floor(engine: Engine, n: int, results: dict[str, Any]) -> float:
     return engine_bytes
 
 
-def drain_of_200(engine: Engine) -> tuple[float, float]:
+def drain_of_200(engine: Engine, pool: bool = True) -> tuple[float, float]:
     """Median Redis time (ms) of one tick that admits 200 from a line of 400, and of a tick
-    that finds nothing to do (µs)."""
+    that finds nothing to do (µs). ``pool``: the line is a pre-opening pool (lottery order:
+    its 200 first fall in ~190 blocks of lua/_blocks.lua); else tickets taken after opening."""
     client = engine.redis
     drains, idle = [], []
     for t in range(20):
@@ -229,7 +230,7 @@ def drain_of_200(engine: Engine) -> tuple[float, float]:
         room = engine.create_room("bench", config)["id"]
         now = engine.stats(room).now_ms
         engine.set_clock(room, now)
-        engine.open(room, now + 1_000)
+        engine.open(room, now + 1_000 if pool else now)
         fill(engine, room, 400)
         engine.shift_clock(room, 1_500)
         client.config_resetstat()
@@ -243,6 +244,90 @@ def drain_of_200(engine: Engine) -> tuple[float, float]:
         idle.append(usec)
         engine.delete_room(room)
     return statistics.median(drains), statistics.median(idle)
+
+
+def snapshot_far_polls(
+    engine: Engine, n: int, polls_per_second: int = 1_250, seconds: int = 10
+) -> dict[str, float]:
+    """Redis time per far poll answered from the process's snapshot (far_poll.py), amortised.
+
+    A line of ``n`` spots after opening (ticket blocks); one process answers
+    ``polls_per_second`` far polls a second at random depths past the first 2,000 (the budget
+    of 5,000 a second shared by four processes) for ``seconds`` of a stand-in monotonic clock, so
+    it reads the room's snapshot once a second; every other poll needs its last-seen booked
+    (a far visitor books every other poll), flushed once a second in one call. Redis time is
+    ``INFO commandstats`` of the snapshot and book_seen_many scripts over the polls made.
+    Also the position error: shown minus exact rank (ZRANK + 1) over a sample, after 10% of
+    the line, at random, left.
+    """
+    client = engine.redis
+    config = ROOM_CONFIG | {"slug": f"snap-{n}", "ratePerMinute": 6_000, "abandonAfterSec": 300}
+    room = engine.create_room("bench", config)["id"]
+    now = engine.stats(room).now_ms
+    engine.set_clock(room, now)  # pinned: the line stands still while measured
+    engine.open(room)
+    fill(engine, room, n)
+    ticks = [0.0]
+    engine.snapshots.clock = lambda: ticks[0]
+    engine.bookings.clock = lambda: ticks[0]
+    engine.snapshots.forget()
+    score_claims = {"qj": "s", "qs": 10}
+    # half the tickets say their spot is kept long enough already, half that it is due
+    kept = {0: now + 10_000_000, 1: now + 1}
+    polls = 0
+    client.config_resetstat()
+    for second in range(seconds):
+        for i in range(polls_per_second):
+            ticks[0] = second + i / polls_per_second
+            ticket = random.randrange(2_001, n + 1)
+            claims = score_claims | {"qk": 2**52 + ticket, "qu": kept[i % 2]}
+            answer = engine.poll(room, f"v{ticket - 1}", ticket, 1, "s", carried=claims)
+            assert answer.position is not None and answer.position > 1_000
+            polls += 1
+        engine.flush_bookings()
+    usec, _ = evalsha_usec(client)
+    # side by side: the same number of polls through the scripts' far poll (and book_seen)
+    client.config_resetstat()
+    for _ in range(polls):
+        ticket = random.randrange(2_001, n + 1)
+        engine.poll(room, f"v{ticket - 1}", ticket, 1, "s")
+    scripts_usec, _ = evalsha_usec(client)
+    # position error after random leavers
+    leavers = random.sample(range(1, n + 1), n // 10)
+    pipe = client.pipeline(transaction=False)
+    script, keys = engine._scripts["leave"], engine.script_keys("leave", room)
+    for ticket in leavers:
+        script(keys=keys, args=[f"v{ticket - 1}", ticket, 1], client=pipe)
+    pipe.execute()
+    engine.snapshots.forget()
+    ticks[0] += 2
+    gone = set(leavers)
+    sample = [t for t in random.sample(range(2_001, n + 1), 4_000) if t not in gone][:2_000]
+    line = engine.keys.room_keys(room)["line"]
+    pipe = client.pipeline(transaction=False)
+    for ticket in sample:
+        pipe.zrank(line, f"v{ticket - 1}")
+    ranks = pipe.execute()
+    errors = []
+    for ticket, rank in zip(sample, ranks, strict=True):
+        claims = score_claims | {"qk": 2**52 + ticket, "qu": now + 10_000_000}
+        answer = engine.poll(room, f"v{ticket - 1}", ticket, 1, "s", carried=claims)
+        errors.append((answer.position or 0) - (rank + 1))
+    errors.sort()
+    engine.delete_room(room)
+    return {
+        "line": n,
+        "polls": polls,
+        "redis_us_per_far_poll": round(usec / polls, 3),
+        "scripts_far_poll_us": round(scripts_usec / polls, 3),
+        "ratio_to_scripts_far_poll": round(usec / scripts_usec, 3),
+        "snapshot_reads": engine.snapshots.reads,
+        "booking_calls": engine.bookings.calls,
+        "position_error_p50": errors[len(errors) // 2],
+        "position_error_p99": errors[int(len(errors) * 0.99)],
+        "position_error_max": errors[-1],
+        "position_error_min": errors[0],
+    }
 
 
 def aof_bytes_per_poll(engine: Engine, spots: int = 1_000, every_ms: int = 15_000) -> float:
@@ -322,11 +407,35 @@ def print_before_after(out: Path, after: dict[str, Any]) -> None:
         print(f"{'model_1m ' + key:<27} {was} -> {after['model_1m'][key]}")
 
 
+def far_only(engine: Engine, sizes: list[int], out: Path) -> None:
+    """The drain of 200 and the snapshot far poll alone, merged into the results in ``out``."""
+    try:
+        results = json.loads(out.read_text())
+    except (OSError, ValueError):
+        results = {}
+    before = results.get("drain200_ms_median")
+    drain_ms, idle_us = drain_of_200(engine)
+    results["drain200_ms_median"] = round(drain_ms, 3)
+    results["drain200_tickets_ms_median"] = round(drain_of_200(engine, pool=False)[0], 3)
+    results["tick_idle_us"] = round(idle_us, 2)
+    results.setdefault("snapshot_far_poll", {}).update(
+        {str(n): snapshot_far_polls(engine, n) for n in sizes}
+    )
+    print(f"drain of 200: {before} -> {results['drain200_ms_median']} ms")
+    print(json.dumps(results["snapshot_far_poll"], indent=2))
+    out.write_text(json.dumps(results, indent=2) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--redis-url")
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)))
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "engine.json"))
+    parser.add_argument(
+        "--far-only",
+        action="store_true",
+        help="only the drain of 200 and the snapshot far poll (merged into --out)",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     server, data = None, tempfile.TemporaryDirectory()  # a 1M line leaves ~400 MB of AOF
@@ -350,16 +459,21 @@ def main() -> None:
     memory = 0.0
     try:
         results["redis_version"] = client.info("server")["redis_version"]
+        if args.far_only:
+            far_only(engine, sizes, Path(args.out))
+            return
         for n in sizes:
             memory = poll_and_floor(engine, n, results)
         drain_ms, idle_us = drain_of_200(engine)
         results["drain200_ms_median"] = round(drain_ms, 3)
+        results["drain200_tickets_ms_median"] = round(drain_of_200(engine, pool=False)[0], 3)
         results["tick_idle_us"] = round(idle_us, 2)
         results["bytes_per_waiting_spot"] = round(memory, 1)
         results["bytes_ratio_to_floor"] = round(
             memory / results["floor_bytes_per_spot"][str(sizes[-1])], 2
         )
         results["aof_bytes_per_poll"] = round(aof_bytes_per_poll(engine), 1)
+        results["snapshot_far_poll"] = {str(n): snapshot_far_polls(engine, n) for n in sizes}
         results["model_1m"] = model_1m(results, str(sizes[-1]))
         print(
             f"drain of 200: {results['drain200_ms_median']} ms; {memory:.0f} bytes per spot "

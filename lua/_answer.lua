@@ -1,12 +1,22 @@
 -- needs: _admissions, _cadence
-local function eta_seconds(room, position, now)
-  if room.status ~= 'open' then return -1 end
+-- The pace of admissions (a second) and the ETA of a position: the room's rate, or, when the
+-- capacity is full, the pace admissions were seen at over the last minute (none: no honest ETA,
+-- and the cadence keeps the rate's).
+local function pace_and_eta(room, position, now)
+  local pace = room.rate / 60
+  if room.status ~= 'open' then return pace, -1 end
   if room.capacity > 0 and active_count(now) >= room.capacity then
-    local recent = admitted_last_minute(now) -- full: the pace admissions were seen at
-    if recent > 0 then return math.ceil(position * 60 / recent) end
-    return -1
+    local recent = admitted_last_minute(now)
+    if recent > 0 then return recent / 60, math.ceil(position * 60 / recent) end
+    return pace, -1
   end
-  return eta_at_rate(room.opens_at, room.rate, position, now)
+  return pace, eta_at_rate(room.opens_at, room.rate, position, now)
+end
+
+-- The cadence of a waiting spot at `position` (see poll_after in _cadence.lua).
+local function spot_cadence(room, position, pace, now)
+  local delay = math.max(0, room.opens_at - now)
+  return poll_after(position, pace, delay, redis.call('ZCARD', LINE), room.poll_budget)
 end
 
 local function admission_jti(room, spot)
@@ -16,16 +26,19 @@ end
 -- A queue answer as a flat array, decoded by name in one place (script_replies.py):
 -- status, ticket, position, eta s, opensAt ms, pollAfterMs, room status, generation,
 -- admitted at ms, expires ms, admission jti, session jti, network tag, deal number, score,
--- now ms (the room's clock: the facade counts the poll in that minute). -1 / '' stand for null.
+-- now ms (the room's clock: the facade counts the poll in that minute), and for a waiting spot
+-- in the line its order key and the time it is kept until unpolled (ms: seen + abandonAfterSec),
+-- which its ticket carries for the far poll answered from a snapshot (room_snapshot.py).
+-- -1 / '' stand for null.
 local function answer(room, vid, spot, now)
   if spot.state == 'a' then
     return {'admitted', spot.ticket, -1, -1, fmt(room.opens_at), 0, room.status, room.generation,
       fmt(spot.since), fmt(spot.expires), admission_jti(room, spot), spot.session_jti,
-      spot.network_tag, spot.deal_number, spot.score, fmt(now)}
+      spot.network_tag, spot.deal_number, spot.score, fmt(now), '', ''}
   end
   if spot.score >= room.hold_score then
-    return {'held', spot.ticket, -1, -1, fmt(room.opens_at), 15000, room.status, room.generation,
-      0, 0, '', spot.session_jti, spot.network_tag, 0, spot.score, fmt(now)}
+    return {'held', spot.ticket, -1, -1, fmt(room.opens_at), HELD_POLL_MS, room.status, room.generation,
+      0, 0, '', spot.session_jti, spot.network_tag, 0, spot.score, fmt(now), '', ''}
   end
   local rank = redis.call('ZRANK', LINE, vid)
   if not rank then -- released by a holdScore raise, not yet moved: it moves now
@@ -33,11 +46,25 @@ local function answer(room, vid, spot, now)
     if order_key then
       redis.call('ZREM', bucket(spot.score), vid)
       redis.call('ZADD', LINE, order_key, vid)
+      count_block(block_of(order_key), 1)
       rank = redis.call('ZRANK', LINE, vid)
     end
   end
   local position = (rank or 0) + 1
-  return {'waiting', spot.ticket, position, eta_seconds(room, position, now), fmt(room.opens_at),
-    poll_after(position), room.status, room.generation, 0, 0, '', spot.session_jti,
-    spot.network_tag, 0, spot.score, fmt(now)}
+  local pace, eta = pace_and_eta(room, position, now)
+  local order_key = rank and redis.call('ZSCORE', LINE, vid) or ''
+  return {'waiting', spot.ticket, position, eta, fmt(room.opens_at),
+    spot_cadence(room, position, pace, now), room.status, room.generation, 0, 0, '',
+    spot.session_jti, spot.network_tag, 0, spot.score, fmt(now), order_key,
+    fmt(spot.seen + room.abandon_after * 1000)}
+end
+
+-- After answering a waiting (or held) spot: keep it as long as its cadence asks (see seen_lead).
+-- Only spots told to poll less often than abandonAfterSec / 3 write here.
+local function keep_for_cadence(room, vid, spot, reply, now)
+  if spot.state == 'w' and mark_seen(room.abandon_after, spot, now, reply[6]) then
+    put_spot(vid, spot)
+    if reply[18] ~= '' then reply[18] = fmt(spot.seen + room.abandon_after * 1000) end
+  end
+  return reply
 end

@@ -2,11 +2,9 @@
 -- The drain's view of a waiting record, in one match and without a table per spot (it deals
 -- up to 200 a call): head "ticket|score|", score, middle "|seen|session jti|network tag|",
 -- seen, session jti, entry time ('' in records older than the wait histogram). The admitted
--- record is then the same with its state and tail rewritten (see spot_record in _spot.lua).
+-- record is then the same with its state and tail rewritten (see spot_record in _spot.lua),
+-- booked in the drain's batch (see book_dealt in _admissions.lua).
 local WAITING_PATTERN = '^([^|]*|([^|]*)|)w(|([^|]*)|([^|]*)|[^|]*|)([^|]*)||$'
-local function admitted_record(head, middle, admitted_at, expires, deal_number)
-  return head .. 'a' .. middle .. admitted_at .. '|' .. expires .. '|' .. deal_number
-end
 
 -- The drain: admit in drain order from the head of LINE, as many as the bank (and capacity)
 -- allows, at most MAX_ADMIT per call. Every spot read leaves the line: admitted, dropped
@@ -27,48 +25,67 @@ local function drain(room, now)
   local check_revoked = redis.call('HLEN', RVK) > 0
   local admitted_at, expires = fmt(now), fmt(now + room.admission_ttl * 1000)
   local admitted, scanned, dropped, batch = 0, 0, 0, new_batch()
+  local records, slots, waits = batch.records, batch.slots, batch.waits
+  local n = 0 -- entries in `records` and `slots`, counted here (# walks the table)
+  local hold_score, abandon_ms, deal_number = room.hold_score, room.abandon_after * 1000, room.dealt
   while admitted < budget and scanned < MAX_SCAN do
     local want = math.min(budget - admitted, MAX_SCAN - scanned)
-    local vids = redis.call('ZRANGE', LINE, 0, want - 1)
-    if #vids == 0 then break end
-    local records = redis.call('HMGET', SPOTS, unpack(vids))
-    for i, vid in ipairs(vids) do
-      local raw = records[i]
+    local items = redis.call('ZRANGE', LINE, 0, want - 1, 'WITHSCORES')
+    if #items == 0 then break end
+    local vids, order_keys = {}, {}
+    for i = 1, #items / 2 do vids[i] = items[2 * i - 1]; order_keys[i] = items[2 * i] end
+    local raws = redis.call('HMGET', SPOTS, unpack(vids))
+    for i = 1, #vids do
+      local vid, raw = vids[i], raws[i]
       local head, score, middle, seen, session_jti, since
       if raw then head, score, middle, seen, session_jti, since = raw:match(WAITING_PATTERN) end
       if not raw then
         -- an orphaned order entry: nothing to admit
       elseif not head then -- an older record: the long way
         local spot = parse_spot(raw)
-        if spot.score >= room.hold_score then
-          redis.call('ZADD', bucket(spot.score), redis.call('ZSCORE', LINE, vid), vid)
+        if spot.score >= hold_score then
+          redis.call('ZADD', bucket(spot.score), order_keys[i], vid)
           redis.call('SADD', BKS, spot.score)
         elseif abandoned(spot.seen, room.abandon_after, now) then
           redis.call('HDEL', SPOTS, vid)
           dropped = dropped + 1
         else
+          room.dealt = deal_number
           deal(room, vid, spot, now, batch)
-          room.bank = room.bank - UNIT
+          deal_number = room.dealt
+          n = #slots
           admitted = admitted + 1
         end
-      elseif tonumber(score) >= room.hold_score then
-        redis.call('ZADD', bucket(score), redis.call('ZSCORE', LINE, vid), vid)
+      elseif tonumber(score) >= hold_score then
+        redis.call('ZADD', bucket(score), order_keys[i], vid)
         redis.call('SADD', BKS, score)
-      elseif abandoned(tonumber(seen), room.abandon_after, now)
+      elseif tonumber(seen) + abandon_ms <= now -- abandoned (see _expiry.lua), inlined
           or (check_revoked and revoked(vid, session_jti, now, true)) then
         redis.call('HDEL', SPOTS, vid)
         dropped = dropped + 1
       else
-        room.dealt = room.dealt + 1
-        local record = admitted_record(head, middle, admitted_at, expires, room.dealt)
-        book_deal(batch, vid, record, expires, tonumber(since), now)
-        room.bank = room.bank - UNIT
+        deal_number = deal_number + 1
+        records[n + 1] = vid
+        records[n + 2] = head .. 'a' .. middle .. admitted_at .. '|' .. expires .. '|' .. deal_number
+        slots[n + 1] = expires
+        slots[n + 2] = vid
+        n = n + 2
+        local entered = tonumber(since)
+        if entered and entered > 0 then
+          local wait = wait_bucket(now - entered)
+          waits[wait] = (waits[wait] or 0) + 1
+        end
         admitted = admitted + 1
       end
     end
     scanned = scanned + #vids
-    redis.call('ZREM', LINE, unpack(vids))
+    -- every spot read leaves the line, and they are its first #vids: one range removal
+    redis.call('ZREMRANGEBYRANK', LINE, 0, #vids - 1)
+    local first, last = block_of(order_keys[1]), block_of(order_keys[#vids])
+    if first == last then count_block(first, -#vids) else count_keys(order_keys, -1) end
   end
+  room.dealt = deal_number
+  room.bank = room.bank - admitted * UNIT
   book_dealt(room, now, batch)
   if dropped > 0 then redis.call('HINCRBY', ROOM, 'nswept', dropped) end
   return admitted

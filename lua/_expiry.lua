@@ -6,12 +6,18 @@ local ADMISSION_GRACE = 60000
 local function abandoned(seen, abandon_after, now) return seen + abandon_after * 1000 <= now end
 local function admission_gone(expires, now) return now > expires + ADMISSION_GRACE end
 
--- Last-seen, booked ahead: a poll finding `seen` still in the future books nothing; one finding
--- it past books `seen` = now + min(abandonAfterSec / 2, 150 s). A spot is abandoned at seen +
--- abandonAfterSec, so it is never dropped sooner than abandonAfterSec after its last poll, nor
--- more than that booking later (capped, so a day-long abandonAfterSec is not half a day late),
--- and a visitor polling every 15 s (abandonAfterSec 300) books one poll in eleven.
+-- Last-seen, booked ahead: a poll finding `seen` far enough ahead books nothing; one finding it
+-- short books `seen` = now + lead + min(abandonAfterSec / 2, 150 s). A spot is abandoned at
+-- seen + abandonAfterSec. The lead follows the spot's own cadence (SPEC invariant 7): told to
+-- poll every I ms, it is kept max(abandonAfterSec, 3 I) after its last poll, so lead =
+-- max(0, 3 I - abandonAfterSec) and a poll finding `seen` less than the lead ahead books again.
+-- So a spot is never dropped sooner than that after its last poll, nor more than the booking
+-- later (capped, so a day-long abandonAfterSec is not half a day late); a visitor polling every
+-- 15 s (abandonAfterSec 300) books one poll in eleven, a far one every few minutes each poll.
 local SEEN_BOOKING_MAX = 150000 -- ms; keep in step with the reference model
-local function seen_booking(abandon_after, now)
-  return now + math.min(abandon_after * 500, SEEN_BOOKING_MAX)
+local function seen_lead(interval, abandon_after)
+  return math.max(0, 3 * (interval or 0) - abandon_after * 1000)
+end
+local function seen_booking(abandon_after, now, lead)
+  return now + (lead or 0) + math.min(abandon_after * 500, SEEN_BOOKING_MAX)
 end

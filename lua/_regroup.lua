@@ -17,12 +17,14 @@ local function release_step(room, count)
       local items = {}
       if count > 0 then items = redis.call('ZRANGE', held, 0, count - 1, 'WITHSCORES') end
       if #items > 0 then
-        local keyed, vids = {}, {}
+        local keyed, vids, order_keys = {}, {}, {}
         for i = 1, #items, 2 do
           keyed[#keyed + 1] = items[i + 1]; keyed[#keyed + 1] = items[i]
           vids[#vids + 1] = items[i]
+          order_keys[#order_keys + 1] = items[i + 1]
         end
         redis.call('ZADD', LINE, unpack(keyed))
+        count_keys(order_keys, 1)
         redis.call('ZREM', held, unpack(vids))
         count = count - #vids
       end
@@ -42,8 +44,10 @@ local function convict_step(room, count)
     local score = raw and tonumber(raw:match(SCORE_PATTERN))
     if not score then
       redis.call('ZREM', LINE, vid) -- an orphaned order entry
+      count_block(block_of(order_key), -1)
     elseif score >= room.hold_score then
       redis.call('ZREM', LINE, vid)
+      count_block(block_of(order_key), -1)
       place(room.hold_score, vid, score, order_key)
     end
     room.convict_key = order_key

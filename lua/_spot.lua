@@ -1,4 +1,4 @@
--- needs: _record, _expiry, _due, _bucket
+-- needs: _record, _expiry, _due, _bucket, _blocks
 local function get_spot(vid)
   local raw = redis.call('HGET', SPOTS, vid)
   if not raw then return nil end
@@ -16,11 +16,13 @@ end
 
 local function put_spot(vid, spot) redis.call('HSET', SPOTS, vid, spot_record(spot)) end
 
--- Books `seen` ahead when it has passed (see seen_booking); returns whether the spot must be
+-- Books `seen` ahead when it falls short of the lead of the spot's cadence `interval` (ms; nil
+-- before the answer is known: no lead), see seen_booking; returns whether the spot must be
 -- written.
-local function mark_seen(abandon_after, spot, now)
-  if not seen_due(spot.seen, now) then return false end
-  spot.seen = seen_booking(abandon_after, now)
+local function mark_seen(abandon_after, spot, now, interval)
+  local lead = seen_lead(interval, abandon_after)
+  if not seen_due(spot.seen, now, lead) then return false end
+  spot.seen = seen_booking(abandon_after, now, lead)
   return true
 end
 
@@ -29,7 +31,11 @@ end
 local function drop_spot(vid, spot)
   redis.call('HDEL', SPOTS, vid)
   if spot.state == 'a' then redis.call('ZREM', ACTIVE, vid); return end
-  redis.call('ZREM', LINE, vid)
+  local order_key = redis.call('ZSCORE', LINE, vid)
+  if order_key then
+    redis.call('ZREM', LINE, vid)
+    count_block(block_of(order_key), -1)
+  end
   redis.call('ZREM', bucket(spot.score), vid)
 end
 
@@ -37,6 +43,7 @@ end
 local function place(hold_score, vid, score, order_key)
   if score < hold_score then
     redis.call('ZADD', LINE, order_key, vid)
+    count_block(block_of(order_key), 1)
   else
     redis.call('ZADD', bucket(score), order_key, vid)
     redis.call('SADD', BKS, score)
@@ -46,7 +53,11 @@ end
 -- Takes a waiting spot's order key out of wherever it is filed; returns it (nil if nowhere).
 local function unplace(vid, score)
   local order_key = redis.call('ZSCORE', LINE, vid)
-  if order_key then redis.call('ZREM', LINE, vid); return order_key end
+  if order_key then
+    redis.call('ZREM', LINE, vid)
+    count_block(block_of(order_key), -1)
+    return order_key
+  end
   order_key = redis.call('ZSCORE', bucket(score), vid)
   if order_key then redis.call('ZREM', bucket(score), vid) end
   return order_key

@@ -1,13 +1,13 @@
 -- Close a room: every live spot expires, the opening's counters restart, back to idle. A new
 -- generation makes every queue token of the old one answer TicketGone. The life counters
 -- (nent, nfull, nleft, nswept) and the wait histogram are kept.
--- needs: _room, _bucket
+-- needs: _room, _bucket, _blocks
 -- KEYS: room spots line active adm bks
 -- ARGV: none. Reply: {'OK'} or {'ERR', 'RoomNotFound', 0}.
 local room = load_room()
 if not room then return err('RoomNotFound') end
 for _, score in ipairs(redis.call('SMEMBERS', BKS)) do redis.call('UNLINK', bucket(score)) end
-redis.call('UNLINK', SPOTS, ACTIVE, ADM, BKS, LINE)
+redis.call('UNLINK', SPOTS, ACTIVE, ADM, BKS, LINE, BLOCKS)
 redis.call('HSET', ROOM, 'st', 'idle', 'gen', room.generation + 1, 'tk', 0, 'dealt', 0,
-  'bank', 0, 'last', 0, 'oa', 0, 'peak', 0, 'seed', '', 'swc', '0', 'rel', '0', 'cvk', '')
+  'bank', 0, 'last', 0, 'oa', 0, 'peak', 0, 'seed', '', 'swc', '0', 'rel', '0', 'cvk', '', 'blkz', 1)
 return {'OK'}

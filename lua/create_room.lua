@@ -5,5 +5,5 @@
 -- Reply: {'OK'} or {'ERR', 'RoomExists', 0}.
 if redis.call('EXISTS', ROOM) == 1 then return err('RoomExists') end
 redis.call('HSET', ROOM, 'st', 'idle', 'gen', 1, 'tk', 0, 'dealt', 0, 'bank', 0, 'last', 0,
-  'oa', 0, 'peak', 0, 'clk', 0, unpack(ARGV))
+  'oa', 0, 'peak', 0, 'clk', 0, 'blkz', 1, unpack(ARGV))
 return {'OK'}

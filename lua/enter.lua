@@ -41,7 +41,7 @@ if spot then -- found again (a second tab, a reload)
   local dealt = drain(room, now)
   save_room(room, true)
   if dealt > 0 then spot = get_spot(vid) end -- the drain may have admitted this spot
-  return answer(room, vid, spot, now)
+  return keep_for_cadence(room, vid, spot, answer(room, vid, spot, now), now)
 end
 
 sweep_step(room, now, SWEEP_STEP) -- before the fullness check: a swept place is free at once
@@ -76,4 +76,4 @@ else
   put_spot(vid, spot)
 end
 save_room(room)
-return answer(room, vid, spot, now)
+return keep_for_cadence(room, vid, spot, answer(room, vid, spot, now), now)

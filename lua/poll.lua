@@ -4,7 +4,8 @@
 -- KEYS: room spots line active adm rvk bks waits
 -- ARGV: vid, ticket, generation, session jti (all from the signed queue token; the jti may be
 --   '' in tickets signed before tickets carried it), spent (see `limited` in _cadence.lua).
--- Writes: last-seen only when it is due (see mark_seen); a refused poll writes nothing.
+-- Writes: last-seen only when it is due (see mark_seen, keep_for_cadence); a refused poll
+--   writes nothing.
 -- Reply: a queue answer (see `answer` in _answer.lua) or {'ERR', code, retry s}.
 local vid, ticket, generation, session_jti, spent =
   ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] or '', ARGV[5]
@@ -36,4 +37,4 @@ if spot.state == 'w' then
     if not spot then return err('TicketGone') end
   end
 end
-return answer(room, vid, spot, now)
+return keep_for_cadence(room, vid, spot, answer(room, vid, spot, now), now)

@@ -3,7 +3,8 @@
 It is written from SPEC "The queue engine", not from the scripts: a bank capped at one
 second's worth, a lottery pool before opensAt, ticket order after, held spots skipped, abandoned
 spots dropped for free when the drain reaches them (last-seen booked half abandonAfterSec ahead,
-so a spot goes between 1 and 1.5 x abandonAfterSec after its last poll), capacity, the
+so a spot goes between 1 and 1.5 x abandonAfterSec after its last poll, or 3 of its own polls
+when that is longer), the poll cadence within a budget, capacity, the
 per-ticket limit, and the sweep that enter and poll carry along at most once a minute.
 """
 
@@ -58,6 +59,7 @@ class Model:
     tickets: int = 0
     dealt: int = 0
     generation: int = 1
+    budget: int = 5_000
     swept: int = 0
     spots: dict[str, Spot] = field(default_factory=dict)
     active: dict[str, int] = field(default_factory=dict)
@@ -143,6 +145,38 @@ class Model:
         spot.count += 1
         return False
 
+    def cadence(self, position: int, pace: float) -> int:
+        """SPEC 11: 1-2 s at the front (max(100, 10 s of admissions)), then about five polls
+        over the expected wait from 2 s to 5 min, stretched when the line's polls would exceed
+        the budget (5,000 a second by default)."""
+        front = max(100, math.ceil(pace * 10))
+        delay = max(0, self.opens_at - self.now)
+        before_opening = min(delay / 5, 300_000)
+        if position <= front:
+            return math.floor(max(1000 if position * 2 <= front else 2000, before_opening))
+        line = len(self.eligible())
+        capped_from = max(front, pace * 1500)
+        planned = 5 * pace * math.log(min(line, capped_from) / front)
+        planned += max(0, line - capped_from) / 300
+        stretch = max(1.0, planned / self.budget) if line > front else 1.0
+        wait = delay + position * 1000 / pace
+        return math.floor(min(max(2000, wait / 5), 300_000) * stretch)
+
+    def keep_for_cadence(self, spot: Spot, interval: int) -> None:
+        """SPEC 7: kept max(abandonAfterSec, 3 polls) after its last poll: booked that far
+        ahead once what is booked falls short."""
+        lead = max(0, 3 * interval - self.abandon_ms)
+        if spot.seen < self.now + lead:
+            spot.seen = self.now + lead + min(self.abandon_ms // 2, SEEN_BOOKING_MAX_MS)
+
+    def answered(self, vid: str) -> tuple:
+        """The answer, after which a waiting spot is kept as long as its cadence asks."""
+        reply = self.answer(vid)
+        spot = self.spots[vid]
+        if spot.admitted_at is None:
+            self.keep_for_cadence(spot, reply[4])
+        return reply
+
     def answer(self, vid: str) -> tuple:
         spot = self.spots[vid]
         if spot.admitted_at is not None:
@@ -151,17 +185,17 @@ class Model:
             return ("held", spot.ticket, None, None, 15_000)
         position = 1 + sum(1 for k, _ in self.eligible() if k < spot.key)
         eta = None
+        pace = self.rate / 60
         if self.status == "open":
             if self.capacity is not None and self.live_active() >= self.capacity:
                 second = self.now // 1000
                 seen = sum(1 for t in self.admissions if t // 1000 > second - 60)
                 eta = math.ceil(position * 60 / seen) if seen else None
+                pace = seen / 60 if seen else pace
             else:
                 wait = max(0, self.opens_at - self.now) + position * UNIT / self.rate
                 eta = math.ceil(wait / 1000)
-        cadence = 1000 if position <= 10 else 2500 if position <= 100 else 5000
-        cadence = cadence if position <= 1000 else 15_000
-        return ("waiting", spot.ticket, position, eta, cadence)
+        return ("waiting", spot.ticket, position, eta, self.cadence(position, pace))
 
     # -- operations ------------------------------------------------------------------------
 
@@ -180,7 +214,7 @@ class Model:
                 spot.score = score
             self.sweep()  # after `seen`: a visitor never sweeps itself
             self.drain()
-            return self.answer(vid)
+            return self.answered(vid)
         self.sweep()  # before the fullness check
         self.drain()
         if len(self.waiting()) >= self.max_waiting:
@@ -205,7 +239,7 @@ class Model:
         ):
             self.bank -= UNIT
             self.admit(vid)
-        return self.answer(vid)
+        return self.answered(vid)
 
     def poll(self, vid: str, ticket: int, generation: int) -> tuple:
         spot = self.spots.get(vid)
@@ -222,7 +256,7 @@ class Model:
             self.drain()
             if vid not in self.spots:
                 raise ModelError("TicketGone")
-        return self.answer(vid)
+        return self.answered(vid)
 
     def drop(self, vid: str) -> None:
         self.spots.pop(vid, None)

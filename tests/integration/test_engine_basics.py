@@ -10,6 +10,8 @@ from anteroom.queue import room_engine as eng
 from anteroom.queue.key_layout import KeySpace
 from helpers import make_room, open_room
 
+START = 1_800_000_000_000
+
 pytestmark = pytest.mark.redis
 
 
@@ -107,14 +109,30 @@ def test_leave_frees_a_waiting_spot(engine: Engine) -> None:
 
 
 def test_poll_cadence_by_position(engine: Engine) -> None:
-    room = open_room(engine, ratePerMinute=1)
-    for i in range(1_002):
+    # 6,000 a minute: 100 admissions a second, so the front (10 s of them) is the first 1,000.
+    room = make_room(engine, ratePerMinute=6_000)
+    engine.set_clock(room, START)  # the clock stands still: nobody is let in meanwhile
+    engine.open(room)
+    for i in range(1_300):
         engine.enter(room, f"v{i}", f"s{i}", 10)
-    cadence = {p: engine.poll(room, f"v{p - 1}", p, 1).poll_after_ms for p in (1, 10, 11, 100)}
-    cadence |= {p: engine.poll(room, f"v{p - 1}", p, 1).poll_after_ms for p in (101, 1000, 1001)}
-    assert cadence == {
-        1: 1000, 10: 1000, 11: 2500, 100: 2500, 101: 5000, 1000: 5000, 1001: 15000,
-    }  # fmt: skip
+    positions = (1, 500, 1_000, 1_001, 1_300)
+    cadence = {p: engine.poll(room, f"v{p - 1}", p, 1).poll_after_ms for p in positions}
+    # 1 s for the front's first half, 2 s for the rest; behind it five polls over the wait
+    assert cadence == {1: 1000, 500: 1000, 1_000: 2000, 1_001: 2002, 1_300: 2600}
+    engine.pause(room)  # paused: the same cadence, the pause may end any time
+    assert engine.poll(room, "v1299", 1_300, 1).poll_after_ms == 2600
+
+
+def test_a_pre_queue_polls_less_often_the_further_opensAt_is(engine: Engine) -> None:
+    room = make_room(engine, ratePerMinute=6_000)
+    engine.set_clock(room, START)
+    engine.open(room, START + 3_600_000)
+    engine.enter(room, "v0", "s0", 10)
+    assert engine.poll(room, "v0", 1, 1).poll_after_ms == 300_000  # an hour ahead: the cap
+    engine.shift_clock(room, 3_600_000 - 60_000)
+    assert engine.poll(room, "v0", 1, 1).poll_after_ms == 12_000  # a minute ahead: a fifth
+    engine.shift_clock(room, 60_000)
+    assert engine.poll(room, "v0", 1, 1).poll_after_ms == 1000  # open: the front's
 
 
 def test_per_ticket_poll_limit_keeps_the_spot(engine: Engine) -> None:
@@ -270,6 +288,7 @@ def test_key_names(engine: Engine, redis_client: redis.Redis) -> None:
             "anteroom:env:{test}:rooms",
             *(base + k for k in ("room", "spots", "active", "adm", "rvk", "bks", "line", "b:80")),
             base + "waits",
+            base + "blk",
         ]
     )
     assert KeySpace("shop:").room_base("q1") == "shop:r:{q1}:"

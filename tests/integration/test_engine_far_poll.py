@@ -12,6 +12,7 @@ import redis
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue import room_engine as eng
+from anteroom.queue.poll_cadence import poll_after
 from helpers import free_port, make_room
 
 pytestmark = pytest.mark.redis
@@ -32,12 +33,15 @@ def open_line(engine: Engine, spots: int, **config: int) -> str:
 def test_a_deep_spot_hears_its_exact_position_eta_and_cadence(engine: Engine) -> None:
     room = open_line(engine, 1_200)
     dealt = engine.stats(room).dealt_total
-    for ticket, cadence in ((300, 5_000), (1_150, 15_000)):
+    line = engine.stats(room).waiting
+    for ticket in (300, 1_150):
         answer = engine.poll(room, f"v{ticket - 1}", ticket, 1)
         position = ticket - dealt
         assert (answer.status, answer.ticket, answer.position) == ("waiting", ticket, position)
         assert answer.eta_seconds == math.ceil(position * 60_000 / 60 / 1000)
-        assert answer.poll_after_ms == cadence
+        # about five polls over its wait of `position` seconds, at most every 5 minutes
+        assert answer.poll_after_ms == min(300_000, position * 200)
+        assert answer.poll_after_ms == poll_after(position, 1.0, 0, line, 5_000)
         assert (answer.session_jti, answer.score, answer.room_status) == (
             f"s{ticket - 1}",
             10,
@@ -156,12 +160,15 @@ def test_the_far_poll_runs_read_only_on_a_replica(
 def test_a_due_booking_of_a_deep_spot_is_written_without_the_full_poll(
     engine: Engine, redis_client: redis.Redis
 ) -> None:
-    room = make_room(engine, ratePerMinute=1)  # abandonAfterSec 300: booked 150 s ahead
+    # abandonAfterSec 300; a day before opening every spot is told to poll every 5 minutes, so
+    # it is kept 15 minutes after each poll: last-seen is booked 600 s + 150 s ahead, and again
+    # by a poll finding less than 600 s booked.
+    room = make_room(engine, ratePerMinute=1)
     engine.set_clock(room, START)
     engine.open(room, START + 86_400_000)  # a pre-queue: the drain owes nothing
     for i in range(300):
         engine.enter(room, f"v{i}", f"s{i}", 10)
-    engine.shift_clock(room, 61_000)
+    engine.shift_clock(room, 151_000)
     while not engine.sweep(room, 10_000)[1]:  # the minute's sweep pass, done
         pass
     keys = engine.keys.room_keys(room)
@@ -174,7 +181,7 @@ def test_a_due_booking_of_a_deep_spot_is_written_without_the_full_poll(
     assert (answer.status, answer.position) == ("waiting", 201)
     assert evalsha_calls(engine) - calls == 2  # the far poll, then book_seen: no full poll
     record = redis_client.hget(keys["spots"], vid) or ""
-    assert int(record.split("|")[3]) == START + 61_000 + 150_000
+    assert int(record.split("|")[3]) == START + 151_000 + 600_000 + 150_000
     calls = evalsha_calls(engine)
     engine.poll(room, vid, ticket, 1)  # booked: nothing more to write
     assert evalsha_calls(engine) - calls == 1

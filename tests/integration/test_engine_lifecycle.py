@@ -29,7 +29,9 @@ def test_abandoned_spot_behind_the_front_costs_nothing(engine: Engine) -> None:
 
 
 def test_polls_carry_the_sweep_through_a_long_line_in_bounded_steps(engine: Engine) -> None:
-    room = make_room(engine, ratePerMinute=1, abandonAfterSec=60)
+    # At 12,000 a minute the front (10 s of admissions) is 2,000 long: every spot here is told
+    # to poll every 1-2 s, so abandonAfterSec alone decides when it goes.
+    room = make_room(engine, ratePerMinute=12_000, abandonAfterSec=60)
     engine.set_clock(room, START)
     engine.open(room)
     for i in range(1_200):
@@ -62,7 +64,7 @@ def test_polls_carry_the_sweep_through_a_long_line_in_bounded_steps(engine: Engi
 
 
 def test_explicit_sweep_steps_share_the_once_a_minute_pass(engine: Engine) -> None:
-    room = make_room(engine, ratePerMinute=1, abandonAfterSec=60)
+    room = make_room(engine, ratePerMinute=12_000, abandonAfterSec=60)  # all at the front
     engine.set_clock(room, START)
     engine.open(room)
     for i in range(600):

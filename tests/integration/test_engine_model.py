@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import hypothesis.strategies as st
@@ -11,6 +12,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from anteroom.engine import Engine, QueueAnswer
 from anteroom.queue import room_engine as eng
+from anteroom.queue.line_blocks import block_of
 from anteroom.queue.redis_link import connect
 from helpers import make_room
 from reference_model import Model, ModelError
@@ -136,6 +138,11 @@ class EngineAgainstModel(RuleBasedStateMachine):
         assert stats.now_ms == self.model.now
         if self.model.capacity is not None:
             assert stats.peak_active <= self.model.capacity
+        # the line's block counts (the far poll's snapshot) match the line, whatever happened
+        keys = self.engine.keys.room_keys(self.room)
+        line = self.client.zrange(keys["line"], 0, -1, withscores=True)
+        counted = {b: int(n) for b, n in self.client.hgetall(keys["blk"]).items() if int(n)}
+        assert counted == dict(Counter(block_of(int(key)) for _, key in line))
 
     def teardown(self) -> None:
         self.client.close()

@@ -40,10 +40,11 @@ class KeySpace:
         ``line`` orders the eligible waiting spots, ``b:<score>`` the held ones of one score
         (scores listed in ``bks``); ``rvk`` is the one store of revocations:
         ``j:<session jti>`` / ``v:<vid>`` → until (ms); ``waits`` counts admissions by their wait
-        (field = a bucket's upper bound in seconds, see ``WAIT_BUCKETS`` in room_engine.py).
+        (field = a bucket's upper bound in seconds, see ``WAIT_BUCKETS`` in room_engine.py);
+        ``blk`` counts the line's live spots per block of order keys (lua/_blocks.lua).
         """
         base = self.room_base(room_id)
-        names = ("room", "spots", "line", "active", "adm", "rvk", "bks", "waits")
+        names = ("room", "spots", "line", "active", "adm", "rvk", "bks", "waits", "blk")
         return {name: base + name for name in names}
 
     def env_rooms(self, env: str) -> str:

@@ -30,6 +30,8 @@ OPERATIONS = (
     "poll_far",
     "book_seen",
     "book_fail_open",
+    "book_seen_many",
+    "snapshot",
     "leave",
     "refresh",
     "revoke",

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from anteroom.queue.poll_cadence import longest_unpolled_ms
+
 SLUG_PATTERN = re.compile(r"^[a-z0-9-]{3,64}$")
 NAME_MAX_LENGTH = 200
 REDIRECT_URL_MAX_LENGTH = 2000
@@ -267,6 +269,7 @@ FIELDS: tuple[Field, ...] = (
     Field("redirectUrl", "url", None, redirect_url_problem, required=True),
     Field("maxWaiting", "maxw", 100_000, IntRange(1, 10_000_000)),
     Field("abandonAfterSec", "aban", 300, IntRange(60, 86_400)),
+    Field("pollBudgetPerSecond", "pbud", 5_000, IntRange(100, 1_000_000)),
     Field("failMode", "fm", "closed", _fail_mode),
     # Texts for the waiting page, stored as JSON ("" for none); read by the web tier only.
     Field("notice", "ntc", None, visitor_text_problem, False, _json_or_empty, _from_json_or_empty),
@@ -357,11 +360,13 @@ QUEUE_TOKEN_MAX_SEC = 86_400
 def queue_token_life(room: dict[str, Any]) -> int:
     """Seconds a queue token lives: as long as its spot can go unpolled, plus a minute.
 
-    A spot not polled for ``abandonAfterSec`` is dropped anyway, and every poll hands out a
-    fresh token, so a waiting visitor never holds an expired one; a stolen or kept ticket cannot
-    be replayed for ever (above all into an outage admission). Never more than a day.
+    A spot is dropped once it has missed about three of its own polls, never sooner than
+    ``abandonAfterSec`` (queue/poll_cadence.py), and every poll hands out a fresh token, so a
+    waiting visitor never holds an expired one; a stolen or kept ticket cannot be replayed for
+    ever (above all into an outage admission). Never more than a day.
     """
-    return min(QUEUE_TOKEN_MAX_SEC, int(room["abandonAfterSec"]) + QUEUE_TOKEN_GRACE_SEC)
+    unpolled = max(int(room["abandonAfterSec"]), -(-longest_unpolled_ms(room) // 1000))
+    return min(QUEUE_TOKEN_MAX_SEC, unpolled + QUEUE_TOKEN_GRACE_SEC)
 
 
 def no_script_score(room: Mapping[str, Any]) -> int:

@@ -6,16 +6,20 @@ their flat answers and turns their error codes and Redis failures into exception
 
 from __future__ import annotations
 
+import math
 import secrets
+from collections.abc import Mapping
 from typing import Any
 
 import redis
 
 from anteroom.queue import lua_scripts as scripts
 from anteroom.queue import room_config as rooms
+from anteroom.queue.far_poll import Gone, answer_far
 from anteroom.queue.key_layout import DEFAULT_PREFIX, KeySpace
 from anteroom.queue.poll_limit import PollCounter
 from anteroom.queue.redis_link import StorageError, storage_errors
+from anteroom.queue.room_snapshot import SnapshotCache
 from anteroom.queue.script_replies import (
     Admission,
     LineEntry,
@@ -28,6 +32,7 @@ from anteroom.queue.script_replies import (
     sweep_result,
     tick_result,
 )
+from anteroom.queue.seen_bookings import SeenBookings
 
 # Spots this close to the front are answered by the full poll (lua/poll_far.lua says the same).
 NEAR_HEAD = 100
@@ -139,6 +144,14 @@ class Engine:
         self._scripts = scripts.register(client)
         self._read_only: bool | None = None  # does the reader know EVALSHA_RO (Redis >= 7)?
         self.polls = PollCounter()
+        # The far poll from a snapshot (far_poll.py): this process's snapshots of rooms and its
+        # batched last-seen bookings (the room ticker's thread flushes them).
+        self.snapshots = SnapshotCache(
+            lambda room_id, rvn: self._run_read("snapshot", room_id, rvn)
+        )
+        self.bookings = SeenBookings(
+            lambda room_id, args: self._run("book_seen_many", room_id, *args)
+        )
 
     def script_keys(self, op: str, room_id: str) -> list[str]:
         """The keys operation ``op`` declares (its ``-- KEYS:`` header), for room ``room_id``."""
@@ -289,6 +302,7 @@ class Engine:
         generation: int,
         session_jti: str = "",
         near_head: bool = False,
+        carried: Mapping[str, Any] | None = None,
     ) -> QueueAnswer:
         """Poll a spot named by its (signed) ticket.
 
@@ -296,14 +310,25 @@ class Engine:
         ``near_head`` (the spot was last seen within ``NEAR_HEAD`` of the front, or held) goes
         straight to the full poll, which the small far poll would only hand it on to: one round
         trip instead of two. Either way the answer is the full poll's whenever it must be.
+        ``carried``: the ticket's claims; with a ticket that carries ``qk`` and ``qu`` (see
+        ``QueueAnswer.ticket_claims``) a far spot is answered from this process's snapshot of
+        the room, at no Redis cost per poll (far_poll.py says when, and what holds), and any
+        other spot by the full poll alone: one round trip.
         """
+        if carried is not None and not near_head:
+            answer = self._poll_from_snapshot(room_id, vid, ticket, generation, carried)
+            if answer is not None:
+                return answer
+            # What the snapshot leaves to the scripts (the front, a revocation, a hold ...)
+            # mostly needs the full poll: one round trip, rather than the far poll's two.
+            near_head = "qk" in carried
         args = (vid, ticket, generation, session_jti, self.polls.spent(room_id, vid))
         if not near_head:
             # The common case, far from the head: read-only, so it may run on a replica.
             raw = self._run_read("poll_far", room_id, *args)
             if raw[0] != "MORE":  # MORE: something is due that only the full poll writes
-                if len(raw) > 16 and int(raw[16]):  # its one write: last-seen, on the primary
-                    self._run("book_seen", room_id, vid, ticket, generation)
+                if len(raw) > 18 and int(raw[18]):  # its one write: last-seen, on the primary
+                    self._run("book_seen", room_id, vid, ticket, generation, raw[5])
                 return self._counted(room_id, vid, raw)
         return self._counted(room_id, vid, self._run("poll", room_id, *args))
 
@@ -317,6 +342,43 @@ class Engine:
             flat += [vid, "" if ticket is None else ticket, int(left_ms)]
         booked, freed = self._run("book_fail_open", room_id, *flat)
         return int(booked), int(freed)
+
+    def _poll_from_snapshot(
+        self, room_id: str, vid: str, ticket: int, generation: int, carried: Mapping[str, Any]
+    ) -> QueueAnswer | None:
+        """The far poll answered from the room's snapshot, or None: ask the scripts."""
+        if self.bookings.is_gone(room_id, vid, ticket):
+            return None
+        snapshot = self.snapshots.get(room_id)
+        if snapshot is None:
+            return None
+        now = snapshot.clock(self.snapshots.clock())
+        try:
+            found = answer_far(snapshot, now, vid, ticket, generation, carried)
+        except Gone:
+            raise TicketGone() from None
+        if found is None:
+            return None
+        minute = now // 60_000
+        if self.polls.spent(room_id, vid) == f"{generation}:{ticket}:{minute}":
+            raise RateLimited(retry_after=math.ceil(((minute + 1) * 60_000 - now) / 1000))
+        answer, book_ms = found
+        if book_ms:
+            self.bookings.note(room_id, vid, ticket, generation, book_ms)
+        if self.bookings.due():
+            self.flush_bookings()
+        self.polls.count(room_id, vid, generation, ticket, now)
+        return answer
+
+    def flush_bookings(self) -> int:
+        """Book the last-seen of the far polls answered from snapshots; spots sent.
+
+        A Redis failure keeps them for the next flush (the room ticker's, or a poll's).
+        """
+        try:
+            return self.bookings.flush()
+        except StorageError:
+            return 0
 
     def leave(self, room_id: str, vid: str, ticket: int, generation: int) -> bool:
         """Free a waiting spot or an active slot; True when something was freed."""

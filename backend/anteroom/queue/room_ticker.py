@@ -69,6 +69,8 @@ class RoomTicker:
         A transport failure ends the step (the next one retries) and is logged once per outage.
         """
         worked = 0
+        if self.engine.bookings.due():  # far polls' last-seen, booked once a second
+            self.engine.flush_bookings()
         try:
             self.book_fail_open()
         except StorageUnavailable as exc:

@@ -38,6 +38,17 @@ class QueueAnswer:
     session_jti: str
     network_tag: str = ""
     score: int = 0
+    # A waiting spot's order key in the line and when it is kept until if unpolled (ms, room
+    # clock): its ticket carries them (``ticket_claims``) for the far poll from a snapshot.
+    order_key: int | None = None
+    kept_until_ms: int | None = None
+
+    @property
+    def ticket_claims(self) -> dict[str, int]:
+        """Claims the next ticket should carry for the far poll (``qk``, ``qu``); may be empty."""
+        if self.order_key is None or self.kept_until_ms is None:
+            return {}
+        return {"qk": self.order_key, "qu": self.kept_until_ms}
 
 
 @dataclass(frozen=True)
@@ -109,6 +120,8 @@ def queue_answer(raw: list[Any]) -> tuple[QueueAnswer, int]:
         session_jti=raw[11],
         network_tag=raw[12],
         score=int(raw[14]),
+        order_key=int(float(raw[16])) if len(raw) > 17 and raw[16] not in ("", None) else None,
+        kept_until_ms=int(raw[17]) if len(raw) > 17 and raw[17] not in ("", None) else None,
     )
     return answer, int(raw[15])
 

@@ -51,9 +51,12 @@ CHALLENGE = "pc1"
 SESSION = "st1"
 # Queue ticket claims: `qr` room id, `vid`, `t` ticket, `g` room generation, `env`, and what an
 # outage admission needs without Redis: `qj` the spot's session jti, `qs` its score, `qi` its
-# network tag (bindIp rooms). It expires (`iat`, `exp`: the room's abandonAfterSec + 60 s, at
-# most a day; see anteroom.queue.room_config.queue_token_life) so no ticket is replayable for ever.
+# network tag (bindIp rooms). It expires (`iat`, `exp`: as long as its spot may go unpolled +
+# 60 s, at most a day; see anteroom.queue.room_config.queue_token_life) so no ticket is
+# replayable for ever.
 # `qn` (1) marks a spot last seen near the head or held: a routing hint for the next poll only.
+# `qk` (the spot's order key in the line) and `qu` (until when, room clock ms, the spot is kept
+# unpolled) let a far poll be answered from a per-process snapshot (anteroom.queue.far_poll).
 TICKET = "qt1"
 ADMISSION = "ab1"
 TOKEN_TYPES = frozenset({CHALLENGE, SESSION, TICKET, ADMISSION})

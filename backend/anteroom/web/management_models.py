@@ -35,9 +35,14 @@ FIELD_DOCS = {
     "redirectUrl": "Where the hosted page sends admitted visitors: an absolute https URL "
     "(http only for localhost, 127.0.0.1 and [::1]).",
     "maxWaiting": "Longest line; beyond it entries get QueueFull.",
-    "abandonAfterSec": "A waiting spot not polled for this long is dropped when the drain "
-    "reaches it, and anywhere in the line by the room's sweep (a pass a minute); never sooner, "
-    "and at most min(abandonAfterSec / 2, 150 s) later, as last-seen is booked ahead.",
+    "abandonAfterSec": "A waiting spot is dropped once it has missed about three of its own "
+    "polls (its pollAfterMs), and never sooner than this after its last poll: by the drain when "
+    "it reaches it, and anywhere in the line by the room's sweep (a pass a minute); at most "
+    "min(abandonAfterSec / 2, 150 s) later, as last-seen is booked ahead.",
+    "pollBudgetPerSecond": "Polls a second the whole line may make beyond its front (the first "
+    "max(100, 10 s of admissions), which polls every 1-2 s): further back, pollAfterMs grows with "
+    "the expected wait up to 5 minutes, and is stretched beyond when the line is so long that "
+    "its polls would exceed this budget.",
     "failMode": "What visitors get while Redis is unreachable: open admits, closed answers 503.",
     "notice": "News for the line, shown on every waiting page within one poll and announced to "
     "screen readers: plain text (up to 500 characters), or such texts by page language "

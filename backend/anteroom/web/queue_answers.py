@@ -112,6 +112,7 @@ def queue_token(room: dict[str, Any], services: Services, vid: str, answer: Queu
     claims |= {"iat": now, "exp": now + queue_token_life(room)}
     if answer.network_tag:
         claims["qi"] = answer.network_tag
+    claims |= answer.ticket_claims  # the far poll's order key and kept-until (far_poll.py)
     if answer.position is None or answer.position <= eng.NEAR_HEAD:
         claims["qn"] = 1  # near the head (or held): its next poll goes straight to the full poll
     return tokens.sign(services.keyring, tokens.TICKET, claims)

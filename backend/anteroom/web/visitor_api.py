@@ -237,7 +237,9 @@ def poll(call: Call[TicketRequest]) -> ResponseReturnValue:
         qr, vid, t, g = claims["qr"], claims["vid"], claims["t"], claims["g"]
         near = claims.get("qn") == 1
         answer = visitor.engine_call(
-            s, lambda: s.engine.poll(qr, vid, t, g, str(claims.get("qj", "")), near), qr
+            s,
+            lambda: s.engine.poll(qr, vid, t, g, str(claims.get("qj", "")), near, claims),
+            qr,
         )
     except StorageUnavailable:
         # The spot is still in Redis; a fail-open room lets its visitor in meanwhile, bound as

@@ -1,0 +1,31 @@
+-- needs: _bucket
+-- The line's shape: live spots of LINE counted per block of order keys (hash BLOCKS, field =
+-- block_of(order key) -> count), kept current by every script that adds to
+-- or takes from LINE. A process reads it in one HGETALL (queue/room_snapshot.py) and tells a far
+-- spot its place from the blocks ahead of its own, without asking Redis per poll. Pool blocks
+-- ('p') sort before ticket blocks ('t'); within each, by number. Rooms count from their creation
+-- or their last close (the room's field `blkz`): older lines are not counted.
+local BLOCKS = BASE .. 'blk'
+local POST_OPEN_KEY = 4503599627370496 -- 2^52, as in enter.lua
+local TICKET_BLOCK = 1000              -- tickets per block after opening
+local POOL_BLOCK = 1099511627776       -- 2^40: 2^16 lottery numbers (of 2^28) per pool block
+local function block_of(order_key)
+  local key = tonumber(order_key)
+  if key >= POST_OPEN_KEY then return 't' .. math.floor((key - POST_OPEN_KEY) / TICKET_BLOCK) end
+  return 'p' .. math.floor(key / POOL_BLOCK)
+end
+
+-- An emptied block keeps its field at 0 (readers skip it): a drain through a small, sparse
+-- pool touches a block per spot, and one write each is what it can afford. At most 4,096 pool
+-- blocks and one per 1,000 tickets; a close clears them.
+local function count_block(block, by) redis.call('HINCRBY', BLOCKS, block, by) end
+
+-- Order keys (a list) leaving (-1) or joining (+1) the line, booked a block at a time.
+local function count_keys(keys, by)
+  local changes = {}
+  for i = 1, #keys do
+    local block = block_of(keys[i])
+    changes[block] = (changes[block] or 0) + by
+  end
+  for block, change in pairs(changes) do count_block(block, change) end
+end

@@ -1,0 +1,32 @@
+-- Book the last-seen of many waiting spots at once: the far polls a process answered from its
+-- snapshot in the last second (queue/seen_bookings.py), one call per room per process per
+-- second. Each record is rewritten around its `seen` field (the fourth) without being parsed.
+-- needs: _clock
+-- KEYS: room spots
+-- ARGV: generation, then for each spot: vid, ticket, ahead (ms: seen becomes at least now + it).
+-- Reply: the vids whose spot is not there waiting under that ticket (gone, another ticket,
+--   admitted), every vid when the generation changed.
+local generation = ARGV[1]
+local room = redis.call('HMGET', ROOM, 'gen', 'fix', 'clk')
+local vids = {}
+for i = 2, #ARGV, 3 do vids[#vids + 1] = ARGV[i] end
+if room[1] ~= generation or #vids == 0 then return vids end
+local now = room_clock(tonumber(room[2]) or 0, tonumber(room[3]) or 0)
+local raws = redis.call('HMGET', SPOTS, unpack(vids))
+local writes, gone = {}, {}
+for j = 1, #vids do
+  local raw, i = raws[j], 2 + (j - 1) * 3
+  local head, spot_ticket, seen, tail
+  if raw then head, spot_ticket, seen, tail = raw:match('^(([^|]*)|[^|]*|w|)([^|]*)(|.*)$') end
+  if not head or spot_ticket ~= ARGV[i + 1] then
+    gone[#gone + 1] = vids[j]
+  else
+    local until_ms = now + tonumber(ARGV[i + 2])
+    if tonumber(seen) < until_ms then
+      writes[#writes + 1] = vids[j]
+      writes[#writes + 1] = head .. string.format('%.0f', until_ms) .. tail
+    end
+  end
+end
+if #writes > 0 then redis.call('HSET', SPOTS, unpack(writes)) end
+return gone
