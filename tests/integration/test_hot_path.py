@@ -11,6 +11,7 @@ from flask.testing import FlaskClient
 from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
+from anteroom.queue.far_poll import EXACT_WITHIN
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web.hot_path import HotPath
@@ -141,3 +142,36 @@ def test_a_poll_skips_the_request_cycle_and_the_rest_goes_through_it(
     assert v.leave().status_code == 204
     assert client.post("/api/v1/queue/poll", data="{").status_code == 400
     assert cycles == ["flask", "flask"]
+
+
+def test_a_far_visitors_poll_through_the_app_is_answered_from_the_snapshot(
+    client: FlaskClient, services: Services, api_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = services.engine
+    room_id = make_room(engine, env="shop", slug="long", ratePerMinute=60, maxWaiting=10_000)
+    engine.set_clock(room_id, 1_800_000_000_000)  # pinned: the line moves only when told
+    engine.open(room_id)
+    ahead = 2 * EXACT_WITHIN + 500  # beyond the exact places even with its own block's spread
+    for i in range(ahead):
+        engine.enter(room_id, f"v{i}", f"s{i}", 10)
+    visitor = Visitor(client, api_key)
+    visitor.enter("long")
+    ops: list[str] = []
+    for name in ("_run", "_run_read"):
+        original = getattr(engine, name)
+
+        def counted(op: str, *args: Any, _original: Any = original) -> Any:
+            ops.append(op)
+            return _original(op, *args)
+
+        monkeypatch.setattr(engine, name, counted)
+    body = {"apiKey": api_key, "ticket": visitor.ticket}
+    first = client.post("/api/v1/queue/poll", json=body)
+    assert first.json["status"] == "waiting" and first.json["position"] == ahead + 1
+    mark = len(ops)
+    for _ in range(3):
+        answer = client.post("/api/v1/queue/poll", json=body)
+        assert answer.status_code == 200 and answer.json["position"] == ahead + 1
+        assert answer.headers["Retry-After"]
+    # Answered from this process's snapshot of the room: no poll script ran for them.
+    assert not [op for op in ops[mark:] if op.startswith("poll")], ops[mark:]

@@ -159,7 +159,7 @@ def _poll(services: Services, fields: tuple[str, str]) -> Answer:
     claims = _checked(services, *fields, tokens.TICKET)
     qr, vid, t, g = claims["qr"], claims["vid"], claims["t"], claims["g"]
     near, qj = claims.get("qn") == 1, str(claims.get("qj", ""))
-    return _answer(services, qr, vid, lambda: services.engine.poll(qr, vid, t, g, qj, near))
+    return _answer(services, qr, vid, lambda: services.engine.poll(qr, vid, t, g, qj, near, claims))
 
 
 def _refresh(services: Services, fields: tuple[str, str]) -> Answer:

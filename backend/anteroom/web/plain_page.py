@@ -98,7 +98,7 @@ def _poll(s: Services, env: str, room: dict[str, Any]) -> dict[str, Any] | None:
     near = claims.get("qn") == 1
     try:
         answer = visitor.engine_call(
-            s, lambda: s.engine.poll(qr, vid, t, g, str(claims.get("qj", "")), near), qr
+            s, lambda: s.engine.poll(qr, vid, t, g, str(claims.get("qj", "")), near, claims), qr
         )
     except ApiError as exc:
         if exc.code in (401, 410):  # gone or revoked: a new visit starts afresh
