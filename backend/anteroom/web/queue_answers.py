@@ -131,6 +131,7 @@ def render(
         position=answer.position,
         eta_seconds=answer.eta_seconds,
         poll_after_ms=answer.poll_after_ms or None,
+        generation=answer.generation,
     )
     if answer.status == "idle":
         return body, None
@@ -157,6 +158,7 @@ def answer_body(
     eta_seconds: int | None = None,
     poll_after_ms: int | None = None,
     token: str | None = None,
+    generation: int | None = None,
 ) -> dict[str, Any]:
     """The one builder of a queue answer, in the shape ``visitor_models.QueueAnswer`` documents.
 
@@ -180,8 +182,11 @@ def answer_body(
         # open page at its next poll (rooms are cached for two seconds per process).
         "notice": room.get("notice"),
         # Only once the room has closed (each close starts a new generation): a room never
-        # opened is idle too, and has not sold out.
-        "closedMessage": room.get("closedMessage") if room.get("generation", 1) > 1 else None,
+        # opened is idle too, and has not sold out. The answer's generation is Redis's own,
+        # fresher than this process's cached room just after a close.
+        "closedMessage": room.get("closedMessage")
+        if max(int(room.get("generation", 1)), generation or 0) > 1
+        else None,
     }
 
 
