@@ -254,7 +254,7 @@ def summary(figures: dict[str, Any], path: str) -> str:
         f"beyond the rate at worst: {a['rate_excess']}",
         f"order inversions: {figures['order_inversions']}; "
         f"one-spot violations: {figures['one_spot_violations']}"
-        + (f" {figures['violations_by_kind']}" if figures["violations_by_kind"] else ""),
+        + (f" {figures['violations_by_kind']}" if figures.get("violations_by_kind") else ""),
         f"poll latency ms: p50 {lat['p50']} p95 {lat['p95']} p99 {lat['p99']} ({lat['count']})",
         f"wait s: p50 {wait['p50']} p90 {wait['p90']} p99 {wait['p99']} max {wait['max']}",
         f"errors: {figures['errors_by_code'] or 'none'}",
