@@ -304,14 +304,25 @@ def fixed_intervals(waiting: int) -> float:
     return total + max(0, waiting - 1_000) / 15.0
 
 
-def cadence(spec: str | None, budget: float) -> tuple[Callable[[int], float], str]:
-    """The polls-a-second function of the line's length, and how it was chosen."""
+def cadence(
+    spec: str | None, budget: float, rate_per_minute: int
+) -> tuple[Callable[[int], float], str]:
+    """The polls-a-second function of the line's length, and how it was chosen: ``spec``, else
+    the engine's own cadence (queue/poll_cadence.py) at the run's pace and budget."""
+    if spec == "fixed":
+        return (
+            lambda n: min(fixed_intervals(n), budget),
+            f"fixed intervals (1/2.5/5/15 s) capped at {budget:g} polls/s",
+        )
     if spec:
         module, _, name = spec.partition(":")
         return getattr(importlib.import_module(module), name), spec
+    from anteroom.queue.poll_cadence import polls_per_second
+
+    pace = rate_per_minute / 60
     return (
-        lambda n: min(fixed_intervals(n), budget),
-        f"fixed intervals (1/2.5/5/15 s) capped at {budget:g} polls/s",
+        lambda n: polls_per_second(n, pace, int(budget)),
+        f"the engine's cadence (poll_cadence.polls_per_second) at {pace:g}/s, budget {budget:g}",
     )
 
 
@@ -329,13 +340,17 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=128, help="per generator process")
     parser.add_argument("--sample-every", type=int, default=200,
                         help="compare one answer in this many with the true rank")  # fmt: skip
-    parser.add_argument("--cadence", help="module:function giving polls/s for N waiting")
+    parser.add_argument(
+        "--cadence",
+        help="module:function giving polls/s for N waiting "
+        "(default: the engine's cadence; 'fixed': the old 1/2.5/5/15 s)",
+    )
     parser.add_argument("--budget", type=float, default=5000.0,
-                        help="polls/s cap of the fallback cadence model")  # fmt: skip
+                        help="the room's pollBudgetPerSecond in the model")  # fmt: skip
     parser.add_argument("--redis-url")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "crowd.json"))
     args = parser.parse_args()
-    polls_per_second_at, cadence_model = cadence(args.cadence, args.budget)
+    polls_per_second_at, cadence_model = cadence(args.cadence, args.budget, args.rate)
     started = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix="anteroom-bench-crowd-"))
     embedded = None

@@ -84,3 +84,18 @@ def longest_unpolled_ms(room: dict[str, Any]) -> int:
     planned = SPREAD * pace * math.log(max(1.0, line / front)) + line * 1000 / CADENCE_CAP_MS
     stretch = max(1.0, planned / budget)
     return math.ceil(MISSED_POLLS * CADENCE_CAP_MS * stretch)
+
+
+def polls_per_second(line: int, pace: float, budget: int = DEFAULT_POLL_BUDGET) -> float:
+    """Polls a second a room open at ``pace`` asks of ``line`` waiting spots (the sizing model).
+
+    Summed over positions in buckets of 1 % (intervals change slowly with position), so ten
+    million spots cost a few thousand steps.
+    """
+    total, position = 0.0, 1
+    while position <= line:
+        last = min(line, position + max(1, position // 100) - 1)
+        middle = (position + last) // 2
+        total += (last - position + 1) * 1000 / poll_after(middle, pace, 0, line, budget)
+        position = last + 1
+    return total
