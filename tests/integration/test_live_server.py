@@ -86,7 +86,11 @@ def test_per_address_limit_holds_across_workers(
     codes = [code for code, _ in results]
     assert codes.count(200) == 25 and codes.count(429) == 55
     assert all(int(retry or 0) > 0 for code, retry in results if code == 429)
-    workers = answering_workers(server, "POST /api/v1/identify")
+    # gunicorn writes each access-log line once its answer is sent: wait for the last ones.
+    deadline = time.monotonic() + 10
+    while len(workers := answering_workers(server, "POST /api/v1/identify")) < 120:
+        assert time.monotonic() < deadline, workers
+        time.sleep(0.05)  # waiting for another process's log, not for a race
     assert len(workers) == 120
     # The limit is only shown to hold across workers if more than one of them answered.
     assert len(set(workers)) >= 2, workers
