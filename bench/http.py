@@ -11,7 +11,7 @@ each figure is the median of the rounds' requests per second. Since the machine 
 (web workers + Redis, from /proc and ``INFO cpu``) each round used per request is measured too:
 ``*_cpu_ratio`` = plain's CPU per request / the poll's (1.0: a poll costs what the plain endpoint
 costs), a figure the scheduling of other processes moves far less. Two kinds of poll: *near* (spots
-within the first 100 of their rooms: the full poll) and *far* (spots beyond the first 1,000 of a
+within the first 100 of their rooms: the full poll) and *far* (spots beyond 3,000 of a
 long line: the far poll); ``near_poll_ratio`` and ``far_poll_ratio`` = that poll's requests per
 second / plain's. Every round opens its connections afresh and evenly over the workers (checked in
 /proc: Linux only). Spots are entered through the engine and their tickets signed here with the
@@ -61,6 +61,7 @@ from werkzeug.test import EnvironBuilder  # noqa: E402
 from anteroom.config import Settings  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
+from anteroom.queue.far_poll import EXACT_WITHIN  # noqa: E402
 from anteroom.sdk import verification as verify  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
 from anteroom.store.keystore import KeyStore  # noqa: E402
@@ -76,7 +77,9 @@ NO_LIMIT = "1000000/minute"
 AHEAD = 20  # spots entered ahead of the benchmark's, so the drain (1 a minute) never reaches ours
 NEAR_ROOMS = 20  # rooms whose polled spots are all within the first 100 (near the front)
 NEAR_AHEAD = 5
-FAR_AHEAD = 1_000 + AHEAD  # far spots lie beyond the first 1,000: the far poll's ground
+# Far spots lie beyond the places Redis answers exactly (far_poll.EXACT_WITHIN), even allowing
+# for the spread of their own block of 1,000 tickets: the snapshot far poll's ground.
+FAR_AHEAD = 3 * EXACT_WITHIN + AHEAD
 
 
 # -- the load generator --------------------------------------------------------------------
@@ -450,7 +453,7 @@ def main() -> None:
         admitted = enter_all(server.url, api_key, "http-door", 1, threads=1)[0]
         assert admitted["status"] == "admitted" and admitted["token"], admitted
         print(
-            f"gunicorn: {args.workers} workers (gthread), {args.connections} keep-alive "
+            f"gunicorn: {args.workers} gevent workers, {args.connections} keep-alive "
             f"connections; {len(near_tickets)} near spots (positions {NEAR_AHEAD + 1}-100 of "
             f"{NEAR_ROOMS} rooms) and {len(far_tickets)} far spots (positions {FAR_AHEAD + 1}-"
             f"{FAR_AHEAD + args.tickets}) set up in {setup:.1f}s"
@@ -555,7 +558,7 @@ def main() -> None:
             "answers": {k: dict(t) for k, t in tally.items()},
             "setup": {
                 "workers": args.workers,
-                "worker_class": "gthread",
+                "worker_class": "anteroom.ops.gevent_worker.Worker",
                 "connections": args.connections,
                 "connections_per_worker": dict(splits),
                 "rounds": args.rounds,
@@ -586,7 +589,7 @@ def main() -> None:
 def table(results: dict[str, Any], rps: dict[str, list[float]]) -> None:
     rows: list[tuple[str, str, Callable[[], str]]] = [
         ("near_poll_rps", "poll, near the front (full poll), req/s", lambda: spread("near")),
-        ("far_poll_rps", "poll, beyond the first 1,000, req/s", lambda: spread("far")),
+        ("far_poll_rps", "poll, far back (snapshot), req/s", lambda: spread("far")),
         ("plain_rps", "GET /healthz (plain JSON), req/s", lambda: spread("plain")),
         ("near_poll_ratio", "near poll / plain (target >= 0.8)", lambda: ""),
         ("far_poll_ratio", "far poll / plain (target >= 1.0)", lambda: ""),
