@@ -40,7 +40,10 @@ def room_page(stack: Stack, new_context: Any) -> tuple[Page, Engine, str]:
 def confirm(page: Page, says: str) -> None:
     dialog = page.get_by_role("dialog")
     expect(dialog).to_contain_text(says)
-    dialog.get_by_role("button", name="Confirm").click()
+    # The status still says the last change's "Done." until the dialog's close handler runs:
+    # the change is awaited by its PATCH answer, then the status the page shows after it.
+    with page.expect_response(lambda reply: reply.request.method == "PATCH", timeout=10_000):
+        dialog.get_by_role("button", name="Confirm").click()
     expect(page.locator("#room-status")).not_to_have_text("Saving…", timeout=10_000)
 
 
