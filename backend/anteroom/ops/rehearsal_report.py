@@ -45,6 +45,7 @@ class Tally:
     requests: Counter[str] = field(default_factory=Counter)
     violations: Counter[str] = field(default_factory=Counter)
     recoveries: Counter[str] = field(default_factory=Counter)
+    resends: int = 0  # requests sent again on a fresh connection (rehearse.STALE_CONNECTION)
     difficulty: int | None = None
     solve_sec: float = 0.0
     finished: int = 0
@@ -67,6 +68,11 @@ class Tally:
     def violation(self, kind: str) -> None:
         with self.lock:
             self.violations[kind] += 1
+
+    def resend(self) -> None:
+        """Count a request sent again because its kept-alive connection had been closed."""
+        with self.lock:
+            self.resends += 1
 
     def recovery(self, kind: str) -> None:
         """Count a visitor starting a step over, as the browser agent would."""
@@ -213,6 +219,7 @@ def report(tally: Tally, setup: dict[str, Any], room: dict[str, Any] | None) -> 
         "poll_latency_ms": percentiles(tally.poll_ms),
         "requests": dict(tally.requests),
         "errors_by_code": dict(tally.errors),
+        "stale_connection_resends": tally.resends,
         "wait_seconds": percentiles(waits, (50, 90, 99)) | {"histogram": wait_histogram(waits)},
         "pow": {"difficulty": tally.difficulty, "solve_seconds_total": round(tally.solve_sec, 2)},
     }
@@ -257,7 +264,8 @@ def summary(figures: dict[str, Any], path: str) -> str:
         + (f" {figures['violations_by_kind']}" if figures.get("violations_by_kind") else ""),
         f"poll latency ms: p50 {lat['p50']} p95 {lat['p95']} p99 {lat['p99']} ({lat['count']})",
         f"wait s: p50 {wait['p50']} p90 {wait['p90']} p99 {wait['p99']} max {wait['max']}",
-        f"errors: {figures['errors_by_code'] or 'none'}",
+        f"errors: {figures['errors_by_code'] or 'none'}"
+        + f"; resent on a fresh connection: {figures.get('stale_connection_resends', 0)}",
         f"started over: {figures['recoveries_by_kind'] or 'nobody'}",
         f"report: {path}",
     ]

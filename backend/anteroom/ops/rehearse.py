@@ -62,6 +62,9 @@ SIGNALS = {"webdriver": False, "languages": 2}  # what the browser agent reports
 FIRST_ADDRESS = int(ipaddress.IPv4Address("198.18.0.0"))
 ADDRESSES = 1 << 17  # 198.18.0.0/15
 RETRIES = 5  # answers in a row without a way forward (connection errors, 429s) before giving up
+# What the transport says when a kept-alive connection was closed by the server before the request
+# on it was read: resent once on a fresh connection, as browsers do, and counted apart.
+STALE_CONNECTION = frozenset({"HTTPConnectionClosed"})
 DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h)?$")
 
 
@@ -150,22 +153,30 @@ class RushVisitor(FastHttpUser):
         hosts = Run.hosts
         url = hosts[next(self.turn) % len(hosts)] + "/api/v1/" + name
         started = time.perf_counter()
-        with self.client.post(
-            url, json=body, headers=self.headers, name=name, catch_response=True
-        ) as answer:
-            elapsed_ms = (time.perf_counter() - started) * 1000
-            status = answer.status_code or 0
-            try:
-                data = answer.json() if status not in (0, 204) else None
-            except ValueError:
-                data = None
-            if status == 0:  # no answer: say what the transport said, in the error's place
-                data = {"error": type(getattr(answer, "error", None)).__name__}
-            retry = float(answer.headers.get("Retry-After") or 0) if status else 0.0
-            if status in (200, 204) or (status in (429, 503) and retry):
-                answer.success()  # asked to wait is the flow working, not a failure
-            else:
-                answer.failure(f"{status} {(data or {}).get('error', '')}")
+        for attempt in range(2):
+            with self.client.post(
+                url, json=body, headers=self.headers, name=name, catch_response=True
+            ) as answer:
+                elapsed_ms = (time.perf_counter() - started) * 1000
+                status = answer.status_code or 0
+                try:
+                    data = answer.json() if status not in (0, 204) else None
+                except ValueError:
+                    data = None
+                if status == 0:  # no answer: say what the transport said, in the error's place
+                    data = {"error": type(getattr(answer, "error", None)).__name__}
+                retry = float(answer.headers.get("Retry-After") or 0) if status else 0.0
+                resend = attempt == 0 and status == 0 and data["error"] in STALE_CONNECTION
+                if status in (200, 204) or (status in (429, 503) and retry) or resend:
+                    answer.success()  # asked to wait is the flow working, not a failure
+                else:
+                    answer.failure(f"{status} {(data or {}).get('error', '')}")
+            if not resend:
+                break
+            # The server closed a kept-alive connection as the request went out on it (its
+            # keep-alive timeout met the visitor's poll interval): nothing reached the app, and
+            # a browser sends the request again on a new connection without telling anyone.
+            tally.resend()
         if name == "queue/poll":
             tally.poll_ms.append(elapsed_ms)
         return status, data, retry
