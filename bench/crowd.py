@@ -52,6 +52,7 @@ import contextlib  # noqa: E402
 import heapq  # noqa: E402
 import importlib  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import multiprocessing  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
@@ -222,6 +223,12 @@ async def crowd(share: Share, seconds: float, connections: int, line_key: str, r
     rank_client.close()
 
 
+def run_pool(procs: int, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every share of the crowd in its own generator process, at once."""
+    with multiprocessing.get_context("fork").Pool(procs) as pool:
+        return pool.map(run_share, jobs)
+
+
 def run_share(job: dict[str, Any]) -> dict[str, Any]:
     """A generator process: its share of the crowd, and its own CPU time."""
     share = Share(job["port"], job["api_key"], job["tickets"])
@@ -326,6 +333,26 @@ def cadence(
     )
 
 
+def near_polls_per_second(line: int, rate_per_minute: int, budget: float) -> float:
+    """Polls a second of the spots a far poll never answers (within EXACT_WITHIN after allowing
+    for unseen admissions, far_poll.py): they go to Redis whatever the line's length."""
+    from anteroom.queue.far_poll import EXACT_WITHIN, MAX_ADMIT
+    from anteroom.queue.poll_cadence import poll_after
+
+    pace = rate_per_minute / 60
+    near = min(line, EXACT_WITHIN + MAX_ADMIT + math.ceil(pace * 2))
+    return sum(1000 / poll_after(p, pace, 0, line, int(budget)) for p in range(1, near + 1))
+
+
+def phase_cpu(web_pids: Sequence[int], client: redis.Redis, run: Callable[[], Any]
+              ) -> tuple[Any, float, float, float]:  # fmt: skip
+    """``run()``'s result with the web CPU seconds, Redis CPU seconds and wall seconds it took."""
+    web0, redis0, wall0 = cpu_seconds(web_pids), redis_cpu(client), time.monotonic()
+    result = run()
+    wall = time.monotonic() - wall0
+    return result, cpu_seconds(web_pids) - web0, redis_cpu(client) - redis0, wall
+
+
 # -- the run ----------------------------------------------------------------------------------
 
 
@@ -347,6 +374,12 @@ def main() -> None:
     )
     parser.add_argument("--budget", type=float, default=5000.0,
                         help="the room's pollBudgetPerSecond in the model")  # fmt: skip
+    parser.add_argument("--idle-seconds", type=float, default=20.0,
+                        help="first, the server with the room dealing and nobody polling: "
+                        "its fixed cost")  # fmt: skip
+    parser.add_argument("--far-seconds", type=float, default=40.0,
+                        help="then only the spots beyond the first 3,000 poll: the far poll's "
+                        "own cost")  # fmt: skip
     parser.add_argument("--redis-url")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "crowd.json"))
     args = parser.parse_args()
@@ -396,11 +429,28 @@ def main() -> None:
             f"{args.procs} generator process(es) x {args.connections} connections; "
             f"gunicorn {args.workers} workers; room deals {args.rate}/min"
         )
-        web0, redis0, wall0 = cpu_seconds(web_pids), redis_cpu(client), time.monotonic()
-        with multiprocessing.get_context("fork").Pool(args.procs) as pool:
-            results = pool.map(run_share, jobs)
-        wall = time.monotonic() - wall0
-        web_cpu, redis_used = cpu_seconds(web_pids) - web0, redis_cpu(client) - redis0
+        # The fixed cost: the server holding the room (ticker, sweeps, sampler), nobody polling.
+        _, idle_web, idle_redis, idle_wall = phase_cpu(
+            web_pids, client, lambda: time.sleep(args.idle_seconds)
+        )
+        fixed_web, fixed_redis = idle_web / idle_wall, idle_redis / idle_wall
+        far_from = min(3_000, args.visitors // 2)  # a tiny crowd (the tests') has no far spots
+        # The far poll's own cost: only spots beyond the first 3,000 poll (each generator
+        # process keeps its own copy of the tickets: the crowd below starts from the fill's).
+        far_jobs = [
+            job | {"tickets": [t for t in job["tickets"] if int(t[0][1:]) >= far_from],
+                   "seconds": args.far_seconds, "sample_every": 10**9}
+            for job in jobs
+        ]  # fmt: skip
+        far_results, far_web, far_redis, far_wall = phase_cpu(
+            web_pids, client, lambda: run_pool(args.procs, far_jobs)
+        )
+        far_only_polls = sum(r["polls"] for r in far_results)
+        fixed = fixed_web + fixed_redis
+        print(f"fixed cost {fixed:.3f} cores; far-only phase {far_only_polls} polls")
+        results, web_cpu, redis_used, wall = phase_cpu(
+            web_pids, client, lambda: run_pool(args.procs, jobs)
+        )
         server.stop()
 
         polls = sum(r["polls"] for r in results)
@@ -416,11 +466,40 @@ def main() -> None:
         seconds = args.seconds
         web_us = web_cpu / polls * 1e6 if polls else None
         redis_us = redis_used / polls * 1e6 if polls else None
-        model = {}
+        # The flat model (every poll at the run's average cost, fixed costs included): an upper
+        # bound, since a long line's polls are nearly all far ones and fixed costs do not grow
+        # with the polls.
+        flat = {}
         if web_us is not None and redis_us is not None:
             for size in SIZES:
                 rate = polls_per_second_at(size)
-                model[str(size)] = round(rate * (web_us + redis_us) / 1e6, 2)
+                flat[str(size)] = round(rate * (web_us + redis_us) / 1e6, 2)
+        # The model: fixed cores + near polls x their cost + far polls x theirs. Marginal costs
+        # are each phase's CPU less the fixed cores over its wall time; the near poll's is what
+        # the crowd's polls cost beyond its far polls at the far-only phase's price. Redis's
+        # fixed cost (the sweep walks every spot once a minute) is scaled with the line.
+        far_total_us = (far_web + far_redis) / max(1, far_only_polls) * 1e6
+        far_us = far_total_us - (fixed_web + fixed_redis) * far_wall / max(1, far_only_polls) * 1e6
+        if far_us <= 0:  # the fixed cost's noise exceeded the polls' (a tiny run): all of it
+            far_us = far_total_us
+        crowd_marginal = web_cpu + redis_used - (fixed_web + fixed_redis) * wall
+        near_polls = polls - far_polls
+        near_us = 0.0
+        if near_polls:
+            near_us = (crowd_marginal - far_polls * far_us / 1e6) / near_polls * 1e6
+        near_us = max(near_us, far_us)  # a near poll does all a far one does, and Redis's part
+        model, parts = {}, {}
+        for size in SIZES:
+            near_rate = near_polls_per_second(size, args.rate, args.budget)
+            far_rate = max(0.0, polls_per_second_at(size) - near_rate)
+            fixed = fixed_web + fixed_redis * max(1.0, size / args.visitors)
+            cores = fixed + (near_rate * near_us + far_rate * far_us) / 1e6
+            model[str(size)] = round(cores, 2)
+            parts[str(size)] = {
+                "fixed_cores": round(fixed, 3),
+                "near_polls_per_second": round(near_rate, 1),
+                "far_polls_per_second": round(far_rate, 1),
+            }
         abs_errors = [abs(e) for e in errors]
         results_out: dict[str, Any] = {
             "waiting_held": args.visitors,
@@ -448,8 +527,23 @@ def main() -> None:
             "model_cores": model,
             "model": {
                 "cadence": cadence_model,
+                "how": "fixed cores (idle phase; Redis's scaled with the line) + near polls/s x "
+                "near us + far polls/s x far us (marginal CPU, web + Redis, from the far-only "
+                "phase and the crowd)",
                 "polls_per_second": {str(s): round(polls_per_second_at(s), 1) for s in SIZES},
+                "parts": parts,
+                "fixed_web_cores": round(fixed_web, 3),
+                "fixed_redis_cores": round(fixed_redis, 3),
+                "far_us_per_poll": round(far_us, 1),
+                "near_us_per_poll": round(near_us, 1),
+                "far_only_phase": {
+                    "seconds": round(far_wall, 1),
+                    "polls": far_only_polls,
+                    "web_cpu_cores": round(far_web / far_wall, 3),
+                    "redis_cpu_cores": round(far_redis / far_wall, 3),
+                },
                 "cpu_us_per_poll": round((web_us or 0) + (redis_us or 0), 1),
+                "flat_model_cores": flat,
             },
             "setup": {
                 "rate_per_minute": args.rate,
@@ -504,6 +598,15 @@ def report(r: dict[str, Any]) -> None:
         ),
         ("model: cores for N waiting", r["model_cores"]),
         ("model: cadence", r["model"]["cadence"]),
+        (
+            "model: fixed web / Redis cores",
+            f"{r['model']['fixed_web_cores']} / {r['model']['fixed_redis_cores']}",
+        ),
+        (
+            "model: µs per far / near poll",
+            f"{r['model']['far_us_per_poll']} / {r['model']['near_us_per_poll']}",
+        ),
+        ("flat model (upper bound)", r["model"]["flat_model_cores"]),
     ]
     print()
     for label, value in rows:
