@@ -361,8 +361,9 @@ def queue_token_life(room: dict[str, Any]) -> int:
     """Seconds a queue token lives: as long as its spot can go unpolled, plus a minute.
 
     A spot is dropped once it has missed about three of its own polls, never sooner than
-    ``abandonAfterSec`` (queue/poll_cadence.py), and every poll hands out a fresh token, so a
-    waiting visitor never holds an expired one; a stolen or kept ticket cannot be replayed for
+    ``abandonAfterSec`` (queue/poll_cadence.py), and every poll hands out a token with at
+    least half this life left (web/queue_answers.queue_token), so a waiting visitor never holds
+    an expired one; a stolen or kept ticket cannot be replayed for
     ever (above all into an outage admission). Never more than a day.
     """
     unpolled = max(int(room["abandonAfterSec"]), -(-longest_unpolled_ms(room) // 1000))

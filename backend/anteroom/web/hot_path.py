@@ -159,7 +159,8 @@ def _poll(services: Services, fields: tuple[str, str]) -> Answer:
     claims = _checked(services, *fields, tokens.TICKET)
     qr, vid, t, g = claims["qr"], claims["vid"], claims["t"], claims["g"]
     near, qj = claims.get("qn") == 1, str(claims.get("qj", ""))
-    return _answer(services, qr, vid, lambda: services.engine.poll(qr, vid, t, g, qj, near, claims))
+    call = lambda: services.engine.poll(qr, vid, t, g, qj, near, claims)  # noqa: E731
+    return _answer(services, qr, vid, call, (fields[1], claims))
 
 
 def _refresh(services: Services, fields: tuple[str, str]) -> Answer:
@@ -169,8 +170,15 @@ def _refresh(services: Services, fields: tuple[str, str]) -> Answer:
     return _answer(services, qr, vid, lambda: services.engine.refresh(qr, vid, None, jti, qj))
 
 
-def _answer(services: Services, room_id: str, vid: str, call: Callable[[], Any]) -> Answer:
-    """The engine's answer for the room, rendered as the views render it."""
+def _answer(
+    services: Services,
+    room_id: str,
+    vid: str,
+    call: Callable[[], Any],
+    polled: tuple[str, dict[str, Any]] | None = None,
+) -> Answer:
+    """The engine's answer for the room, rendered as the views render it (``polled``: the
+    ticket polled and its claims, see ``queue_answers.queue_token``)."""
     try:
         room = visitor.room_by_id(services, room_id)
         result = visitor.engine_call(services, call, room_id)
@@ -178,7 +186,7 @@ def _answer(services: Services, room_id: str, vid: str, call: Callable[[], Any])
         raise HandOver() from None  # the room's fail mode is the views' to apply
     except errors.ApiError as exc:
         return _error(exc, room_id)
-    body, retry_after = visitor.render(services, room, vid, result)
+    body, retry_after = visitor.render(services, room, vid, result, polled)
     headers = [] if retry_after is None else [("Retry-After", str(retry_after))]
     return Answer(200, body, headers, room_id)
 

@@ -100,28 +100,54 @@ def admission_token(
     return tokens.sign(services.keyring, tokens.ADMISSION, base | claims)
 
 
-def queue_token(room: dict[str, Any], services: Services, vid: str, answer: QueueAnswer) -> str:
+def queue_token(
+    room: dict[str, Any],
+    services: Services,
+    vid: str,
+    answer: QueueAnswer,
+    polled: tuple[str, dict[str, Any]] | None = None,
+) -> str:
     """The signed ticket a visitor polls with (the ticket number alone authorizes nothing).
 
     Besides naming the spot it carries what an outage admission needs, as Redis last saw the
     spot: the session binding (``qj``), the network tag (``qi``, bindIp rooms) and the score.
+    ``polled`` is the ticket the answer is for and its claims: when the new ticket would say
+    the same and the old one has at least half its life left, it is answered again as it came.
+    Most far polls change nothing the ticket says (their last-seen booking lasts many polls),
+    and signing was the largest part of such a poll after the token's check.
     """
     now = int(time.time())
+    life = queue_token_life(room)
     claims = {"qr": room["id"], "vid": vid, "t": answer.ticket, "g": answer.generation}
     claims |= {"env": room["environment"], "qj": answer.session_jti, "qs": answer.score}
-    claims |= {"iat": now, "exp": now + queue_token_life(room)}
     if answer.network_tag:
         claims["qi"] = answer.network_tag
     claims |= answer.ticket_claims  # the far poll's order key and kept-until (far_poll.py)
     if answer.position is None or answer.position <= eng.NEAR_HEAD:
         claims["qn"] = 1  # near the head (or held): its next poll goes straight to the full poll
+    if polled is not None and _says_the_same(polled[1], claims, now + life // 2):
+        return polled[0]
+    claims |= {"iat": now, "exp": now + life}
     return tokens.sign(services.keyring, tokens.TICKET, claims)
 
 
+def _says_the_same(old: dict[str, Any], claims: dict[str, Any], lasts_until: int) -> bool:
+    """Whether a ticket's claims are ``claims`` plus its times, and it lasts until then."""
+    exp = old.get("exp")
+    if type(exp) is not int or exp < lasts_until or len(old) != len(claims) + 2:
+        return False
+    return "iat" in old and all(old.get(name) == value for name, value in claims.items())
+
+
 def render(
-    services: Services, room: dict[str, Any], vid: str, answer: QueueAnswer
+    services: Services,
+    room: dict[str, Any],
+    vid: str,
+    answer: QueueAnswer,
+    polled: tuple[str, dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], int | None]:
-    """A queue answer as JSON, and the Retry-After it asks for (None when not waiting)."""
+    """A queue answer as JSON, and the Retry-After it asks for (None when not waiting);
+    ``polled``: the ticket polled and its claims (see ``queue_token``)."""
     body = answer_body(
         room,
         answer.status,
@@ -135,7 +161,7 @@ def render(
     )
     if answer.status == "idle":
         return body, None
-    body["queueToken"] = queue_token(room, services, vid, answer)
+    body["queueToken"] = queue_token(room, services, vid, answer, polled)
     if answer.admission is not None:
         a = answer.admission
         claims: dict[str, Any] = {"qj": a.session_jti, "jti": a.jti}

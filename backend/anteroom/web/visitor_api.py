@@ -247,7 +247,7 @@ def poll(call: Call[TicketRequest]) -> ResponseReturnValue:
         room = visitor.usable_offline(room)
         tag = _network_tag(s, room)
         return reply(*visitor.fail_open(s, room, visitor.ticket_binding(room, claims, tag)))
-    return reply(*visitor.render(s, room, claims["vid"], answer))
+    return reply(*visitor.render(s, room, claims["vid"], answer, (call.body.ticket, claims)))
 
 
 @bp.post("/queue/leave")
