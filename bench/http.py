@@ -15,7 +15,8 @@ within the first 100 of their rooms: the full poll) and *far* (spots beyond 3,00
 long line: the far poll); ``near_poll_ratio`` and ``far_poll_ratio`` = that poll's requests per
 second / plain's. Every round opens its connections afresh and evenly over the workers (checked in
 /proc: Linux only). Spots are entered through the engine and their tickets signed here with the
-server's keys (the same tokens ``enter`` hands out), so setting up thousands takes a second. Polls
+server's keys (the same tokens ``enter`` hands out), so setting up thousands takes a second; each
+is polled once, and the ticket its answer gives is the one polled (see ``current_tickets``). Polls
 go round-robin over many tickets, so the per-ticket limit (90 a minute) is never reached; the share
 of 200 answers is checked.
 
@@ -259,6 +260,28 @@ def mint_tickets(engine: Engine, keyring: Keyring, room_id: str, count: int, tag
     return out
 
 
+def current_tickets(port: int, api_key: str, tickets: Sequence[str]) -> list[str]:
+    """Each ticket polled once over HTTP, and the ``queueToken`` its answer carries.
+
+    A visitor polls with the ticket its last answer gave it, whose ``qu`` (kept unpolled until)
+    the far poll booked ahead; polled again and again with the ticket ``enter`` gave, every far
+    poll would find its spot due for a booking and book it, which a visitor at its cadence does
+    once in many polls (see far_poll.answer_far).
+    """
+    conn, out = Conn(port), []
+    try:
+        for ticket in tickets:
+            raw = encode_post("/api/v1/queue/poll", {"apiKey": api_key, "ticket": ticket}, port)
+            status, body = conn.request(raw)
+            answer = json.loads(body)
+            if status != 200 or answer.get("status") != "waiting":
+                raise RuntimeError(f"poll: {status} {body[:300]!r}")
+            out.append(answer["queueToken"])
+    finally:
+        conn.close()
+    return out
+
+
 # -- server-side costs, in process -------------------------------------------------------------
 
 
@@ -459,6 +482,8 @@ def main() -> None:
             f"{FAR_AHEAD + args.tickets}) set up in {setup:.1f}s"
         )
 
+        near_tickets = current_tickets(port, api_key, near_tickets)
+        far_tickets = current_tickets(port, api_key, far_tickets)
         bodies = {
             "near": [{"apiKey": api_key, "ticket": t} for t in near_tickets],
             "far": [{"apiKey": api_key, "ticket": t} for t in far_tickets],
