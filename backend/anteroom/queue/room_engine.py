@@ -20,6 +20,7 @@ from anteroom.queue.key_layout import DEFAULT_PREFIX, KeySpace
 from anteroom.queue.poll_limit import PollCounter
 from anteroom.queue.redis_link import StorageError, storage_errors
 from anteroom.queue.room_snapshot import SnapshotCache
+from anteroom.queue.script_call import evalsha
 from anteroom.queue.script_replies import (
     Admission,
     LineEntry,
@@ -160,7 +161,7 @@ class Engine:
 
     def _run(self, op: str, room_id: str, *args: Any) -> Any:
         with storage_errors():
-            result = self._scripts[op](keys=self.script_keys(op, room_id), args=list(args))
+            result = evalsha(self.redis, self._scripts[op], self.script_keys(op, room_id), args)
         return _check(result)
 
     def _run_read(self, op: str, room_id: str, *args: Any) -> Any:
