@@ -35,11 +35,15 @@ class SeenBookings:
         self._pending: dict[str, dict[str, tuple[int, int, int]]] = {}
         self._gone: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._lock = threading.Lock()
-        self._flushed = clock()
+        # Since the last flush, or the first booking noted: read from ``clock`` only once it
+        # is in use (a clock swapped after construction, as in tests, is then the one read).
+        self._flushed: float | None = None
 
     def note(self, room_id: str, vid: str, ticket: int, generation: int, ahead_ms: int) -> None:
         """Book ``vid``'s last-seen at least ``ahead_ms`` ahead of the room's clock, soon."""
         with self._lock:
+            if self._flushed is None:
+                self._flushed = self.clock()
             room = self._pending.setdefault(room_id, {})
             was = room.get(vid)
             if was is None or was[2] < ahead_ms or was[:2] != (ticket, generation):
@@ -51,7 +55,12 @@ class SeenBookings:
 
     def due(self) -> bool:
         """Something is pending and a second has passed since the last flush."""
-        return bool(self._pending) and self.clock() - self._flushed >= FLUSH_EVERY_SEC
+        flushed = self._flushed
+        return (
+            bool(self._pending)
+            and flushed is not None
+            and self.clock() - flushed >= FLUSH_EVERY_SEC
+        )
 
     def flush(self) -> int:
         """Book everything pending; the number of spots sent. A failure keeps them pending."""
