@@ -188,6 +188,12 @@ def _latency(route: str, method: str) -> Any:
     return LATENCY.labels(route, method)
 
 
+@functools.lru_cache(maxsize=64)
+def _answers(status: str) -> Any:
+    """The queue answers' counter child for ``status`` (every poll counts one)."""
+    return ANSWERS.labels(status)
+
+
 def observe(
     route: str,
     method: str,
@@ -216,7 +222,7 @@ def observe(
                 REDIS_ERRORS.labels(STORAGE_CODES[code]).inc()
     elif status == 200 and route in QUEUE_ROUTES:
         if isinstance(body.get("status"), str):
-            ANSWERS.labels(body["status"]).inc()
+            _answers(body["status"]).inc()
         if body.get("token"):
             ADMISSIONS.inc()
     BREAKER.set(1 if breaker.is_open else 0)
