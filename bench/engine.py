@@ -287,6 +287,12 @@ def snapshot_far_polls(
     it reads the room's snapshot once a second; every other poll needs its last-seen booked
     (a far visitor books every other poll), flushed once a second in one call. Redis time is
     ``INFO commandstats`` of the snapshot and book_seen_many scripts over the polls made.
+    Split: each snapshot read and booking call is timed apart (``snapshot_read_us``,
+    ``booking_call_us``, ``booking_us_per_booked_spot``, and their shares of the figure per
+    poll). At the visitors' own cadence (``bookings_at_cadence``) the share of far polls that
+    book is measured for the rule before (one interval ahead) and now (two), and the figure per
+    poll at that share (``redis_us_per_far_poll_at_cadence[_before]``) = snapshot share + share
+    * cost per booked spot, from this run's figures.
     Also the position error: shown minus exact rank (ZRANK + 1) over a sample, after 10% of
     the line, at random, left.
     """

@@ -145,6 +145,26 @@ def test_positions_stay_within_the_leavers_of_their_own_block(
         assert 0 <= far.position - exact <= own_block_leavers
 
 
+def test_the_snapshot_reads_the_live_line_not_every_block_the_room_had(
+    engine: Engine, clock: FakeClock, redis_client: redis.Redis
+) -> None:
+    room = make_room(engine, ratePerMinute=60_000, maxWaiting=10_000)
+    engine.set_clock(room, START)
+    engine.open(room)
+    answers = fill(engine, room, SPOTS)
+    blocks = engine.keys.room_keys(room)["blk"]
+    assert redis_client.hexists(blocks, "t0")
+    while engine.stats(room).dealt_total < 1_200:  # the drain passes the first block
+        engine.shift_clock(room, 1_000)
+        engine.tick(room)
+    assert not redis_client.hexists(blocks, "t0")  # an emptied ticket block is dropped
+    assert int(redis_client.hget(blocks, "t1") or 0) > 0
+    clock.now += 1.0
+    far = far_poll(engine, room, "v2500", answers["v2500"])
+    exact = engine.poll(room, "v2500", answers["v2500"].ticket or 0, 1).position or 0
+    assert far.position is not None and 0 <= far.position - exact < 1_000
+
+
 def test_the_snapshot_is_read_at_most_once_a_second(
     engine: Engine, line: tuple[str, dict[str, QueueAnswer]], clock: FakeClock,
     monkeypatch: pytest.MonkeyPatch,
