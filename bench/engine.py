@@ -246,6 +246,36 @@ def drain_of_200(engine: Engine, pool: bool = True) -> tuple[float, float]:
     return statistics.median(drains), statistics.median(idle)
 
 
+def bookings_at_cadence(
+    snapshot: Any, now: int, n: int, intervals_ahead: int, polls: int = 12
+) -> float:
+    """Share of far polls that book last-seen when visitors poll exactly as told.
+
+    A sample of tickets across the line each polls ``polls`` times at its own ``pollAfterMs``
+    through far_poll.answer_far (pure: no Redis), the ticket of each answer carried to the next;
+    ``intervals_ahead`` is far_poll.BOOK_INTERVALS_AHEAD (1: the rule before it was 2).
+    """
+    from anteroom.queue import far_poll
+
+    was, far_poll.BOOK_INTERVALS_AHEAD = far_poll.BOOK_INTERVALS_AHEAD, intervals_ahead
+    booked = answered = 0
+    try:
+        for ticket in range(2_001 + 7, n + 1, max(1, (n - 2_001) // 200)):
+            claims = {"qj": "s", "qs": 10, "qk": 2**52 + ticket, "qu": now + 1}
+            clock = now
+            for _ in range(polls):
+                found = far_poll.answer_far(snapshot, clock, f"v{ticket - 1}", ticket, 1, claims)
+                assert found is not None
+                answer, book = found
+                booked += book > 0
+                answered += 1
+                claims = claims | answer.ticket_claims
+                clock += answer.poll_after_ms
+    finally:
+        far_poll.BOOK_INTERVALS_AHEAD = was
+    return booked / answered
+
+
 def snapshot_far_polls(
     engine: Engine, n: int, polls_per_second: int = 1_250, seconds: int = 10
 ) -> dict[str, float]:
@@ -257,6 +287,12 @@ def snapshot_far_polls(
     it reads the room's snapshot once a second; every other poll needs its last-seen booked
     (a far visitor books every other poll), flushed once a second in one call. Redis time is
     ``INFO commandstats`` of the snapshot and book_seen_many scripts over the polls made.
+    Split: each snapshot read and booking call is timed apart (``snapshot_read_us``,
+    ``booking_call_us``, ``booking_us_per_booked_spot``, and their shares of the figure per
+    poll). At the visitors' own cadence (``bookings_at_cadence``) the share of far polls that
+    book is measured for the rule before (one interval ahead) and now (two), and the figure per
+    poll at that share (``redis_us_per_far_poll_at_cadence[_before]``) = snapshot share + share
+    * cost per booked spot, from this run's figures.
     Also the position error: shown minus exact rank (ZRANK + 1) over a sample, after 10% of
     the line, at random, left.
     """
@@ -274,6 +310,27 @@ def snapshot_far_polls(
     score_claims = {"qj": "s", "qs": 10}
     # half the tickets say their spot is kept long enough already, half that it is due
     kept = {0: now + 10_000_000, 1: now + 1}
+    # each snapshot read and booking call timed apart (INFO commandstats around it), so the
+    # amortised figure splits into its two parts
+    split = {"snapshot": [0.0, 0], "booking": [0.0, 0], "booked": [0.0, 0]}
+    read, run = engine.snapshots.read, engine.bookings.run
+
+    def timed(kind: str, call: Any) -> Any:
+        def wrapper(room_id: str, args: Any) -> Any:
+            before, _ = evalsha_usec(client)
+            reply = call(room_id, args)
+            after, _ = evalsha_usec(client)
+            split[kind][0] += after - before
+            split[kind][1] += 1
+            if kind == "booking":
+                split["booked"][1] += (len(args) - 1) // 3
+            return reply
+
+        return wrapper
+
+    engine.snapshots.read = timed("snapshot", read)
+    engine.bookings.run = timed("booking", run)
+    engine.snapshots.reads = engine.bookings.calls = 0
     polls = 0
     client.config_resetstat()
     for second in range(seconds):
@@ -286,12 +343,21 @@ def snapshot_far_polls(
             polls += 1
         engine.flush_bookings()
     usec, _ = evalsha_usec(client)
+    engine.snapshots.read, engine.bookings.run = read, run
+    reads, calls = engine.snapshots.reads, engine.bookings.calls
     # side by side: the same number of polls through the scripts' far poll (and book_seen)
     client.config_resetstat()
     for _ in range(polls):
         ticket = random.randrange(2_001, n + 1)
         engine.poll(room, f"v{ticket - 1}", ticket, 1, "s")
     scripts_usec, _ = evalsha_usec(client)
+    # bookings at the visitors' own cadence: one interval ahead (before) and two (now)
+    snapshot = engine.snapshots.get(room)
+    share_before = bookings_at_cadence(snapshot, now, n, 1)
+    share_after = bookings_at_cadence(snapshot, now, n, 2)
+    snapshot_us = split["snapshot"][0] / polls
+    per_booked = split["booking"][0] / max(1, split["booked"][1])
+    at_cadence_before = snapshot_us + share_before * per_booked
     # position error after random leavers
     leavers = random.sample(range(1, n + 1), n // 10)
     pipe = client.pipeline(transaction=False)
@@ -321,8 +387,18 @@ def snapshot_far_polls(
         "redis_us_per_far_poll": round(usec / polls, 3),
         "scripts_far_poll_us": round(scripts_usec / polls, 3),
         "ratio_to_scripts_far_poll": round(usec / scripts_usec, 3),
-        "snapshot_reads": engine.snapshots.reads,
-        "booking_calls": engine.bookings.calls,
+        "snapshot_us_per_far_poll": round(split["snapshot"][0] / polls, 3),
+        "booking_us_per_far_poll": round(split["booking"][0] / polls, 3),
+        "snapshot_read_us": round(split["snapshot"][0] / max(1, split["snapshot"][1]), 1),
+        "booking_call_us": round(split["booking"][0] / max(1, split["booking"][1]), 1),
+        "booking_us_per_booked_spot": round(split["booking"][0] / max(1, split["booked"][1]), 3),
+        "booked_spots": split["booked"][1],
+        "booked_share_at_cadence_before": round(share_before, 3),
+        "booked_share_at_cadence": round(share_after, 3),
+        "redis_us_per_far_poll_at_cadence_before": round(at_cadence_before, 3),
+        "redis_us_per_far_poll_at_cadence": round(snapshot_us + share_after * per_booked, 3),
+        "snapshot_reads": reads,
+        "booking_calls": calls,
         "position_error_p50": errors[len(errors) // 2],
         "position_error_p99": errors[int(len(errors) * 0.99)],
         "position_error_max": errors[-1],
@@ -407,21 +483,23 @@ def print_before_after(out: Path, after: dict[str, Any]) -> None:
         print(f"{'model_1m ' + key:<27} {was} -> {after['model_1m'][key]}")
 
 
-def far_only(engine: Engine, sizes: list[int], out: Path) -> None:
-    """The drain of 200 and the snapshot far poll alone, merged into the results in ``out``."""
+def far_only(engine: Engine, sizes: list[int], out: Path, drain: bool = True) -> None:
+    """The snapshot far poll (and the drain of 200) alone, merged into the results in ``out``."""
     try:
         results = json.loads(out.read_text())
     except (OSError, ValueError):
         results = {}
     before = results.get("drain200_ms_median")
-    drain_ms, idle_us = drain_of_200(engine)
-    results["drain200_ms_median"] = round(drain_ms, 3)
-    results["drain200_tickets_ms_median"] = round(drain_of_200(engine, pool=False)[0], 3)
-    results["tick_idle_us"] = round(idle_us, 2)
+    if drain:
+        drain_ms, idle_us = drain_of_200(engine)
+        results["drain200_ms_median"] = round(drain_ms, 3)
+        results["drain200_tickets_ms_median"] = round(drain_of_200(engine, pool=False)[0], 3)
+        results["tick_idle_us"] = round(idle_us, 2)
     results.setdefault("snapshot_far_poll", {}).update(
         {str(n): snapshot_far_polls(engine, n) for n in sizes}
     )
-    print(f"drain of 200: {before} -> {results['drain200_ms_median']} ms")
+    if drain:
+        print(f"drain of 200: {before} -> {results['drain200_ms_median']} ms")
     print(json.dumps(results["snapshot_far_poll"], indent=2))
     out.write_text(json.dumps(results, indent=2) + "\n")
 
@@ -435,6 +513,11 @@ def main() -> None:
         "--far-only",
         action="store_true",
         help="only the drain of 200 and the snapshot far poll (merged into --out)",
+    )
+    parser.add_argument(
+        "--only",
+        choices=["far"],
+        help="far: only the snapshot far poll (merged into --out)",
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -459,8 +542,8 @@ def main() -> None:
     memory = 0.0
     try:
         results["redis_version"] = client.info("server")["redis_version"]
-        if args.far_only:
-            far_only(engine, sizes, Path(args.out))
+        if args.far_only or args.only == "far":
+            far_only(engine, sizes, Path(args.out), drain=not args.only)
             return
         for n in sizes:
             memory = poll_and_floor(engine, n, results)

@@ -15,10 +15,15 @@ local function block_of(order_key)
   return 'p' .. math.floor(key / POOL_BLOCK)
 end
 
--- An emptied block keeps its field at 0 (readers skip it): a drain through a small, sparse
--- pool touches a block per spot, and one write each is what it can afford. At most 4,096 pool
--- blocks and one per 1,000 tickets; a close clears them.
-local function count_block(block, by) redis.call('HINCRBY', BLOCKS, block, by) end
+-- An emptied pool block keeps its field at 0 (readers skip it): a drain through a small,
+-- sparse pool touches a block per spot, and one write each is what it can afford; there are at
+-- most 4,096. An emptied ticket block is removed (one HDEL per 1,000 tickets drained), so the
+-- snapshot reads the live line's blocks, not every block the room ever had; a close clears all.
+local function count_block(block, by)
+  if redis.call('HINCRBY', BLOCKS, block, by) == 0 and block:byte(1) == 116 then -- 't'
+    redis.call('HDEL', BLOCKS, block)
+  end
+end
 
 -- Order keys (a list) leaving (-1) or joining (+1) the line, booked a block at a time.
 local function count_keys(keys, by)

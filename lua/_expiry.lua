@@ -14,6 +14,9 @@ local function admission_gone(expires, now) return now > expires + ADMISSION_GRA
 -- So a spot is never dropped sooner than that after its last poll, nor more than the booking
 -- later (capped, so a day-long abandonAfterSec is not half a day late); a visitor polling every
 -- 15 s (abandonAfterSec 300) books one poll in eleven, a far one every few minutes each poll.
+-- A far poll answered from a snapshot (queue/far_poll.py) books max(min(abandonAfterSec / 2,
+-- 150 s), 2 I) beyond the lead instead, through book_seen_many: every other poll, and a spot
+-- is then dropped at most about 5 I after its last poll (plus a sweep pass).
 local SEEN_BOOKING_MAX = 150000 -- ms; keep in step with the reference model
 local function seen_lead(interval, abandon_after)
   return math.max(0, 3 * (interval or 0) - abandon_after * 1000)

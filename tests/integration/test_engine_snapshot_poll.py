@@ -145,6 +145,26 @@ def test_positions_stay_within_the_leavers_of_their_own_block(
         assert 0 <= far.position - exact <= own_block_leavers
 
 
+def test_the_snapshot_reads_the_live_line_not_every_block_the_room_had(
+    engine: Engine, clock: FakeClock, redis_client: redis.Redis
+) -> None:
+    room = make_room(engine, ratePerMinute=60_000, maxWaiting=10_000)
+    engine.set_clock(room, START)
+    engine.open(room)
+    answers = fill(engine, room, SPOTS)
+    blocks = engine.keys.room_keys(room)["blk"]
+    assert redis_client.hexists(blocks, "t0")
+    while engine.stats(room).dealt_total < 1_200:  # the drain passes the first block
+        engine.shift_clock(room, 1_000)
+        engine.tick(room)
+    assert not redis_client.hexists(blocks, "t0")  # an emptied ticket block is dropped
+    assert int(redis_client.hget(blocks, "t1") or 0) > 0
+    clock.now += 1.0
+    far = far_poll(engine, room, "v2500", answers["v2500"])
+    exact = engine.poll(room, "v2500", answers["v2500"].ticket or 0, 1).position or 0
+    assert far.position is not None and 0 <= far.position - exact < 1_000
+
+
 def test_the_snapshot_is_read_at_most_once_a_second(
     engine: Engine, line: tuple[str, dict[str, QueueAnswer]], clock: FakeClock,
     monkeypatch: pytest.MonkeyPatch,
@@ -228,6 +248,40 @@ def test_a_far_visitor_polling_from_snapshots_is_never_swept(
         engine.flush_bookings()
     assert engine.poll(room, "v2500", 2_501, 1).status == "waiting"
     assert engine.stats(room).waiting < SPOTS  # those who never polled were swept
+
+
+def sweep_pass(engine: Engine, room: str) -> None:
+    while not engine.sweep(room, 10_000)[1]:
+        pass
+
+
+def test_a_far_visitor_books_every_other_poll_and_a_leaver_goes_within_five_intervals(
+    engine: Engine, clock: FakeClock, redis_client: redis.Redis
+) -> None:
+    # one admission a minute: v2500 is hours from the front and told to poll every 5 minutes
+    room = make_room(engine, ratePerMinute=1, abandonAfterSec=300, maxWaiting=10_000)
+    engine.set_clock(room, START)
+    engine.open(room)
+    answers = fill(engine, room, SPOTS)
+    answer, calls = answers["v2500"], engine.bookings.calls
+    for _ in range(8):
+        engine.shift_clock(room, answer.poll_after_ms)
+        clock.now += answer.poll_after_ms / 1000
+        answer = far_poll(engine, room, "v2500", answer)  # the others, silent, stay unswept
+        assert answer.status == "waiting"
+        engine.flush_bookings()
+    interval = answer.poll_after_ms
+    assert interval >= 150_000  # far: the interval at which every poll used to book
+    assert engine.bookings.calls - calls == 4  # every other poll books, not every one
+    # the visitor leaves without a word: kept 3 intervals after its last poll, gone by 5
+    engine.pause(room)  # once the silent ones are swept, nobody is admitted in its stead
+    spots = engine.keys.room_keys(room)["spots"]
+    engine.shift_clock(room, 3 * interval - 1_000)
+    sweep_pass(engine, room)
+    assert redis_client.hexists(spots, "v2500")
+    engine.shift_clock(room, 2 * interval + 61_000)  # and a sweep pass starts within a minute
+    sweep_pass(engine, room)
+    assert not redis_client.hexists(spots, "v2500")
 
 
 def far_worker(url: str, room: str, vids: list[str], rounds: int, start: Any, out: Any) -> None:

@@ -19,7 +19,9 @@ The position is 1 + the spots ahead from block counts (line_blocks.py): never be
 exact rank by more than the admissions made since the snapshot (≤ a second's worth), never
 worse by more than the spots of its own block that left or stand behind it. Last-seen is booked
 in batches (seen_bookings.py); a spot is booked when its ticket's ``qu`` falls short of what its
-cadence asks, a further interval ahead, so a far visitor books about every other poll.
+cadence asks (3 intervals I, at least ``abandonAfterSec``), two further intervals ahead, so a far
+visitor books every other poll and one that left is swept at most about 5 I after its last poll
+(at least ``abandonAfterSec`` + min(``abandonAfterSec`` / 2, 150 s)), plus a sweep pass.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ EXACT_WITHIN = 1_000  # places answered exactly by Redis
 MAX_ADMIT = 200  # admissions per script call (lua/_admissions.lua)
 SEEN_BOOKING_MAX_MS = 150_000  # as lua/_expiry.lua
 KEPT_MARGIN_MS = 1_000  # the batched booking lands up to a second after the poll
+BOOK_INTERVALS_AHEAD = 2  # a far visitor books every other poll; a leaver goes within 5 I
 
 
 class Gone(Exception):
@@ -98,9 +101,11 @@ def answer_far(
     abandon_ms = snapshot.abandon_after_sec * 1000
     book = 0
     if kept_until - now_ms < max(abandon_ms, 3 * interval):
-        # booked a further interval ahead, so the next poll need not book again
+        # Booked two further intervals ahead: kept 3 I + 2 I, so the next poll (about I later,
+        # even a late one) still finds 3 I ahead and books nothing, and the one after books.
+        # One interval ahead, the second's margin made every poll of a far visitor book.
         book = seen_lead_ms(interval, snapshot.abandon_after_sec) + max(
-            min(abandon_ms // 2, SEEN_BOOKING_MAX_MS), interval
+            min(abandon_ms // 2, SEEN_BOOKING_MAX_MS), BOOK_INTERVALS_AHEAD * interval
         )
         kept_until = now_ms + book + abandon_ms - KEPT_MARGIN_MS
     answer = QueueAnswer(
