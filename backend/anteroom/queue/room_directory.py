@@ -82,8 +82,9 @@ REFRESH_SEC = 5.0
 SNAPSHOT_MAX_AGE_SEC = 86_400
 SNAPSHOT_REWRITE_SEC = 60.0  # rewritten when something changed, else this often (its age counts)
 # A round this recent answers requests in place of a Redis read (see RoomDirectory.current):
-# one interval, plus a round slowed by a slow Redis.
-CURRENT_SLACK_SEC = 2.0
+# one interval, plus the next round's own time (several round trips of a slow Redis: ~3 s at
+# +600 ms a reply).
+CURRENT_SLACK_SEC = 5.0
 
 log = logging.getLogger("anteroom")
 
