@@ -40,6 +40,7 @@ import redis  # noqa: E402
 import requests  # noqa: E402
 
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
+from anteroom.queue.room_directory import REFRESH_SEC  # noqa: E402
 from anteroom.queue.room_engine import Engine  # noqa: E402
 from anteroom.store.keystore import KeyStore  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
@@ -201,6 +202,8 @@ def latency(url: str, engine: Engine, api_key: str, proxy: FaultProxy) -> dict[s
     engine.open(room)
     admit = make_room(engine, env="bench", slug="l-admit", ratePerMinute=60000)
     engine.open(admit)
+    # Warm processes: every worker's room directory has read the new rooms (one round each).
+    time.sleep(REFRESH_SEC + 1)
     visitors = [Visitor(url, api_key, address=f"198.18.4.{i + 1}") for i in range(8)]
     for v in visitors:
         assert v.identify().status_code == 200

@@ -2,13 +2,27 @@
 -- it carries a step of the sweep along, so a full line frees its abandoned places by itself.
 -- needs: _room, _spot, _revocations, _drain, _sweep, _regroup, _answer
 -- KEYS: room spots line active adm rvk bks waits
+--   then, after those, the per-address limit's counters (one per window; none on a Redis
+--   Cluster, where they live on another shard and are counted apart).
 -- ARGV: vid, session jti, score (0-100), network tag ('' unless the room binds it), spent
---   ('<generation>:<ticket>:<minute>' of a ticket whose polls this minute are used up, else '').
--- Reply: a queue answer (see `answer` in _answer.lua) or {'ERR', code, retry s}.
+--   ('<generation>:<ticket>:<minute>' of a ticket whose polls this minute are used up, else ''),
+--   the number of limit counters n, then per counter its limit and its window (seconds).
+-- Reply: a queue answer (see `answer` in _answer.lua) or {'ERR', code, retry s}; the address
+--   over its limit: {'ERR', 'AddressLimited', s until its window resets}.
 local POST_OPEN = 4503599627370496 -- 2^52: post-open order keys sort behind every pool key
 local POOL_TICKETS = 16777216      -- 2^24 tickets fit beside a 28-bit lottery number
 local vid, session_jti, score, network_tag, spent =
   ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
+-- The per-address limit first, counted as `limits`' fixed window counts it (same keys, so a
+-- worker counting it apart agrees): every window counts the entry, over in any refuses it.
+local counters, over = tonumber(ARGV[6]) or 0, -1
+for i = 1, counters do
+  local key, limit, window = KEYS[8 + i], tonumber(ARGV[5 + 2 * i]), ARGV[6 + 2 * i]
+  local count = redis.call('INCRBY', key, 1)
+  if count == 1 then redis.call('EXPIRE', key, window) end
+  if count > limit then over = math.max(over, redis.call('TTL', key), 1) end
+end
+if over > 0 then return err('AddressLimited', over) end
 local room = load_room()
 if not room then return err('RoomNotFound') end
 if room.status == 'idle' then

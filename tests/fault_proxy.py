@@ -23,12 +23,15 @@ from typing import Self
 class Pipe:
     """One client connection and its upstream connection, pumped both ways."""
 
-    def __init__(self, proxy: FaultProxy, client: socket.socket, upstream: socket.socket) -> None:
+    def __init__(
+        self, proxy: FaultProxy, client: socket.socket, upstream: socket.socket, flowing: bool
+    ) -> None:
         self.proxy = proxy
         self.client = client
         self.upstream = upstream
         self.flowing = threading.Event()  # cleared while stalled
-        self.flowing.set()
+        if flowing:  # decided before its threads start: a stalled proxy forwards no first byte
+            self.flowing.set()
         self.closed = False
         for source, sink, delayed in ((client, upstream, False), (upstream, client, True)):
             chunks: queue.Queue[tuple[float, bytes] | None] = queue.Queue()
@@ -117,11 +120,9 @@ class FaultProxy:
                 continue
             for sock in (client, upstream):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            pipe = Pipe(self, client, upstream)
             with self.lock:
+                pipe = Pipe(self, client, upstream, flowing=not self.stalled)
                 self.pipes.add(pipe)
-                if self.stalled:
-                    pipe.flowing.clear()
 
     def forget(self, pipe: Pipe) -> None:
         with self.lock:

@@ -26,6 +26,7 @@ from redis.cluster import ClusterNode, LoadBalancingStrategy, RedisCluster
 from redis.commands.core import Script
 from redis.connection import Encoder
 from redis.crc import key_slot
+from redis.driver_info import DriverInfo
 from redis.retry import Retry
 
 T = TypeVar("T")
@@ -170,6 +171,13 @@ class Breaker:
         return Breaker(pause, self.clock, self.shard_of, self.threshold, self.window)
 
 
+def _fresh(connection: redis.connection.AbstractConnection) -> None:
+    # A connection just made is known to answer: its first command is not preceded by a
+    # health-check PING (a round trip of its own, paid by whichever request opened it).
+    if connection.health_check_interval:
+        connection.next_health_check = time.monotonic() + connection.health_check_interval
+
+
 class CountingConnection(redis.Connection):
     """A connection that counts its connect attempts (the breaker's tests read the count)."""
 
@@ -178,7 +186,10 @@ class CountingConnection(redis.Connection):
     def connect(self) -> None:  # type: ignore[override]
         if self._sock is None:
             CountingConnection.attempts += 1
-        super().connect()
+            super().connect()
+            _fresh(self)
+        else:
+            super().connect()
 
 
 class CountingUnixConnection(redis.UnixDomainSocketConnection):
@@ -187,7 +198,10 @@ class CountingUnixConnection(redis.UnixDomainSocketConnection):
     def connect(self) -> None:  # type: ignore[override]
         if self._sock is None:
             CountingConnection.attempts += 1
-        super().connect()
+            super().connect()
+            _fresh(self)
+        else:
+            super().connect()
 
 
 Client: TypeAlias = "redis.Redis | RedisCluster | LazyCluster"
@@ -401,7 +415,12 @@ def _single_client(url: str, timeout: float) -> redis.Redis:
     # once more on a fresh connection before anyone counts it; a timeout is not retried (a
     # stalled Redis would cost twice the timeout).
     once = Retry(NoBackoff(), 1, supported_errors=(rex.ConnectionError,))
-    client = redis.Redis.from_url(url, health_check_interval=30, retry=once, **_options(timeout))
+    # No CLIENT SETINFO on connecting: two round trips a connection (and a health-check PING
+    # before them), paid by the request that opened it, for a label in CLIENT LIST.
+    unnamed = DriverInfo(name=None, lib_version=None)
+    client = redis.Redis.from_url(
+        url, health_check_interval=30, retry=once, driver_info=unnamed, **_options(timeout)
+    )
     pool = client.connection_pool
     if pool.connection_class is redis.Connection:
         pool.connection_class = CountingConnection

@@ -81,6 +81,10 @@ REFRESH_SEC = 5.0
 # a room may have been closed or reconfigured since, so such a process fails closed instead.
 SNAPSHOT_MAX_AGE_SEC = 86_400
 SNAPSHOT_REWRITE_SEC = 60.0  # rewritten when something changed, else this often (its age counts)
+# A round this recent answers requests in place of a Redis read (see RoomDirectory.current):
+# one interval, plus the next round's own time (several round trips of a slow Redis: ~3 s at
+# +600 ms a reply).
+CURRENT_SLACK_SEC = 5.0
 
 log = logging.getLogger("anteroom")
 
@@ -164,6 +168,19 @@ class RoomDirectory:
         self._load_snapshot()
 
     # -- lookups (never touch Redis) ---------------------------------------------------------
+
+    def current(self) -> Known | None:
+        """What the last round read, while it is at most one interval (and a slow round) old;
+        None once it is older (the refresher is failing or not running here).
+
+        The request path reads rooms and public keys from it instead of Redis, so enter, the
+        near poll and refresh each make one round trip; a room's settings reach them within
+        one round (``REFRESH_SEC``) of being changed.
+        """
+        known = self.known
+        if self.clock() - known.at > self.interval + CURRENT_SLACK_SEC:
+            return None
+        return known
 
     def room_by_slug(self, env: str, slug: str) -> dict[str, Any] | None:
         """The configuration of room ``slug`` of ``env`` as last read, or None."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import redis
@@ -49,6 +49,7 @@ __all__ = [
     "COUNTERS",
     "NEAR_HEAD",
     "WAIT_BUCKETS",
+    "AddressLimited",
     "Admission",
     "Engine",
     "EngineError",
@@ -89,6 +90,12 @@ class RateLimited(EngineError):
     code = "RateLimited"
 
 
+class AddressLimited(RateLimited):
+    """The entering address is over its per-address limit (counted by the enter script)."""
+
+    code = "AddressLimited"
+
+
 class QueueFull(EngineError):
     code = "QueueFull"
 
@@ -107,7 +114,15 @@ class SlugTaken(EngineError):
 
 _ERRORS: dict[str, type[EngineError]] = {
     cls.code: cls
-    for cls in (RoomNotFound, TicketGone, RateLimited, QueueFull, SessionRevoked, NotOpen)
+    for cls in (
+        RoomNotFound,
+        TicketGone,
+        RateLimited,
+        AddressLimited,
+        QueueFull,
+        SessionRevoked,
+        NotOpen,
+    )
 }
 
 
@@ -159,9 +174,12 @@ class Engine:
         base = self.keys.room_base(room_id)
         return [base + name for name in scripts.operation(op).keys]
 
-    def _run(self, op: str, room_id: str, *args: Any) -> Any:
+    def _run(self, op: str, room_id: str, *args: Any, extra_keys: Sequence[str] = ()) -> Any:
+        keys = self.script_keys(op, room_id)
+        if extra_keys:
+            keys += extra_keys
         with storage_errors():
-            result = evalsha(self.redis, self._scripts[op], self.script_keys(op, room_id), args)
+            result = evalsha(self.redis, self._scripts[op], keys, args)
         return _check(result)
 
     def _run_read(self, op: str, room_id: str, *args: Any) -> Any:
@@ -288,11 +306,27 @@ class Engine:
     # -- visitors ------------------------------------------------------------------------
 
     def enter(
-        self, room_id: str, vid: str, session_jti: str, score: int, network_tag: str = ""
+        self,
+        room_id: str,
+        vid: str,
+        session_jti: str,
+        score: int,
+        network_tag: str = "",
+        address_limit: Sequence[tuple[str, int, int]] = (),
     ) -> QueueAnswer:
-        """Take (or find again) the visitor's spot; an entry counts as a poll of its ticket."""
+        """Take (or find again) the visitor's spot; an entry counts as a poll of its ticket.
+
+        ``address_limit``: the entering address's limit counters (key, limit, window seconds),
+        counted first by the same script, so the limit costs no round trip of its own (one
+        server only: on a cluster the counters are on another shard); over any of them, the
+        entry is refused with :class:`AddressLimited` and changes nothing else.
+        """
         spent = self.polls.spent(room_id, vid)
-        raw = self._run("enter", room_id, vid, session_jti, int(score), network_tag, spent)
+        args: list[Any] = [vid, session_jti, int(score), network_tag, spent, len(address_limit)]
+        for _, limit, window in address_limit:
+            args += [int(limit), int(window)]
+        keys = [key for key, _, _ in address_limit]
+        raw = self._run("enter", room_id, *args, extra_keys=keys)
         return self._counted(room_id, vid, raw)
 
     def poll(

@@ -15,6 +15,11 @@ the poll included, and cost ~170 µs a request here with no limit to apply.
 
 Identify and enter are counted in Redis, so they hold across workers and instances. A challenge
 is stateless and costs one signature: its limit is counted in each worker process's memory.
+
+On one Redis server the enter limit costs no round trip of its own: the enter script counts the
+address's counters (the same keys, the same fixed windows) before anything else, and refuses the
+entry when over (:func:`enter_counters`). On a Redis Cluster those counters live on another shard
+than the room's keys, which one script cannot touch, so the view charges them apart, as before.
 """
 
 from __future__ import annotations
@@ -24,11 +29,12 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 import redis.exceptions as rex
 from flask import Flask, current_app, request
 from limits import RateLimitItem, parse_many
-from limits.storage import MemoryStorage, storage_from_string
+from limits.storage import MemoryStorage, RedisStorage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter, RateLimiter
 from limits.util import WindowStats
 
@@ -39,6 +45,7 @@ from anteroom.web import http_errors as errors
 
 log = logging.getLogger("anteroom")
 EXTENSION = "anteroom.web.address_limits"
+EXTENSION_SCRIPTED = "anteroom.web.address_limits.scripted"
 MAX_REMEMBERED = 10_000
 
 
@@ -97,9 +104,7 @@ class AddressLimit:
 
     def charge(self, address: str) -> None:
         """Count one request from ``address``; RateLimited (with Retry-After) when over."""
-        known = self.refused_until.get(address, 0.0)
-        if known > time.time():
-            raise errors.RateLimited(retry_after=max(1, math.ceil(known - time.time())))
+        self.check_memory(address)
         ids = (self.prefix, address, self.scope)
         if self.breaker is None:
             resets = self._over(ids)
@@ -115,10 +120,29 @@ class AddressLimit:
                 log.warning("per-address limit %s not counted: %s", self.scope, type(exc).__name__)
                 return
         if resets:
-            if len(self.refused_until) >= MAX_REMEMBERED:
-                self.refused_until.clear()  # bounded against a flood from many addresses
-            self.refused_until[address] = max(resets)
-            raise errors.RateLimited(retry_after=max(1, math.ceil(max(resets) - time.time())))
+            self.refuse(address, max(resets) - time.time())
+
+    def check_memory(self, address: str) -> None:
+        """RateLimited when ``address`` is known to be over until its window resets."""
+        known = self.refused_until.get(address, 0.0)
+        if known > time.time():
+            raise errors.RateLimited(retry_after=max(1, math.ceil(known - time.time())))
+
+    def refuse(self, address: str, retry_after: float) -> NoReturn:
+        """Remember ``address`` as over for ``retry_after`` seconds, and refuse this request."""
+        if len(self.refused_until) >= MAX_REMEMBERED:
+            self.refused_until.clear()  # bounded against a flood from many addresses
+        self.refused_until[address] = time.time() + retry_after
+        raise errors.RateLimited(retry_after=max(1, math.ceil(retry_after)))
+
+    def counters(self, address: str) -> list[tuple[str, int, int]]:
+        """The Redis counters of ``address`` (key, limit, window seconds), as ``limits``' fixed
+        window on Redis names and counts them, for a script that counts them itself."""
+        ids = (self.prefix, address, self.scope)
+        return [
+            (f"{RedisStorage.PREFIX}:{item.key_for(*ids)}", item.amount, item.get_expiry())
+            for item in self.items
+        ]
 
     def _over(self, ids: tuple[str, ...]) -> list[float]:
         """Hit every window; the reset times of those now over their limit (empty: allowed)."""
@@ -145,6 +169,10 @@ def init_app(app: Flask, settings: Settings, prefix: str, breaker: Breaker) -> N
     """
     shared = DeferredLimiter(storage.limits_storage_uri(settings.redis_url))
     local = FixedWindowRateLimiter(MemoryStorage())
+    # On one server the enter script counts the enter limit itself (no round trip of its own);
+    # a cluster keeps the address's counter on another shard than the room's, so it is charged
+    # apart there (see :func:`enter_counters`).
+    app.extensions[EXTENSION_SCRIPTED] = not storage.parse_target(settings.redis_url).is_cluster
     where: dict[str, tuple[RateLimiter | DeferredLimiter, str, Breaker | None]] = {
         "challenge": (local, settings.limit_challenge, None),
         "identify": (shared, settings.limit_identify, breaker),
@@ -162,3 +190,24 @@ def charge(name: str) -> None:
     Call it after the request's offline checks, before its first Redis write.
     """
     current_app.extensions[EXTENSION][name].charge(request.remote_addr or "127.0.0.1")
+
+
+def enter_counters() -> list[tuple[str, int, int]] | None:
+    """This request's enter-limit counters for the enter script to count (one server), or None
+    when the limit was charged here already (a Redis Cluster: :func:`charge`).
+
+    Either way an address known to be over is refused from memory first (RateLimited).
+    """
+    limit: AddressLimit = current_app.extensions[EXTENSION]["enter"]
+    address = request.remote_addr or "127.0.0.1"
+    if not current_app.extensions[EXTENSION_SCRIPTED]:
+        limit.charge(address)
+        return None
+    limit.check_memory(address)
+    return limit.counters(address)
+
+
+def refused_by_script(name: str, retry_after: float) -> NoReturn:
+    """The script found this request's address over limit ``name``: remembered, refused."""
+    limit: AddressLimit = current_app.extensions[EXTENSION][name]
+    limit.refuse(request.remote_addr or "127.0.0.1", retry_after)

@@ -24,6 +24,9 @@ def environment_of(services: Services, api_key: str) -> str:
     """Environment of a public key (cached; known offline during an outage), or Unauthorized."""
     if not api_key.startswith("pk_"):
         raise errors.Unauthorized("apiKey must be a public key (pk_…).")
+    known = services.directory.current()
+    if known is not None and api_key in known.public_keys:
+        return known.public_keys[api_key]  # read by the directory's last round: no round trip
     env = services.public_keys.get(
         api_key,
         lambda: services.breaker.call(
@@ -37,7 +40,14 @@ def environment_of(services: Services, api_key: str) -> str:
 
 
 def room_by_slug(services: Services, env: str, slug: str) -> dict[str, Any]:
-    """Configuration of room ``slug`` in ``env`` (cached; known offline), or RoomNotFound."""
+    """Configuration of room ``slug`` in ``env`` (cached; known offline), or RoomNotFound.
+
+    From the room directory while it is current (no round trip); a room it does not know yet
+    (created since its last round) is read from Redis.
+    """
+    known = services.directory.current()
+    if known is not None and (env, slug) in known.slugs:
+        return known.rooms[known.slugs[(env, slug)]]
 
     def load() -> dict[str, Any] | None:
         room_id = services.breaker.call(
@@ -66,7 +76,13 @@ def room_by_slug(services: Services, env: str, slug: str) -> dict[str, Any]:
 
 
 def room_by_id(services: Services, room_id: str) -> dict[str, Any]:
-    """Configuration of a ticket's or admission's room (cached; known offline), or TicketGone."""
+    """Configuration of a ticket's or admission's room (cached; known offline), or TicketGone.
+
+    From the room directory while it is current, as :func:`room_by_slug`.
+    """
+    known = services.directory.current()
+    if known is not None and room_id in known.rooms:
+        return known.rooms[room_id]
 
     def load() -> dict[str, Any] | None:
         try:
@@ -205,7 +221,8 @@ def answer_body(
         "token": token,
         "roomStatus": room_status,
         # The operator's texts for the line ride on every answer, so a change reaches every
-        # open page at its next poll (rooms are cached for two seconds per process).
+        # open page at its next poll (rooms are read from the room directory, a round at most old:
+        # RoomDirectory.current).
         "notice": room.get("notice"),
         # Only once the room has closed (each close starts a new generation): a room never
         # opened is idle too, and has not sold out. The answer's generation is Redis's own,

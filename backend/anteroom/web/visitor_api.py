@@ -15,6 +15,7 @@ from anteroom.identity import sessions as identity
 from anteroom.identity import work_inputs
 from anteroom.identity.signal_rules import Evidence
 from anteroom.queue.redis_link import StorageError, StorageUnavailable
+from anteroom.queue.room_engine import AddressLimited
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web import address_limits as limits
@@ -206,18 +207,25 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
     room = visitor.room_by_slug(s, call.env, call.body.room)
     tag = _network_tag(s, room)
     score = int(session.score)
-    limits.charge("enter")  # after the offline checks: garbage costs Redis no write
+    # After the offline checks (garbage costs Redis no write): counted by the enter script
+    # itself on one server, charged here on a cluster (address_limits.enter_counters).
+    counters = limits.enter_counters() or ()
     if score >= int(room.get("holdScore") or 100):
-        # Remembered only for a counted entry: a convicted session's refusal above writes
-        # nothing (garbage costs Redis no write); its network pays at identify already.
+        # Remembered only for an entry that may count (its round trip is a held session's
+        # alone): a convicted session's refusal above writes nothing (garbage costs Redis no
+        # write); its network pays at identify already.
         _remember_refusal(s, room)
+
+    def enter_line() -> visitor.QueueAnswer:
+        try:
+            return s.engine.enter(room["id"], session.visitor_id, session.session_id, score, tag,
+                                  counters)  # fmt: skip
+        except AddressLimited as exc:
+            limits.refused_by_script("enter", exc.retry_after or 1)
+
     try:
         # Revocations are checked inside the script, in the room's own store.
-        answer = visitor.engine_call(
-            s,
-            lambda: s.engine.enter(room["id"], session.visitor_id, session.session_id, score, tag),
-            room["id"],
-        )
+        answer = visitor.engine_call(s, enter_line, room["id"])
     except StorageUnavailable:
         binding = visitor.Binding(session.session_id, session.visitor_id, score, tag)
         return reply(*visitor.fail_open(s, room, binding))
