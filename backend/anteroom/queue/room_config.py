@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from anteroom.queue.poll_cadence import longest_unpolled_ms
+from anteroom.queue.poll_cadence import DEFAULT_POLL_BUDGET, longest_unpolled_ms
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9-]{3,64}$")
 NAME_MAX_LENGTH = 200
@@ -269,7 +269,7 @@ FIELDS: tuple[Field, ...] = (
     Field("redirectUrl", "url", None, redirect_url_problem, required=True),
     Field("maxWaiting", "maxw", 100_000, IntRange(1, 10_000_000)),
     Field("abandonAfterSec", "aban", 300, IntRange(60, 86_400)),
-    Field("pollBudgetPerSecond", "pbud", 5_000, IntRange(100, 1_000_000)),
+    Field("pollBudgetPerSecond", "pbud", DEFAULT_POLL_BUDGET, IntRange(100, 1_000_000)),
     Field("failMode", "fm", "closed", _fail_mode),
     # Texts for the waiting page, stored as JSON ("" for none); read by the web tier only.
     Field("notice", "ntc", None, visitor_text_problem, False, _json_or_empty, _from_json_or_empty),

@@ -35,13 +35,16 @@ from anteroom.queue.script_replies import (
 )
 from anteroom.queue.seen_bookings import SeenBookings
 
-# Spots this close to the front are answered by the full poll (lua/poll_far.lua says the same).
+# Spots this close to the front are answered by the full poll (lua/poll_far.lua's NEAR_HEAD;
+# tests/unit/test_lua_constants.py fails when the two differ).
 NEAR_HEAD = 100
 # Counters of the room hash, counted over the room's life by the scripts (a close keeps them;
 # only `dealt` restarts when the room closes): entries taken, QueueFull refusals, leaves, spots
 # dropped by the sweep or the drain (abandoned, expired, revoked), admissions dealt.
 COUNTERS = ("nent", "nfull", "nleft", "nswept", "dealt")
-# Upper bounds (seconds) of the wait histogram's buckets, as lua/_admissions.lua's WAIT_BOUNDS.
+# Upper bounds (seconds) of the wait histogram's buckets: the fields of the `waits` hash, as
+# lua/_admissions.lua's WAIT_BOUNDS writes them (tests/unit/test_lua_constants.py holds the two
+# together); room_series.py samples them in this order.
 WAIT_BUCKETS = ("1", "2", "5", "10", "20", "30", "60", "120", "300", "600", "1200", "1800",
                 "3600", "7200", "inf")  # fmt: skip
 

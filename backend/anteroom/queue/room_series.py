@@ -24,16 +24,12 @@ import redis
 
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import storage_errors
+from anteroom.queue.room_engine import WAIT_BUCKETS  # the wait histogram's buckets, declared once
 
 FINE_MS = 10_000
 COARSE_MS = 60_000
 FINE_KEEP_MS = 24 * 3_600_000
 COARSE_KEEP_MS = 14 * 86_400_000
-# Wait-histogram buckets: upper bounds in seconds (the engine's `waits` hash uses these fields).
-WAIT_BUCKETS = (
-    "1", "2", "5", "10", "20", "30", "60", "120", "300", "600", "1200", "1800", "3600", "7200",
-    "inf",
-)  # fmt: skip
 # Cumulative counters of the room hash, in sample order, with the names the API gives them.
 COUNTERS = {
     "dealt": "admitted",
