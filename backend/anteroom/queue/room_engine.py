@@ -19,6 +19,7 @@ from anteroom.queue.far_poll import Gone, answer_far
 from anteroom.queue.key_layout import DEFAULT_PREFIX, KeySpace
 from anteroom.queue.poll_limit import PollCounter
 from anteroom.queue.redis_link import StorageError, storage_errors
+from anteroom.queue.room_hash import stored
 from anteroom.queue.room_snapshot import SnapshotCache
 from anteroom.queue.script_call import evalsha
 from anteroom.queue.script_replies import (
@@ -41,7 +42,9 @@ NEAR_HEAD = 100
 # Counters of the room hash, counted over the room's life by the scripts (a close keeps them;
 # only `dealt` restarts when the room closes): entries taken, QueueFull refusals, leaves, spots
 # dropped by the sweep or the drain (abandoned, expired, revoked), admissions dealt.
-COUNTERS = ("nent", "nfull", "nleft", "nswept", "dealt")
+COUNTERS = tuple(
+    stored(name) for name in ("entries", "refusedFull", "leaves", "abandoned", "admitted")
+)
 # Upper bounds (seconds) of the wait histogram's buckets: the fields of the `waits` hash, as
 # lua/_admissions.lua's WAIT_BOUNDS writes them (tests/unit/test_lua_constants.py holds the two
 # together); room_series.py samples them in this order.
@@ -126,11 +129,11 @@ def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
     """A room's hash → its configuration and status (API names)."""
     room = rooms.from_stored(raw)
     room.update(
-        id=raw["rid"],
-        environment=raw["env"],
-        status=raw["st"],
-        opensAt=int(raw.get("oa", 0)) or None,
-        generation=int(raw.get("gen", 1)),
+        id=raw[stored("id")],
+        environment=raw[stored("environment")],
+        status=raw[stored("status")],
+        opensAt=int(raw.get(stored("opensAt"), 0)) or None,
+        generation=int(raw.get(stored("generation"), 1)),
     )
     return room
 
@@ -237,7 +240,7 @@ class Engine:
             live = self.redis.hgetall(self.keys.room_keys(siblings[0])["rvk"])
             if live:
                 self.redis.hset(self.keys.room_keys(room_id)["rvk"], mapping=live)
-                self.redis.hincrby(self.keys.room(room_id), "rvn", 1)
+                self.redis.hincrby(self.keys.room(room_id), stored("revocationCount"), 1)
 
     def get_room(self, room_id: str) -> dict[str, Any]:
         """Configuration and status of a room (API names), or :class:`RoomNotFound`."""

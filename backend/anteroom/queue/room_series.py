@@ -24,21 +24,26 @@ import redis
 
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import storage_errors
-from anteroom.queue.room_engine import WAIT_BUCKETS  # the wait histogram's buckets, declared once
+from anteroom.queue.room_engine import WAIT_BUCKETS
+from anteroom.queue.room_hash import stored  # the wait histogram's buckets, declared once
 
 FINE_MS = 10_000
 COARSE_MS = 60_000
 FINE_KEEP_MS = 24 * 3_600_000
 COARSE_KEEP_MS = 14 * 86_400_000
-# Cumulative counters of the room hash, in sample order, with the names the API gives them.
+# Cumulative counters of the room hash (stored name → the name the API and room_hash.py give
+# them), in sample order.
 COUNTERS = {
-    "dealt": "admitted",
-    "nent": "entries",
-    "nfull": "refusedFull",
-    "ndenied": "refusedDenied",
-    "nbusy": "refusedBusy",
-    "nleft": "leaves",
-    "nswept": "abandoned",
+    stored(name): name
+    for name in (
+        "admitted",
+        "entries",
+        "refusedFull",
+        "refusedDenied",
+        "refusedBusy",
+        "leaves",
+        "abandoned",
+    )
 }
 GAUGES = ("waiting", "held", "active", "rate", "capacity")
 STATUS_CODES = {"idle": 0, "open": 1, "paused": 2}
@@ -100,7 +105,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 for i = 1, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
 return 1
 """
-WEB_REFUSALS = ("ndenied", "nbusy")
+WEB_REFUSALS = (stored("refusedDenied"), stored("refusedBusy"))
 
 
 @dataclass(frozen=True)
@@ -254,7 +259,7 @@ class RoomSeries:
         """The room's clock (Redis TIME plus its test offset), as the engine reads it."""
         with storage_errors():
             pipe = self.redis.pipeline(transaction=False)
-            pipe.hmget(self.keys.room(room_id), "clk", "fix")
+            pipe.hmget(self.keys.room(room_id), stored("clockOffset"), stored("pinnedClock"))
             pipe.time()
             (clk, fix), (sec, usec) = pipe.execute()
         offset, pinned = int(clk or 0), int(fix or 0)
