@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from anteroom.queue import far_poll, line_blocks, poll_cadence, room_config, room_engine
+from anteroom.queue import (
+    far_poll,
+    line_blocks,
+    poll_cadence,
+    room_config,
+    room_engine,
+    room_series,
+)
 from anteroom.resources import resource_dir
 
 LUA = resource_dir("lua")
@@ -90,6 +97,13 @@ def test_poll_far_falls_back_to_the_default_poll_budget() -> None:
 
 def test_the_room_setting_defaults_to_the_same_poll_budget() -> None:
     assert room_config.BY_API["pollBudgetPerSecond"].default == poll_cadence.DEFAULT_POLL_BUDGET
+
+
+def test_the_series_codes_statuses_as_python_reads_them() -> None:
+    codes = re.search(r"^local codes = \{(.*)\}$", lua_source("sample_series"), re.MULTILINE)
+    assert codes is not None
+    pairs = dict(re.findall(r"(\w+) = (\d+)", codes.group(1)))
+    assert {k: int(v) for k, v in pairs.items()} == room_series.STATUS_CODES
 
 
 def test_the_check_sees_a_constant_changed_on_one_side() -> None:

@@ -26,6 +26,7 @@ DYNAMIC = {
     ("_room", "HSET", "unpack(args)"),  # save_room: the COUNTERS table of _room.lua
     ("update_room", "HSET", "unpack(ARGV)"),  # room_config's stored names
     ("create_room", "HSET", "unpack(ARGV)"),
+    ("sample_series", "HMGET", "unpack(counters)"),  # room_series.COUNTERS
 }
 
 
