@@ -81,3 +81,14 @@ def test_counters_outlive_a_close(engine: Engine) -> None:
     counters = engine.counters(room)
     assert (counters["nent"], counters["dealt"]) == (1, 0)  # dealt counts the opening only
     assert sum(engine.waits(room).values()) == 1
+
+
+def test_the_stats_of_several_rooms_come_in_one_round_decoded_by_name(engine: Engine) -> None:
+    room = pinned(engine)
+    gone = make_room(engine, slug="gone")
+    engine.enter(room, "v0", "s", 10)
+    engine.delete_room(gone)
+    figures, deleted = engine.stats_of([room, gone])
+    assert figures == engine.stats(room)  # the metrics scrape reads what the console reads
+    assert (figures.status, figures.waiting) == ("open", 1)
+    assert deleted is None  # deleted since: no figure rather than a stale one

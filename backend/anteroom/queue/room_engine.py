@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import redis
@@ -430,6 +430,24 @@ class Engine:
     def stats(self, room_id: str) -> RoomStats:
         """Live figures of a room."""
         return room_stats(self._run("stats", room_id))
+
+    def stats_of(self, room_ids: Sequence[str]) -> list[RoomStats | None]:
+        """Live figures of several rooms in one pipelined round (the metrics scrape).
+
+        None for a room deleted since or whose call failed: no figure rather than a stale one.
+        """
+        pipe = self.redis.pipeline(transaction=False)
+        script = self._scripts["stats"]
+        for room_id in room_ids:
+            script(keys=self.script_keys("stats", room_id), args=[], client=pipe)
+        with storage_errors():
+            replies = pipe.execute(raise_on_error=False)
+        return [
+            None
+            if isinstance(raw, Exception) or (isinstance(raw, list) and raw[:1] == ["ERR"])
+            else room_stats(raw)
+            for raw in replies
+        ]
 
     def counters(self, room_id: str) -> dict[str, int]:
         """The room's counters (``COUNTERS``: nent, nfull, nleft, nswept, dealt); missing = 0."""
