@@ -33,7 +33,8 @@ end
 local function active_count(now) return redis.call('ZCOUNT', ACTIVE, '(' .. fmt(now), '+inf') end
 
 -- The wait histogram (WAITS): admissions by their wait from entry, field = the bucket's upper
--- bound in seconds (the operator console reads it; WAIT_BUCKETS in room_engine.py).
+-- bound in seconds (the operator console reads it; WAIT_BUCKETS in room_engine.py, held to
+-- these bounds by tests/unit/test_lua_constants.py).
 local WAIT_BOUNDS = {1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200}
 local function wait_bucket(wait_ms)
   for _, bound in ipairs(WAIT_BOUNDS) do

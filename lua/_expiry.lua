@@ -17,9 +17,12 @@ local function admission_gone(expires, now) return now > expires + ADMISSION_GRA
 -- A far poll answered from a snapshot (queue/far_poll.py) books max(min(abandonAfterSec / 2,
 -- 150 s), 2 I) beyond the lead instead, through book_seen_many: every other poll, and a spot
 -- is then dropped at most about 5 I after its last poll (plus a sweep pass).
-local SEEN_BOOKING_MAX = 150000 -- ms; keep in step with the reference model
+-- These constants have Python twins (far_poll.SEEN_BOOKING_MAX_MS, poll_cadence.MISSED_POLLS);
+-- tests/unit/test_lua_constants.py fails when they differ.
+local SEEN_BOOKING_MAX = 150000 -- ms
+local MISSED_POLLS = 3 -- a spot is dropped after missing about this many of its own polls
 local function seen_lead(interval, abandon_after)
-  return math.max(0, 3 * (interval or 0) - abandon_after * 1000)
+  return math.max(0, MISSED_POLLS * (interval or 0) - abandon_after * 1000)
 end
 local function seen_booking(abandon_after, now, lead)
   return now + (lead or 0) + math.min(abandon_after * 500, SEEN_BOOKING_MAX)

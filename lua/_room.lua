@@ -1,5 +1,6 @@
 -- needs: _bank, _clock
--- Rooms created before the poll budget was a setting: its default (room_config.py).
+-- Rooms created before the poll budget was a setting: its default (poll_cadence.py's
+-- DEFAULT_POLL_BUDGET; tests/unit/test_lua_constants.py holds the two together).
 local DEFAULT_POLL_BUDGET = 5000
 
 -- The room's record (hash ROOM), read in one HMGET and built in one table constructor (which

@@ -20,7 +20,7 @@ POST_OPEN = 2**52
 POOL = 2**24
 
 
-SEEN_BOOKING_MAX_MS = 150_000  # as lua/_record.lua's SEEN_BOOKING_MAX
+SEEN_BOOKING_MAX_MS = 150_000  # as lua/_expiry.lua's SEEN_BOOKING_MAX
 
 
 class ModelError(Exception):

@@ -12,6 +12,7 @@ from anteroom.identity import proof_of_work as pow
 from anteroom.identity import work_rule
 from anteroom.identity.dependencies import IdentityServices
 from anteroom.identity.signal_rules import Evidence, assess
+from anteroom.queue import lua_scripts as scripts
 from anteroom.sdk import tokens
 
 CHALLENGE_TTL_SEC = 120
@@ -181,18 +182,6 @@ def solved_challenge(
     return claims
 
 
-# Spends a challenge once, remembering what it earned (the session's claims, behind the proof's
-# fingerprint) for the challenge's life: a retry of the same proof gets the same session back.
-# KEYS: the challenge's spent marker. ARGV: fingerprint of the proof, the session claims (JSON),
-# life in ms. Reply: nil when this call spent it, else the marker's "<fingerprint>|<claims>".
-SPEND_SCRIPT = """
-local held = redis.call('GET', KEYS[1])
-if held then return held end
-redis.call('SET', KEYS[1], ARGV[1] .. '|' .. ARGV[2], 'PX', ARGV[3])
-return false
-"""
-
-
 def proof_fingerprint(challenge: str, proof: object) -> str:
     """What a spent challenge remembers of its proof: a hash, so the marker holds no solution."""
     text = json.dumps([challenge, proof], separators=(",", ":"), sort_keys=True)
@@ -211,7 +200,8 @@ def spend_challenge(
     ttl_ms = max(1, int(claims["exp"]) - int(time.time()) + 1) * 1000
     key = services.keys.challenge_spent(claims["jti"])
     mark = proof_fingerprint(claims["jti"], proof)
-    script = services.redis.register_script(SPEND_SCRIPT)
+    # lua/spend_challenge.lua: spent once; a retry of the same proof reads what it earned.
+    script = scripts.register_standalone(services.redis, "spend_challenge")
     args = [mark, json.dumps(session, separators=(",", ":")), ttl_ms]
     held = services.breaker.call(lambda: script(keys=[key], args=args), key)
     if held is None:

@@ -5,6 +5,10 @@ header names them in a ``-- needs: _a, _b`` line (pieces are ``lua/_<piece>.lua`
 their own), and its keys in a ``-- KEYS: room spots …`` line (names of ``KeySpace.room_keys``).
 The assembled script binds each declared key to a local (``ROOM``, ``SPOTS`` …), then the pieces
 in dependency order, then the operation. redis-py reloads a script after NOSCRIPT.
+
+A few scripts are not room operations (``STANDALONE``): their keys are not a room's fixed keys
+(a room's key base, a challenge marker), so they are loaded as written, without pieces, and
+their callers pass the keys their ``-- KEYS[1]:`` header documents.
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ OPERATIONS = (
     "shift_clock",
     "set_clock",
 )
+
+# Scripts loaded as written: the room series' sampler and refusal counter, the challenge spend.
+STANDALONE = ("sample_series", "count_refusals", "spend_challenge")
 
 _NEEDS = re.compile(r"^-- needs: *(.*)$", re.MULTILINE)
 _KEYS = re.compile(r"^-- KEYS: *(.*)$", re.MULTILINE)
@@ -106,3 +113,16 @@ def source(name: str) -> str:
 def register(client: redis.Redis) -> dict[str, Script]:
     """All operation scripts, registered on ``client``."""
     return {name: client.register_script(source(name)) for name in OPERATIONS}
+
+
+@cache
+def standalone(name: str) -> str:
+    """Source of standalone script ``name`` (``lua/<name>.lua`` as written)."""
+    if name not in STANDALONE:
+        raise ValueError(f"not a standalone script: {name!r}")
+    return _read(name)
+
+
+def register_standalone(client: redis.Redis, name: str) -> Script:
+    """Standalone script ``name``, registered on ``client``."""
+    return client.register_script(standalone(name))

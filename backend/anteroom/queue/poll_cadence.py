@@ -33,7 +33,7 @@ SPREAD = 5  # polls over a spot's expected wait
 CADENCE_CAP_MS = 300_000  # the longest interval before stretching
 HELD_POLL_MS = 15_000
 MISSED_POLLS = 3  # a spot is dropped after missing about this many of its own polls
-DEFAULT_POLL_BUDGET = 5_000  # room_config.py's default of pollBudgetPerSecond
+DEFAULT_POLL_BUDGET = 5_000  # pollBudgetPerSecond of a room that sets none (room_config.py)
 
 
 def front_size(pace: float) -> int:

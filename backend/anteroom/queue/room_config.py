@@ -1,8 +1,8 @@
 """Room configuration: the fields of SPEC "Room configuration", their checks and storage names.
 
-One table defines every field once: its API name, the short name in the room's Redis hash
-(the Lua scripts read those), its default and its check. Validation reports every bad field
-at once, so an operator fixes a request in one round.
+One table defines every field once: its API name, its default and its check; its short name
+in the room's Redis hash (the Lua scripts read those) is declared in room_hash.py. Validation
+reports every bad field at once, so an operator fixes a request in one round.
 """
 
 from __future__ import annotations
@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from anteroom.queue.poll_cadence import longest_unpolled_ms
+from anteroom.queue import room_hash
+from anteroom.queue.poll_cadence import DEFAULT_POLL_BUDGET, longest_unpolled_ms
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9-]{3,64}$")
 NAME_MAX_LENGTH = 200
@@ -236,53 +237,57 @@ def _from_json_or_empty(stored: str) -> Any:
 
 @dataclass(frozen=True)
 class Field:
-    """One configuration field; ``encode``/``decode`` store a value that is not a scalar."""
+    """One configuration field; ``encode``/``decode`` store a value that is not a scalar.
+
+    Its name in the room hash (``stored``) is room_hash.py's, under the same API name.
+    """
 
     api: str
-    stored: str
     default: Any
     check: Callable[[Any], str | None]
     required: bool = False
     encode: Callable[[Any], str] | None = None
     decode: Callable[[str], Any] | None = None
+    stored: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "stored", room_hash.stored(self.api))
 
 
 FIELDS: tuple[Field, ...] = (
-    Field("slug", "slug", None, _slug, required=True),
-    Field("name", "name", None, _name, required=True),
-    Field("ratePerMinute", "rate", 60, IntRange(1, 100_000)),
-    Field("capacity", "cap", None, IntRange(1, 10_000_000, nullable=True)),
-    Field("admissionTtlSec", "ttl", 300, IntRange(30, 3_600)),
-    Field("holdScore", "hold", 70, IntRange(1, 100)),
+    Field("slug", None, _slug, required=True),
+    Field("name", None, _name, required=True),
+    Field("ratePerMinute", 60, IntRange(1, 100_000)),
+    Field("capacity", None, IntRange(1, 10_000_000, nullable=True)),
+    Field("admissionTtlSec", 300, IntRange(30, 3_600)),
+    Field("holdScore", 70, IntRange(1, 100)),
     # The score of a visitor who comes without JavaScript (no proof of work): null stands for
     # just below holdScore, so they queue; at or above it, the operator holds them instead.
     Field(
         "noScriptScore",
-        "nss",
         None,
         IntRange(0, 100, nullable=True),
         False,
         lambda v: "" if v is None else str(v),
         lambda stored: int(stored) if stored else None,
     ),
-    Field("bindIp", "bip", False, _bool),
-    Field("redirectUrl", "url", None, redirect_url_problem, required=True),
-    Field("maxWaiting", "maxw", 100_000, IntRange(1, 10_000_000)),
-    Field("abandonAfterSec", "aban", 300, IntRange(60, 86_400)),
-    Field("pollBudgetPerSecond", "pbud", 5_000, IntRange(100, 1_000_000)),
-    Field("failMode", "fm", "closed", _fail_mode),
+    Field("bindIp", False, _bool),
+    Field("redirectUrl", None, redirect_url_problem, required=True),
+    Field("maxWaiting", 100_000, IntRange(1, 10_000_000)),
+    Field("abandonAfterSec", 300, IntRange(60, 86_400)),
+    Field("pollBudgetPerSecond", DEFAULT_POLL_BUDGET, IntRange(100, 1_000_000)),
+    Field("failMode", "closed", _fail_mode),
     # Texts for the waiting page, stored as JSON ("" for none); read by the web tier only.
-    Field("notice", "ntc", None, visitor_text_problem, False, _json_or_empty, _from_json_or_empty),
+    Field("notice", None, visitor_text_problem, False, _json_or_empty, _from_json_or_empty),
     Field(
         "closedMessage",
-        "cmsg",
         None,
         visitor_text_problem,
         False,
         _json_or_empty,
         _from_json_or_empty,
     ),
-    Field("theme", "thm", None, theme_problem, False, _json_or_empty, _from_json_or_empty),
+    Field("theme", None, theme_problem, False, _json_or_empty, _from_json_or_empty),
 )
 BY_API = {f.api: f for f in FIELDS}
 MUTABLE = frozenset(f.api for f in FIELDS if f.api != "slug")

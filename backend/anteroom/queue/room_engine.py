@@ -19,6 +19,7 @@ from anteroom.queue.far_poll import Gone, answer_far
 from anteroom.queue.key_layout import DEFAULT_PREFIX, KeySpace
 from anteroom.queue.poll_limit import PollCounter
 from anteroom.queue.redis_link import StorageError, storage_errors
+from anteroom.queue.room_hash import stored
 from anteroom.queue.room_snapshot import SnapshotCache
 from anteroom.queue.script_call import evalsha
 from anteroom.queue.script_replies import (
@@ -35,13 +36,18 @@ from anteroom.queue.script_replies import (
 )
 from anteroom.queue.seen_bookings import SeenBookings
 
-# Spots this close to the front are answered by the full poll (lua/poll_far.lua says the same).
+# Spots this close to the front are answered by the full poll (lua/poll_far.lua's NEAR_HEAD;
+# tests/unit/test_lua_constants.py fails when the two differ).
 NEAR_HEAD = 100
 # Counters of the room hash, counted over the room's life by the scripts (a close keeps them;
 # only `dealt` restarts when the room closes): entries taken, QueueFull refusals, leaves, spots
 # dropped by the sweep or the drain (abandoned, expired, revoked), admissions dealt.
-COUNTERS = ("nent", "nfull", "nleft", "nswept", "dealt")
-# Upper bounds (seconds) of the wait histogram's buckets, as lua/_admissions.lua's WAIT_BOUNDS.
+COUNTERS = tuple(
+    stored(name) for name in ("entries", "refusedFull", "leaves", "abandoned", "admitted")
+)
+# Upper bounds (seconds) of the wait histogram's buckets: the fields of the `waits` hash, as
+# lua/_admissions.lua's WAIT_BOUNDS writes them (tests/unit/test_lua_constants.py holds the two
+# together); room_series.py samples them in this order.
 WAIT_BUCKETS = ("1", "2", "5", "10", "20", "30", "60", "120", "300", "600", "1200", "1800",
                 "3600", "7200", "inf")  # fmt: skip
 
@@ -138,11 +144,11 @@ def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
     """A room's hash → its configuration and status (API names)."""
     room = rooms.from_stored(raw)
     room.update(
-        id=raw["rid"],
-        environment=raw["env"],
-        status=raw["st"],
-        opensAt=int(raw.get("oa", 0)) or None,
-        generation=int(raw.get("gen", 1)),
+        id=raw[stored("id")],
+        environment=raw[stored("environment")],
+        status=raw[stored("status")],
+        opensAt=int(raw.get(stored("opensAt"), 0)) or None,
+        generation=int(raw.get(stored("generation"), 1)),
     )
     return room
 
@@ -252,7 +258,7 @@ class Engine:
             live = self.redis.hgetall(self.keys.room_keys(siblings[0])["rvk"])
             if live:
                 self.redis.hset(self.keys.room_keys(room_id)["rvk"], mapping=live)
-                self.redis.hincrby(self.keys.room(room_id), "rvn", 1)
+                self.redis.hincrby(self.keys.room(room_id), stored("revocationCount"), 1)
 
     def get_room(self, room_id: str) -> dict[str, Any]:
         """Configuration and status of a room (API names), or :class:`RoomNotFound`."""
@@ -458,6 +464,24 @@ class Engine:
     def stats(self, room_id: str) -> RoomStats:
         """Live figures of a room."""
         return room_stats(self._run("stats", room_id))
+
+    def stats_of(self, room_ids: Sequence[str]) -> list[RoomStats | None]:
+        """Live figures of several rooms in one pipelined round (the metrics scrape).
+
+        None for a room deleted since or whose call failed: no figure rather than a stale one.
+        """
+        pipe = self.redis.pipeline(transaction=False)
+        script = self._scripts["stats"]
+        for room_id in room_ids:
+            script(keys=self.script_keys("stats", room_id), args=[], client=pipe)
+        with storage_errors():
+            replies = pipe.execute(raise_on_error=False)
+        return [
+            None
+            if isinstance(raw, Exception) or (isinstance(raw, list) and raw[:1] == ["ERR"])
+            else room_stats(raw)
+            for raw in replies
+        ]
 
     def counters(self, room_id: str) -> dict[str, int]:
         """The room's counters (``COUNTERS``: nent, nfull, nleft, nswept, dealt); missing = 0."""

@@ -22,89 +22,35 @@ from dataclasses import dataclass
 
 import redis
 
+from anteroom.queue import lua_scripts as scripts
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import storage_errors
+from anteroom.queue.room_engine import WAIT_BUCKETS
+from anteroom.queue.room_hash import stored  # the wait histogram's buckets, declared once
 
 FINE_MS = 10_000
 COARSE_MS = 60_000
 FINE_KEEP_MS = 24 * 3_600_000
 COARSE_KEEP_MS = 14 * 86_400_000
-# Wait-histogram buckets: upper bounds in seconds (the engine's `waits` hash uses these fields).
-WAIT_BUCKETS = (
-    "1", "2", "5", "10", "20", "30", "60", "120", "300", "600", "1200", "1800", "3600", "7200",
-    "inf",
-)  # fmt: skip
-# Cumulative counters of the room hash, in sample order, with the names the API gives them.
+# Cumulative counters of the room hash (stored name → the name the API and room_hash.py give
+# them), in sample order.
 COUNTERS = {
-    "dealt": "admitted",
-    "nent": "entries",
-    "nfull": "refusedFull",
-    "ndenied": "refusedDenied",
-    "nbusy": "refusedBusy",
-    "nleft": "leaves",
-    "nswept": "abandoned",
+    stored(name): name
+    for name in (
+        "admitted",
+        "entries",
+        "refusedFull",
+        "refusedDenied",
+        "refusedBusy",
+        "leaves",
+        "abandoned",
+    )
 }
 GAUGES = ("waiting", "held", "active", "rate", "capacity")
 STATUS_CODES = {"idle": 0, "open": 1, "paused": 2}
 
-_SAMPLE_LUA = """
--- KEYS[1]: the room's key base. ARGV: fine step, coarse step, fine keep, coarse keep (ms),
--- then the counter fields, then '|', then the wait buckets.
--- Reply: {1, ms until the next slot} after writing, {0, ms} when the slot was taken, {-1} if gone.
-local BASE = KEYS[1]
-local ROOM = BASE .. 'room'
-local FINE, COARSE = tonumber(ARGV[1]), tonumber(ARGV[2])
-local FINE_KEEP, COARSE_KEEP = tonumber(ARGV[3]), tonumber(ARGV[4])
-local counters, buckets, i = {}, {}, 5
-while ARGV[i] ~= '|' do counters[#counters + 1] = ARGV[i]; i = i + 1 end
-for j = i + 1, #ARGV do buckets[#buckets + 1] = ARGV[j] end
-local head = redis.call('HMGET', ROOM, 'st', 'clk', 'fix', 'rate', 'cap')
-if not head[1] then return {-1} end
-local clk, fix = tonumber(head[2]) or 0, tonumber(head[3]) or 0
-local now
-if fix > 0 then now = fix + clk else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + clk
-end
-local slot = now - now % FINE
-local next_in = slot + FINE - now
-local S10, S60 = BASE .. 's10', BASE .. 's60'
-local last = redis.call('ZRANGE', S10, -1, -1, 'WITHSCORES')
-if last[2] and tonumber(last[2]) >= slot then return {0, next_in} end
-local held = 0
-for _, b in ipairs(redis.call('SMEMBERS', BASE .. 'bks')) do
-  held = held + redis.call('ZCARD', BASE .. 'b:' .. b)
-end
-local function fmt(n) return string.format('%.0f', n) end
-local codes = {idle = 0, open = 1, paused = 2}
-local row = {fmt(slot), codes[head[1]] or 0, redis.call('ZCARD', BASE .. 'line'), held,
-  redis.call('ZCOUNT', BASE .. 'active', '(' .. fmt(now), '+inf'), head[4] or 0, head[5] or 0}
-local values = redis.call('HMGET', ROOM, unpack(counters))
-for k = 1, #counters do row[#row + 1] = values[k] or 0 end
-local waits = redis.call('HMGET', BASE .. 'waits', unpack(buckets))
-for k = 1, #buckets do row[#row + 1] = waits[k] or 0 end
-local member = table.concat(row, ':')
-redis.call('ZADD', S10, slot, member)
-redis.call('ZREMRANGEBYSCORE', S10, '-inf', '(' .. fmt(slot - FINE_KEEP))
-redis.call('PEXPIRE', S10, FINE_KEEP + COARSE)
-local prev = redis.call('ZRANGE', S60, -1, -1, 'WITHSCORES')
-local minute = slot - slot % COARSE
-if not prev[2] or tonumber(prev[2]) < minute then
-  redis.call('ZADD', S60, slot, member)
-  redis.call('ZREMRANGEBYSCORE', S60, '-inf', '(' .. fmt(slot - COARSE_KEEP))
-  redis.call('PEXPIRE', S60, COARSE_KEEP + COARSE)
-end
-return {1, next_in}
-"""
 
-_COUNT_LUA = """
--- Add refusals the web tier decided (ARGV: field, count, …), only to a room that exists: a bare
--- HINCRBY would recreate a deleted room's hash with one field.
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-for i = 1, #ARGV, 2 do redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
-return 1
-"""
-WEB_REFUSALS = ("ndenied", "nbusy")
+WEB_REFUSALS = (stored("refusedDenied"), stored("refusedBusy"))
 
 
 @dataclass(frozen=True)
@@ -208,8 +154,8 @@ class RoomSeries:
     def __init__(self, client: redis.Redis, keys: KeySpace) -> None:
         self.redis = client
         self.keys = keys
-        self._sample = client.register_script(_SAMPLE_LUA)
-        self._count = client.register_script(_COUNT_LUA)
+        self._sample = scripts.register_standalone(client, "sample_series")
+        self._count = scripts.register_standalone(client, "count_refusals")
         self._args = [FINE_MS, COARSE_MS, FINE_KEEP_MS, COARSE_KEEP_MS, *COUNTERS, "|"]
         self._args += list(WAIT_BUCKETS)
         self._tallies: dict[str, dict[str, int]] = {}
@@ -258,7 +204,7 @@ class RoomSeries:
         """The room's clock (Redis TIME plus its test offset), as the engine reads it."""
         with storage_errors():
             pipe = self.redis.pipeline(transaction=False)
-            pipe.hmget(self.keys.room(room_id), "clk", "fix")
+            pipe.hmget(self.keys.room(room_id), stored("clockOffset"), stored("pinnedClock"))
             pipe.time()
             (clk, fix), (sec, usec) = pipe.execute()
         offset, pinned = int(clk or 0), int(fix or 0)

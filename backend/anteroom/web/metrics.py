@@ -25,6 +25,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from anteroom.queue.redis_link import Breaker, StorageError
+from anteroom.queue.room_engine import RoomStats
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors
 
@@ -123,35 +124,26 @@ class RoomGauges(Collector):  # type: ignore[misc]
             n: GaugeMetricFamily(f"anteroom_room_{n}", text, labels=labels)
             for n, text in names.items()
         }
-        stats: list[Any] = []
+        stats: list[RoomStats | None] = []
         if rooms:
             self.reads += 1
             try:
-                stats = s.breaker.call(lambda: _stats_round(s, list(rooms)))
+                stats = s.breaker.call(lambda: s.engine.stats_of(list(rooms)))
             except StorageError:
                 stats = [None] * len(rooms)
-        for (room_id, room), raw in zip(rooms.items(), stats, strict=True):
-            if raw is None or isinstance(raw, Exception) or raw[0] == "ERR":
+        for (room_id, room), figures in zip(rooms.items(), stats, strict=True):
+            if figures is None:
                 continue  # deleted since, or Redis failed: no figure rather than a stale one
             values = [room_id, room["slug"], room["environment"]]
-            families["waiting"].add_metric(values, int(raw[1]))
-            families["held"].add_metric(values, int(raw[2]))
-            families["active"].add_metric(values, int(raw[3]))
+            families["waiting"].add_metric(values, figures.waiting)
+            families["held"].add_metric(values, figures.held)
+            families["active"].add_metric(values, figures.active)
             families["rate_per_minute"].add_metric(values, room["ratePerMinute"] or 0)
             capacity = room["capacity"]
             families["capacity"].add_metric(values, math.inf if capacity is None else capacity)
-            families["open"].add_metric(values, 1 if raw[0] == "open" else 0)
-            families["paused"].add_metric(values, 1 if raw[0] == "paused" else 0)
+            families["open"].add_metric(values, 1 if figures.status == "open" else 0)
+            families["paused"].add_metric(values, 1 if figures.status == "paused" else 0)
         return list(families.values())
-
-
-def _stats_round(s: Services, room_ids: list[str]) -> list[Any]:
-    """Every room's ``stats`` script in one pipelined round."""
-    pipe = s.redis.pipeline(transaction=False)
-    script = s.engine._scripts["stats"]  # the engine's own figures, not a second definition
-    for room_id in room_ids:
-        script(keys=s.engine.script_keys("stats", room_id), args=[], client=pipe)
-    return pipe.execute(raise_on_error=False)  # type: ignore[no-any-return]
 
 
 def _route() -> str:

@@ -1,0 +1,83 @@
+"""The room hash (``KeySpace.room``): every field it holds, declared once.
+
+The stored names are short and stay as they are (rooms already stored keep them; renaming one
+would need a data migration). This table gives each a readable name, the API's where the API
+shows the field, and its meaning. The scripts in ``lua/`` read and write the stored names as
+literals (Lua cannot import this), and the Python readers look them up here;
+tests/unit/test_room_hash.py fails on a stored name used in either but not declared here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RoomField:
+    """One field of the room hash: readable name, stored name, what it holds."""
+
+    name: str
+    stored: str
+    meaning: str
+
+
+FIELDS: tuple[RoomField, ...] = (
+    # Who the room is.
+    RoomField("id", "rid", "the room's id (q + 16 hex digits)"),
+    RoomField("environment", "env", "the environment the room belongs to"),
+    # Configuration (room_config.FIELDS gives each its default and check).
+    RoomField("slug", "slug", "the room's name in URLs, unique in its environment"),
+    RoomField("name", "name", "the room's display name"),
+    RoomField("ratePerMinute", "rate", "admissions a minute"),
+    RoomField("capacity", "cap", "most active admissions at once (0: no bound)"),
+    RoomField("admissionTtlSec", "ttl", "seconds an active slot lasts unless refreshed"),
+    RoomField("holdScore", "hold", "signal score from which a spot is held"),
+    RoomField("noScriptScore", "nss", "score of a visitor without JavaScript ('': default)"),
+    RoomField("bindIp", "bip", "1 when tokens are bound to the network they came from"),
+    RoomField("redirectUrl", "url", "where an admitted visitor is sent"),
+    RoomField("maxWaiting", "maxw", "longest line before QueueFull"),
+    RoomField("abandonAfterSec", "aban", "seconds unpolled before a spot may be dropped"),
+    RoomField("pollBudgetPerSecond", "pbud", "polls a second the line behind the front may cost"),
+    RoomField("failMode", "fm", "what the web tier does when Redis is down: closed or open"),
+    RoomField("notice", "ntc", "waiting page notice, JSON ('' for none)"),
+    RoomField("closedMessage", "cmsg", "message shown while closed, JSON ('' for none)"),
+    RoomField("theme", "thm", "waiting page theme, JSON ('' for none)"),
+    # State of the room and of its current opening.
+    RoomField("status", "st", "idle, open or paused"),
+    RoomField("generation", "gen", "opening number: a close starts the next"),
+    RoomField("opensAt", "oa", "when the opening starts (room clock ms; 0 when idle)"),
+    RoomField("seed", "seed", "the opening's random seed of the pre-opening lottery"),
+    RoomField("ticketsTaken", "tk", "tickets handed out in this opening"),
+    RoomField("bank", "bank", "admissions earned and not yet dealt (units of 1/60,000)"),
+    RoomField("accruedAt", "last", "room clock ms up to which the bank has been earned"),
+    RoomField("peakActive", "peak", "most active admissions seen at once in this opening"),
+    RoomField("blocksCounted", "blkz", "1 when the line's blocks are counted (lua/_blocks.lua)"),
+    RoomField("lastTick", "tick", "room clock ms of the last tick that worked"),
+    # The room's clock (tests and tooling move it; lua/_clock.lua).
+    RoomField("clockOffset", "clk", "ms added to Redis TIME"),
+    RoomField("pinnedClock", "fix", "ms the clock is pinned at (0: not pinned)"),
+    # Bounded passes in progress.
+    RoomField("sweepStartedAt", "swt", "room clock ms the sweep pass in progress began"),
+    RoomField("sweepCursor", "swc", "the sweep pass's ZSCAN cursor ('0': none in progress)"),
+    RoomField("sweepPurgeCursor", "swr", "the sweep's HSCAN cursor over lapsed revocations"),
+    RoomField("revokePurgeCursor", "rvc", "revoke.lua's HSCAN cursor over lapsed revocations"),
+    RoomField("releasing", "rel", "'1' while a raised holdScore still releases held spots"),
+    RoomField("convictFrom", "cvk", "order key a lowered holdScore's pass has reached ('')"),
+    RoomField("revocationCount", "rvn", "bumped on every revocation: readers re-read on change"),
+    # Counters over the room's life (a close keeps them; room_series samples them).
+    RoomField("admitted", "dealt", "admissions dealt in this opening (a close restarts it)"),
+    RoomField("entries", "nent", "entries taken"),
+    RoomField("refusedFull", "nfull", "QueueFull refusals"),
+    RoomField("refusedDenied", "ndenied", "QueueDenied refusals (counted by the web tier)"),
+    RoomField("refusedBusy", "nbusy", "Busy refusals (counted by the web tier)"),
+    RoomField("leaves", "nleft", "spots and slots freed by leave"),
+    RoomField("abandoned", "nswept", "spots dropped as abandoned, expired or revoked"),
+)
+
+STORED: dict[str, str] = {f.name: f.stored for f in FIELDS}
+STORED_NAMES: frozenset[str] = frozenset(STORED.values())
+
+
+def stored(name: str) -> str:
+    """The stored name of the room hash's field ``name`` (KeyError for an undeclared one)."""
+    return STORED[name]

@@ -1,0 +1,111 @@
+"""Constants the Lua scripts and Python share are equal in both languages.
+
+Lua cannot import Python, so each script keeps its literal; this test reads the literals from the
+Lua source and fails when one differs from its Python twin (the one home of the rule on the
+Python side). A twin changed on one side only would make the far poll answered in Python, the
+cadence, the histogram or the block counts tell something the scripts do not.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from anteroom.queue import (
+    far_poll,
+    line_blocks,
+    poll_cadence,
+    room_config,
+    room_engine,
+    room_series,
+)
+from anteroom.resources import resource_dir
+
+LUA = resource_dir("lua")
+# `local A, B = 1, 2` (numbers) and `local BOUNDS = {1, 2, 5}` (a table of numbers).
+_ASSIGN = re.compile(r"^local ([A-Z_][A-Z0-9_]*(?:, *[A-Z_][A-Z0-9_]*)*) *= *(.+?) *(?:--.*)?$")
+_NUMBER = re.compile(r"^\d+$")
+
+
+def lua_source(name: str) -> str:
+    return (LUA / f"{name}.lua").read_text(encoding="utf-8")
+
+
+def lua_constants(source: str) -> dict[str, Any]:
+    """The upper-case numeric constants of a Lua source: numbers, or lists of numbers."""
+    found: dict[str, Any] = {}
+    for line in source.splitlines():
+        match = _ASSIGN.match(line)
+        if not match:
+            continue
+        names = [n.strip() for n in match.group(1).split(",")]
+        value = match.group(2)
+        if value.startswith("{") and value.endswith("}"):
+            items = [x.strip() for x in value[1:-1].split(",")]
+            if all(_NUMBER.match(x) for x in items):
+                found[names[0]] = [int(x) for x in items]
+            continue
+        values = [v.strip() for v in value.split(",")]
+        if len(values) == len(names) and all(_NUMBER.match(v) for v in values):
+            found.update(zip(names, (int(v) for v in values), strict=True))
+    return found
+
+
+def wait_bounds() -> list[int]:
+    """room_engine.WAIT_BUCKETS as Lua's WAIT_BOUNDS writes them: all but the last ("inf")."""
+    *bounded, last = room_engine.WAIT_BUCKETS
+    assert last == "inf"
+    return [int(bound) for bound in bounded]
+
+
+# (lua file, Lua name, Python twin): the twin is read when the test runs.
+TWINS = [
+    ("_admissions", "WAIT_BOUNDS", wait_bounds),
+    ("_admissions", "MAX_ADMIT", lambda: far_poll.MAX_ADMIT),
+    ("poll_far", "NEAR_HEAD", lambda: room_engine.NEAR_HEAD),
+    ("_cadence", "FRONT_MIN", lambda: poll_cadence.FRONT_MIN),
+    ("_cadence", "FRONT_MS", lambda: poll_cadence.FRONT_MS),
+    ("_cadence", "SPREAD", lambda: poll_cadence.SPREAD),
+    ("_cadence", "CADENCE_CAP", lambda: poll_cadence.CADENCE_CAP_MS),
+    ("_cadence", "HELD_POLL_MS", lambda: poll_cadence.HELD_POLL_MS),
+    ("_expiry", "MISSED_POLLS", lambda: poll_cadence.MISSED_POLLS),
+    ("_expiry", "SEEN_BOOKING_MAX", lambda: far_poll.SEEN_BOOKING_MAX_MS),
+    ("_room", "DEFAULT_POLL_BUDGET", lambda: poll_cadence.DEFAULT_POLL_BUDGET),
+    ("_blocks", "POST_OPEN_KEY", lambda: line_blocks.POST_OPEN_KEY),
+    ("_blocks", "TICKET_BLOCK", lambda: line_blocks.TICKET_BLOCK),
+    ("_blocks", "POOL_BLOCK", lambda: line_blocks.POOL_BLOCK),
+    ("enter", "POST_OPEN", lambda: line_blocks.POST_OPEN_KEY),
+]
+
+
+@pytest.mark.parametrize(("script", "name", "twin"), TWINS, ids=[f"{s}.{n}" for s, n, _ in TWINS])
+def test_a_lua_constant_equals_its_python_twin(script: str, name: str, twin: Any) -> None:
+    constants = lua_constants(lua_source(script))
+    assert name in constants, f"lua/{script}.lua no longer declares {name}"
+    assert constants[name] == twin(), f"lua/{script}.lua's {name} differs from its Python twin"
+
+
+def test_poll_far_falls_back_to_the_default_poll_budget() -> None:
+    # poll_far.lua reads the room on its own (it is the far poll's one HMGET), so it writes the
+    # default budget as a literal fallback rather than through _room.lua's constant.
+    text = lua_source("poll_far")
+    fallbacks = re.findall(r"poll_budget = n\(v\[\d+\]\) or (\d+)", text)
+    assert fallbacks == [str(poll_cadence.DEFAULT_POLL_BUDGET)]
+
+
+def test_the_room_setting_defaults_to_the_same_poll_budget() -> None:
+    assert room_config.BY_API["pollBudgetPerSecond"].default == poll_cadence.DEFAULT_POLL_BUDGET
+
+
+def test_the_series_codes_statuses_as_python_reads_them() -> None:
+    codes = re.search(r"^local codes = \{(.*)\}$", lua_source("sample_series"), re.MULTILINE)
+    assert codes is not None
+    pairs = dict(re.findall(r"(\w+) = (\d+)", codes.group(1)))
+    assert {k: int(v) for k, v in pairs.items()} == room_series.STATUS_CODES
+
+
+def test_the_check_sees_a_constant_changed_on_one_side() -> None:
+    edited = lua_source("_cadence").replace("HELD_POLL_MS = 15000", "HELD_POLL_MS = 16000")
+    assert lua_constants(edited)["HELD_POLL_MS"] == 16000 != poll_cadence.HELD_POLL_MS

@@ -1,0 +1,132 @@
+"""Every field of the room hash that the scripts or Python read or write is declared in
+queue/room_hash.py, so the table is the whole list of what a room stores.
+
+A script's field names are Lua literals: the test reads every HMGET/HGET/HSET/HINCRBY/HDEL on
+ROOM in lua/*.lua, and every such call on ``keys.room(...)`` in the Python package, and fails on
+a stored name the table does not declare (a typo, or a field added without saying what it is).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from anteroom.queue import room_config, room_engine, room_hash, room_series
+from anteroom.resources import resource_dir
+
+LUA = resource_dir("lua")
+PACKAGE = Path(room_hash.__file__).resolve().parents[1]
+_LUA_CALL = re.compile(r"redis\.call\('(HMGET|HGET|HSET|HINCRBY|HDEL|HSETNX)', ROOM,")
+_PY_CALL = re.compile(r"\.(hmget|hget|hset|hincrby|hdel|hsetnx)\(\s*self\.keys\.room\(")
+_STRING = re.compile(r"""^(['"])(\w*)\1$""")
+# Field names a script passes as a variable, each checked below on its own.
+DYNAMIC = {
+    ("_purge", "HGET", "cursor_field"),  # purge_revocations' callers name it
+    ("_purge", "HSET", "cursor_field"),
+    ("_room", "HSET", "unpack(args)"),  # save_room: the COUNTERS table of _room.lua
+    ("update_room", "HSET", "unpack(ARGV)"),  # room_config's stored names
+    ("create_room", "HSET", "unpack(ARGV)"),
+    ("sample_series", "HMGET", "unpack(counters)"),  # room_series.COUNTERS
+}
+
+
+def call_arguments(text: str, start: int) -> list[str]:
+    """The comma-separated arguments from ``start`` to the call's closing parenthesis."""
+    depth, args, current = 0, [], ""
+    for char in text[start:]:
+        if char in "({":
+            depth += 1
+        elif char in ")}":
+            if depth == 0:
+                break
+            depth -= 1
+        if char == "," and depth == 0:
+            args.append(current.strip())
+            current = ""
+        else:
+            current += char
+    args.append(current.strip())
+    return [a for a in args if a]
+
+
+def named_fields(command: str, args: list[str]) -> list[str]:
+    """The arguments of ``command`` that name fields (HSET: every other one, from the first)."""
+    if command.upper() in ("HSET", "HSETNX"):
+        fields = []
+        for i, arg in enumerate(args):
+            if arg.startswith("unpack("):  # the pairs go on from a table
+                fields.append(arg)
+                break
+            if i % 2 == 0:
+                fields.append(arg)
+        return fields
+    if command.upper() == "HINCRBY":
+        return args[:1]
+    return args
+
+
+def lua_fields() -> tuple[set[tuple[str, str]], set[tuple[str, str, str]]]:
+    """(literal (script, field) uses, dynamic (script, command, expression) uses) in lua/."""
+    literal, dynamic = set(), set()
+    for path in sorted(LUA.glob("*.lua")):
+        text = path.read_text(encoding="utf-8")
+        for match in _LUA_CALL.finditer(text):
+            for arg in named_fields(match.group(1), call_arguments(text, match.end())):
+                found = _STRING.match(arg)
+                if found:
+                    literal.add((path.stem, found.group(2)))
+                else:
+                    dynamic.add((path.stem, match.group(1), arg))
+    return literal, dynamic
+
+
+def test_every_field_the_scripts_name_is_declared() -> None:
+    literal, dynamic = lua_fields()
+    assert len(literal) > 50  # the parser still finds the scripts' fields
+    undeclared = sorted((s, f) for s, f in literal if f not in room_hash.STORED_NAMES)
+    assert undeclared == [], "declare these in queue/room_hash.py"
+    assert dynamic == DYNAMIC, "a script names a room field in a variable: check it here"
+
+
+def test_fields_the_scripts_pass_on_are_declared() -> None:
+    purge = (LUA / "_purge.lua").read_text(encoding="utf-8")
+    assert "local function purge_revocations(cursor_field" in purge
+    cursors = set()
+    for path in LUA.glob("*.lua"):
+        cursors |= set(re.findall(r"purge_revocations\('(\w+)'", path.read_text("utf-8")))
+    assert cursors == {room_hash.stored("sweepPurgeCursor"), room_hash.stored("revokePurgeCursor")}
+    room = (LUA / "_room.lua").read_text(encoding="utf-8")
+    saved = re.findall(r"\{'\w+', '(\w+)'\}", room[room.index("local COUNTERS") :])
+    assert saved and set(saved) <= room_hash.STORED_NAMES
+
+
+def test_every_field_python_names_is_declared() -> None:
+    used: set[tuple[str, str]] = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for match in _PY_CALL.finditer(text):
+            key_end = text.index(")", match.end()) + 1  # past keys.room(...)
+            for arg in named_fields(match.group(1), call_arguments(text, key_end)):
+                found = _STRING.match(arg)
+                if found:
+                    used.add((path.name, found.group(2)))
+    assert sorted((p, f) for p, f in used if f not in room_hash.STORED_NAMES) == []
+    named = [f.stored for f in room_config.FIELDS]
+    named += [*room_engine.COUNTERS, *room_series.COUNTERS, *room_series.WEB_REFUSALS]
+    assert set(named) <= room_hash.STORED_NAMES
+
+
+def test_each_field_is_declared_once() -> None:
+    names = [f.name for f in room_hash.FIELDS]
+    stored = [f.stored for f in room_hash.FIELDS]
+    assert len(set(names)) == len(names) and len(set(stored)) == len(stored)
+    assert all(f.meaning for f in room_hash.FIELDS)
+
+
+def test_an_undeclared_field_is_seen() -> None:
+    text = "redis.call('HSET', ROOM, 'st', 'idle', 'zzz', 1)"
+    match = _LUA_CALL.search(text)
+    assert match is not None
+    fields = named_fields("HSET", call_arguments(text, match.end()))
+    assert fields == ["'st'", "'zzz'"]
+    assert "zzz" not in room_hash.STORED_NAMES
