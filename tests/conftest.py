@@ -23,7 +23,7 @@ from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue.redis_link import ClusterClient, parse_target
 from anteroom.service_container import Services
-from anteroom.web.app_factory import create_app
+from anteroom.web.app_factory import close_app, create_app
 from helpers import TEST_KEYS, free_port
 from live_server import LOG_LINES, LiveServer, LiveServers, servers_since
 from redis_cluster import LocalCluster, local_cluster
@@ -132,10 +132,9 @@ def settings(redis_server: EmbeddedRedis, tmp_path: Path) -> Settings:
 def app(settings: Settings, redis_client: redis.Redis) -> Iterator[Flask]:
     app = create_app(settings, {"TESTING": True})
     yield app
-    app.extensions["anteroom"].directory.stop()  # its refresher, if a request started one
     # Closed here, not by the garbage collector: the app is in reference cycles, and a cycle's
     # finalizers may close a socket before its client, which warns (an error in this suite).
-    app.extensions["anteroom"].redis.close()
+    close_app(app)
 
 
 @pytest.fixture

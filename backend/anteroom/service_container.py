@@ -54,6 +54,11 @@ class Services:
         self.directory.ensure_running()
         self.sampler.ensure_running()
 
+    def stop_background(self) -> None:
+        """Stop this process's background threads (the room ticker stops with the refresher)."""
+        self.directory.stop()
+        self.sampler.stop()
+
     @property
     def keys(self) -> KeySpace:
         """Redis key names."""

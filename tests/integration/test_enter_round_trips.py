@@ -19,7 +19,7 @@ from flask import Flask
 from anteroom.config import Settings
 from anteroom.queue import lua_scripts
 from anteroom.service_container import Services
-from anteroom.web.app_factory import create_app
+from anteroom.web.app_factory import close_app, create_app
 from helpers import make_room
 from visitor_client import Answer, Visitor
 
@@ -96,8 +96,7 @@ def warm(app: Flask, redis_client: redis.Redis, monitor: Monitor) -> Warm:
 def tight_app(settings: Settings, redis_client: redis.Redis) -> Iterator[Flask]:
     app = create_app(settings.with_overrides(limit_enter="2/minute"), {"TESTING": True})
     yield app
-    app.extensions["anteroom"].directory.stop()
-    app.extensions["anteroom"].redis.close()
+    close_app(app)
 
 
 def test_enter_near_poll_and_refresh_each_make_one_round_trip(warm: Warm) -> None:

@@ -23,7 +23,7 @@ from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue.redis_link import Breaker, StorageUnavailable, connect
 from anteroom.queue.room_engine import Engine
 from anteroom.service_container import Services
-from anteroom.web.app_factory import create_app
+from anteroom.web.app_factory import close_app, create_app
 from anteroom.web.health_probes import BUDGET_SEC
 from fault_proxy import FaultProxy
 from helpers import TEST_KEYS, free_port, make_room
@@ -71,7 +71,7 @@ class Stack:
 def stack(proxy: FaultProxy, tmp_path: Path) -> Iterator[Stack]:
     stack = Stack(proxy, tmp_path / "data")
     yield stack
-    stack.services.directory.stop()
+    close_app(stack.app)
 
 
 def test_a_reset_is_retried_not_an_outage(stack: Stack, proxy: FaultProxy) -> None:

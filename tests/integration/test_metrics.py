@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from anteroom.config import Settings
 from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.service_container import Services
-from anteroom.web.app_factory import create_app
+from anteroom.web.app_factory import close_app, create_app
 from helpers import TEST_KEYS, free_port, make_room, open_room
 from visitor_client import Visitor
 
@@ -105,8 +105,7 @@ def test_a_metrics_token_is_required_when_set(settings: Settings, redis_client: 
         assert wrong.status_code == 401 and wrong.json["error"] == "Unauthorized"
         scrape(client, Authorization="Bearer s3cret-metrics")
     finally:
-        app.extensions["anteroom"].directory.stop()
-        app.extensions["anteroom"].sampler.stop()
+        close_app(app)
 
 
 def get(conn: http.client.HTTPConnection, path: str) -> tuple[int, str]:

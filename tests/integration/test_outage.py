@@ -22,7 +22,7 @@ from anteroom.sdk import tokens
 from anteroom.sdk import verification as verify
 from anteroom.service_container import Services
 from anteroom.store.keystore import KeyStore
-from anteroom.web.app_factory import create_app
+from anteroom.web.app_factory import close_app, create_app
 from helpers import TEST_KEYS, free_port, make_room
 from live_server import LiveServers
 from visitor_client import FlaskTransport, Visitor
@@ -129,7 +129,7 @@ class Stack:
 def stack(own_redis: EmbeddedRedis, tmp_path: Path) -> Iterator[Stack]:
     stack = Stack(own_redis, tmp_path / "data")
     yield stack
-    stack.services.directory.stop()
+    close_app(stack.app)
 
 
 def claims_of(token: str, kind: str = tokens.ADMISSION) -> dict[str, object]:

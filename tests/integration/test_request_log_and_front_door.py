@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from anteroom.config import Settings
 from anteroom.service_container import Services
 from anteroom.web import request_log
-from anteroom.web.app_factory import create_app
+from anteroom.web.app_factory import close_app, create_app
 from helpers import open_room
 from visitor_client import Visitor
 
@@ -36,8 +36,7 @@ def json_app(settings: Settings, redis_client: object) -> Iterator[tuple[Flask, 
     request_log.log.addHandler(lines)
     yield app, lines
     request_log.log.removeHandler(lines)
-    app.extensions["anteroom"].directory.stop()
-    app.extensions["anteroom"].sampler.stop()
+    close_app(app)
 
 
 def test_one_json_line_per_request_without_secrets(json_app: tuple[Flask, Lines]) -> None:
@@ -96,8 +95,7 @@ def test_front_door_links_everything_and_never_a_secret(
             and "sk_" not in html.replace("sk_…", "")
         )
     finally:
-        app.extensions["anteroom"].directory.stop()
-        app.extensions["anteroom"].sampler.stop()
+        close_app(app)
 
 
 def test_front_door_outside_demo_mode_lists_no_demo(client: FlaskClient) -> None:

@@ -77,6 +77,14 @@ class DeferredLimiter:
                 limiter = self._limiter
         return limiter
 
+    def close(self) -> None:
+        """Close the storage's Redis client, if one was built (its sockets with it)."""
+        with self._lock:
+            limiter, self._limiter = self._limiter, None
+        client = getattr(getattr(limiter, "storage", None), "storage", None)
+        if client is not None:
+            client.close()
+
     def hit(self, item: RateLimitItem, *identifiers: str) -> bool:
         """Count one hit; False when it is over the limit."""
         return self.limiter().hit(item, *identifiers)
@@ -182,6 +190,13 @@ def init_app(app: Flask, settings: Settings, prefix: str, breaker: Breaker) -> N
         name: AddressLimit(strategy, _parsed(name, text), prefix, f"visitor.{name}", guard)
         for name, (strategy, text, guard) in where.items()
     }
+
+
+def close(app: Flask) -> None:
+    """Close the Redis clients of ``app``'s limits (tests and tooling that build many apps)."""
+    for limit in app.extensions.get(EXTENSION, {}).values():
+        if isinstance(limit.strategy, DeferredLimiter):
+            limit.strategy.close()
 
 
 def charge(name: str) -> None:

@@ -137,6 +137,16 @@ def create_app(
     return app
 
 
+def close_app(app: Flask) -> None:
+    """Stop what ``app`` started and close its Redis clients (its rooms refresher, the limits'
+    storage, the services' client), for tests and tools that build apps and move on: left to
+    the garbage collector, a socket may be finalized before its client, which warns."""
+    services: Services = app.extensions["anteroom"]
+    services.stop_background()
+    limits.close(app)
+    services.redis.close()
+
+
 def operator_templates(folder: str, builtin: BaseLoader | None) -> ChoiceLoader:
     """Templates from ``folder`` first, then the built-in ones, which stay reachable as
     ``anteroom/<name>`` so an operator's ``queue.html`` can extend ``anteroom/queue.html``."""
