@@ -76,7 +76,10 @@ class StaleCache:
 # -- what an instance knows without Redis ---------------------------------------------------
 
 SNAPSHOT_NAME = "known-rooms.json"
-REFRESH_SEC = 5.0
+# Since requests answer from the directory's copy (enter, poll and refresh in one round trip),
+# a room's changed settings reach them within a round: as soon as the short cache they used
+# before (2 s); a round is a few pipelined reads (rooms by environment, keys, revocations).
+REFRESH_SEC = 2.0
 # A snapshot older than this (no process on this host reached Redis for a day) is not trusted:
 # a room may have been closed or reconfigured since, so such a process fails closed instead.
 SNAPSHOT_MAX_AGE_SEC = 86_400
