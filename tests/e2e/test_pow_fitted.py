@@ -59,7 +59,9 @@ def solve_in_chromium(
 
         def recast(route: Route) -> None:
             response = route.fetch()
-            route.fulfill(response=response, headers=response.headers | {"content-security-policy": csp})
+            route.fulfill(
+                response=response, headers=response.headers | {"content-security-policy": csp}
+            )
 
         page.route(re.compile(rf"/queue/{slug}\?"), recast)
     sent: dict[str, list[Any]] = {}
