@@ -76,12 +76,14 @@ USER_AGENT = (
     "Chrome/156.0.0.0 Safari/537.36"
 )
 
-# Runs before the page's own scripts: the agent calls globalThis.fetch when it posts.
+# Runs before the page's own scripts: the agent calls globalThis.fetch when it posts. What it saw
+# is logged to the console as identify leaves: that reaches the bench even if the page is let in
+# and navigates away before an evaluate() could read it.
+REPORT = "pow-bench "
 TIMING_SCRIPT = """
 (() => {
   const seen = { tiers: [] };
-  let done;
-  window.__powSolved = new Promise((resolve) => (done = resolve));
+  const done = (what) => console.log("pow-bench " + JSON.stringify(what));
   const original = window.fetch.bind(window);
   window.fetch = async (url, init) => {
     const path = String(url);
@@ -183,8 +185,10 @@ def solve_once(
             page.add_init_script(NO_WORKERS)
             cdp = context.new_cdp_session(page)
             cdp.send("Emulation.setCPUThrottlingRate", {"rate": slowdown})
-        page.goto(page_url)
-        seen: dict[str, Any] = page.evaluate("() => window.__powSolved")
+        reported = page.expect_console_message(lambda m: m.text.startswith(REPORT), timeout=300_000)
+        with reported as message:
+            page.goto(page_url, wait_until="commit")
+        seen: dict[str, Any] = json.loads(message.value.text.removeprefix(REPORT))
     finally:
         context.close()
     tier, expected = seen["tiers"][-1]
