@@ -10,20 +10,26 @@ the first challenge request left, when its answer came, and when the identify re
 now the measurement, the second round trip and the search); ``wait_ms`` from the first request
 (all a visitor waits before identifying). Beside them, in the same run and interleaved with them,
 ``before``: the challenge as it was before issue 24 (one puzzle of 2^18 for everyone, so one
-worker, no measurement), asked by the same agent from an environment pinned to it. The tiers are
-made real: the low-risk visitor as it is; the high-risk one from a network that already made 25
-identifies this minute, the room under attack (its environment's identifies set over the attack
-threshold) — set in Redis before each solve. ``"6x"`` throttles the page's CPU with CDP
-``Emulation.setCPUThrottlingRate`` (Chromium's budget-phone stand-in). Chromium refuses that
-command for workers ("only supported for pages, not workers"), so at 6x the page has no
-``Worker`` and the agent solves on its (throttled) main thread in slices: one slow core, a
-pessimistic phone. ``attacker_hashes`` per tier is the expected hashes an attacker pays
+worker, no measurement), asked by the same agent from an environment pinned to it; and
+``low-calm-js``: the low-risk visitor on a page whose CSP lacks 'wasm-unsafe-eval', so the agent
+searches with the bundled JS instead of WebAssembly (the agent as it was before the WebAssembly
+search). The tiers are made real: the low-risk visitor as it is; the medium-risk one from a
+network that made 8 identifies this minute; the high-risk one from a network that made 25, the
+room under attack (its environment's identifies set over the attack threshold) — set in Redis
+before each solve. ``"6x"`` throttles the page's CPU with CDP ``Emulation.setCPUThrottlingRate``
+(Chromium's budget-phone stand-in). Chromium refuses that command for workers ("only supported
+for pages, not workers"), so at 6x the page has no ``Worker`` and the agent solves on its
+(throttled) main thread in slices: one slow core, a pessimistic phone; tests/e2e/test_pow_fitted.py
+checks that same path at 6x. ``attacker_hashes`` per tier is the expected hashes an attacker pays
 per identity (a lying device gets the tier's floor). ``verify_us`` is the server's check of a
-solved 16-puzzle challenge (decode, expiry, one hash per puzzle), in-process, median of batches.
-``hash_rates`` compares SHA-256 options in the same Chromium: the bundled JS solver (the rate the
-agent measured and sent, all its workers, median of the 1x low-risk solves) against WebCrypto's
-``crypto.subtle.digest`` in one worker (one awaited digest per candidate: no midstate, a promise
-per hash). WebAssembly is not measured (no toolchain to build one here).
+solved 16-puzzle challenge (decode, expiry, one hash per puzzle), in-process: the median of
+batches, and the best batch (the machine is shared: the best is the least disturbed).
+``hash_rates`` compares SHA-256 options per worker in the same Chromium, interleaved, on the
+hosted page (its CSP): the agent's WebAssembly search and its bundled JS search (each the
+worker's own ``findSolution`` over a range with no solution, midstate as the agent does), and
+WebCrypto's ``crypto.subtle.digest`` (one awaited digest per candidate: no midstate, a promise
+per hash); beside them the rate the agent itself measured and sent (all its workers, median of
+the 1x low-risk solves, first puzzles of fresh workers: a cold start).
 Run: ``python bench/pow.py [--solves 20]``. Writes ``bench/results/pow.json``.
 """
 
@@ -44,13 +50,14 @@ import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from types import SimpleNamespace  # noqa: E402
 from typing import Any  # noqa: E402
 
 import redis  # noqa: E402
-from playwright.sync_api import Browser, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Route, sync_playwright  # noqa: E402
 
 from anteroom.config import Settings  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
@@ -59,6 +66,7 @@ from anteroom.identity import sessions, work_rule  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
 from anteroom.sdk.tokens import Keyring, network_tag  # noqa: E402
 from anteroom.store.keystore import KeyStore  # noqa: E402
+from anteroom.web.hosted_pages import CSP  # noqa: E402
 from helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from live_server import LiveServer  # noqa: E402
 
@@ -68,12 +76,14 @@ USER_AGENT = (
     "Chrome/156.0.0.0 Safari/537.36"
 )
 
-# Runs before the page's own scripts: the agent calls globalThis.fetch when it posts.
+# Runs before the page's own scripts: the agent calls globalThis.fetch when it posts. What it saw
+# is logged to the console as identify leaves: that reaches the bench even if the page is let in
+# and navigates away before an evaluate() could read it.
+REPORT = "pow-bench "
 TIMING_SCRIPT = """
 (() => {
   const seen = { tiers: [] };
-  let done;
-  window.__powSolved = new Promise((resolve) => (done = resolve));
+  const done = (what) => console.log("pow-bench " + JSON.stringify(what));
   const original = window.fetch.bind(window);
   window.fetch = async (url, init) => {
     const path = String(url);
@@ -116,6 +126,7 @@ LEGACY_SCRIPT = """
 """
 LEGACY_BITS = 18
 HIGH_NETWORK_IDENTIFIES = 25
+MEDIUM_NETWORK_IDENTIFIES = 8
 ATTACK_IDENTIFIES = 5000
 
 
@@ -142,17 +153,31 @@ def set_tier(client: redis.Redis, tier: str) -> None:
     network = network_tag(Keyring.parse(KEYS), "127.0.0.1")
     for m in (minute - 1, minute, minute + 1):
         client.delete(keys.network_identifies(network, m), f"{keys.prefix}ide:bench:{m}")
+    if tier == "medium-calm":
+        for m in (minute, minute + 1):
+            client.set(keys.network_identifies(network, m), MEDIUM_NETWORK_IDENTIFIES, ex=120)
     if tier == "high-attack":
         for m in (minute, minute + 1):
             client.set(keys.network_identifies(network, m), HIGH_NETWORK_IDENTIFIES, ex=120)
             client.set(f"{keys.prefix}ide:bench:{m}", ATTACK_IDENTIFIES, ex=120)
 
 
-def solve_once(browser: Browser, page_url: str, slowdown: int, legacy: bool) -> dict[str, Any]:
-    """One first visit in a fresh context: the solve's duration and the tier it was given."""
+def solve_once(
+    browser: Browser, page_url: str, slowdown: int, legacy: bool, csp: str | None = None
+) -> dict[str, Any]:
+    """One first visit in a fresh context: the solve's duration and the tier it was given
+    (``csp``: the page's CSP header replaced by this one)."""
     context = browser.new_context(user_agent=USER_AGENT, locale="en-GB")
     try:
         page = context.new_page()
+        if csp is not None:
+
+            def recast(route: Route) -> None:
+                response = route.fetch()
+                headers = response.headers | {"content-security-policy": csp}
+                route.fulfill(response=response, headers=headers)
+
+            page.route(lambda url: "/queue/" in url, recast)
         page.add_init_script(TIMING_SCRIPT)
         if legacy:
             page.add_init_script(LEGACY_SCRIPT)
@@ -160,8 +185,10 @@ def solve_once(browser: Browser, page_url: str, slowdown: int, legacy: bool) -> 
             page.add_init_script(NO_WORKERS)
             cdp = context.new_cdp_session(page)
             cdp.send("Emulation.setCPUThrottlingRate", {"rate": slowdown})
-        page.goto(page_url)
-        seen: dict[str, Any] = page.evaluate("() => window.__powSolved")
+        reported = page.expect_console_message(lambda m: m.text.startswith(REPORT), timeout=300_000)
+        with reported as message:
+            page.goto(page_url, wait_until="commit")
+        seen: dict[str, Any] = json.loads(message.value.text.removeprefix(REPORT))
     finally:
         context.close()
     tier, expected = seen["tiers"][-1]
@@ -197,29 +224,61 @@ def verify_costs(puzzles: int, batches: int = 7, per: int = 2000) -> list[float]
     return means
 
 
-HASH_RATE_SCRIPT = """async (seconds) => {
-  const work = `
-    const digestLoop = async (ms) => {
-      const enc = new TextEncoder(); let n = 0; const end = performance.now() + ms;
-      const prefix = "0123456789abcdef0123456789abcdef.0:";
-      while (performance.now() < end) {
-        await crypto.subtle.digest("SHA-256", enc.encode(prefix + n)); n++;
+# Hashes per second of one worker per search, interleaved rounds of ``ms`` each; the searches'
+# sources are the agent's own (frontend/pow-worker.js kitSource), WebCrypto's a loop of digests.
+HASH_RATE_SCRIPT = """async ([sources, ms, rounds]) => {
+  const prefix = "0123456789abcdef0123456789abcdef.3";
+  const search = (kit) => `const kit = ${kit};
+    onmessage = (e) => {
+      const t = performance.now(); let n = 0;
+      while (performance.now() - t < e.data) {
+        kit.findSolution("${prefix}", 64, n, 20000);
+        n += 20000;
       }
-      return n / (ms / 1000);
-    };
-    onmessage = async (e) => postMessage(await digestLoop(e.data));`;
-  const w = new Worker(URL.createObjectURL(new Blob([work])));
-  return await new Promise((r) => {
-    w.onmessage = (e) => r(e.data);
-    w.postMessage(seconds * 1000);
-  });
+      postMessage([kit.kind, n / ((performance.now() - t) / 1000)]);
+    };`;
+  const webcrypto = `onmessage = async (e) => {
+      const enc = new TextEncoder(); let n = 0; const t = performance.now();
+      while (performance.now() - t < e.data) {
+        await crypto.subtle.digest("SHA-256", enc.encode("${prefix}:" + n)); n++;
+      }
+      postMessage(["webcrypto", n / ((performance.now() - t) / 1000)]);
+    };`;
+  const workers = { wasm: search(sources.wasm), js: search(sources.js), webcrypto };
+  const out = {};
+  for (const [name, source] of Object.entries(workers)) {
+    workers[name] = new Worker(URL.createObjectURL(new Blob([source])));
+    out[name] = [];
+  }
+  for (let round = 0; round < rounds; round++) {
+    for (const name of Object.keys(out)) {
+      const [kind, rate] = await new Promise((done) => {
+        workers[name].onmessage = (e) => done(e.data);
+        workers[name].postMessage(ms);
+      });
+      if (kind !== name) throw new Error(`${name} searched with ${kind}`);
+      out[name].push(rate);
+    }
+  }
+  return out;
 }"""
+
+
+def kit_source(kind: str) -> str:
+    """The agent's search expression for a worker (``wasm`` or ``js``), from its own module."""
+    code = (
+        "import { kitSource } from './frontend/pow-worker.js';"
+        f"process.stdout.write(kitSource({json.dumps(kind)}));"
+    )
+    command = ["node", "--input-type=module", "-e", code]
+    return subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True).stdout
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--solves", type=int, default=20)
     parser.add_argument("--slow-solves", type=int, default=20, help="low tier at 6x (high: 1/4)")
+    parser.add_argument("--rate-rounds", type=int, default=7, help="1 s hash-rate rounds")
     args = parser.parse_args()
     if not (ROOT / "static" / "anteroom.js").exists():
         sys.exit("static/anteroom.js is missing: run `npm run build` first")
@@ -252,18 +311,24 @@ def main() -> None:
             plan = (
                 ("before", legacy_url, 1, 2),
                 ("low-calm", page_url, 1, 1),
+                ("low-calm-js", page_url, 1, 1),
+                ("medium-calm", page_url, 2, 2),
                 ("high-attack", page_url, 2, 4),  # most of a minute each at 6x: fewer
             )
             for slowdown, counts in ((1, args.solves), (6, args.slow_solves)):
                 for tier, url, *shares in plan:
                     runs = solves.setdefault(tier, {}).setdefault(f"{slowdown}x", [])
+                    csp = JS_ONLY_CSP if tier == "low-calm-js" else None
                     for _ in range(max(1, counts // shares[slowdown > 1])):
-                        set_tier(client, tier)
-                        runs.append(solve_once(browser, url, slowdown, tier == "before"))
+                        set_tier(client, TIER_OF.get(tier, tier))
+                        runs.append(solve_once(browser, url, slowdown, tier == "before", csp))
             context = browser.new_context(user_agent=USER_AGENT)
             page = context.new_page()
+            # The hosted page and its CSP, without the agent: no queueing, no navigation away.
+            page.route(lambda url: url.endswith("/static/hosted.js"), lambda route: route.abort())
             page.goto(page_url)
-            webcrypto_rate = page.evaluate(HASH_RATE_SCRIPT, 2)
+            sources = {kind: kit_source(kind) for kind in ("wasm", "js")}
+            rates = page.evaluate(HASH_RATE_SCRIPT, [sources, 1000, args.rate_rounds])
             context.close()
             browser.close()
     finally:
@@ -274,8 +339,9 @@ def main() -> None:
     tiers: dict[str, Any] = {}
     for tier, by_speed in solves.items():
         given = {s["tier"] for runs in by_speed.values() for s in runs}
-        assert given == {"pinned" if tier == "before" else tier}, (tier, given)
-        work = work_rule.work_for(*TIER_FACTS[tier], work_rule.Policy(pin=TIER_PINS.get(tier)))
+        assert given == {"pinned" if tier == "before" else TIER_OF.get(tier, tier)}, (tier, given)
+        facts = TIER_FACTS[TIER_OF.get(tier, tier)]
+        work = work_rule.work_for(*facts, work_rule.Policy(pin=TIER_PINS.get(tier)))
         tiers[tier] = {
             "expected_hashes": work.expected_hashes,
             "floor_hashes": work.floor_hashes,
@@ -300,22 +366,27 @@ def main() -> None:
             },
             "solves": {speed: len(runs) for speed, runs in by_speed.items()},
         }
-    verify_us = round(statistics.median(verify_costs(pow.MAX_PUZZLES)), 2)
+    verify = verify_costs(pow.MAX_PUZZLES)
+    verify_us = round(statistics.median(verify), 2)
     verify_one_us = round(statistics.median(verify_costs(1)), 2)
     low, high = tiers["low-calm"], tiers["high-attack"]
+    per_worker = {name: round(statistics.median(values)) for name, values in rates.items()}
     results = {
         "tiers": tiers,
         "low_tier": "low-calm",
         "high_tier": "high-attack",
         "high_over_low_expected": round(high["expected_hashes"] / low["expected_hashes"], 1),
         "verify_us": verify_us,
+        "verify_us_best_batch": round(min(verify), 2),
         "verify_puzzles": pow.MAX_PUZZLES,
         "verify_one_puzzle_us": verify_one_us,
         "hash_rates": {
-            "bundled_js_all_workers_per_second": round(
-                statistics.median(s["rate"] for s in solves["low-calm"]["1x"] if s["rate"])
-            ),
-            "webcrypto_one_worker_per_second": round(webcrypto_rate),
+            "per_worker_per_second": per_worker,
+            "wasm_over_js": round(per_worker["wasm"] / per_worker["js"], 2),
+            "agent_measured_all_workers_per_second": {
+                tier: round(statistics.median(s["rate"] for s in solves[tier]["1x"] if s["rate"]))
+                for tier in ("low-calm", "low-calm-js")
+            },
         },
         "targets": {
             "low_p95_ms": {"1x": 300, "6x": 1000},
@@ -344,9 +415,12 @@ def main() -> None:
 
 # The facts set_tier makes true, for the rule's own figures of each tier.
 TIER_PINS = {"before": LEGACY_BITS}
+TIER_OF = {"low-calm-js": "low-calm"}  # the same tier, searched in JS (its page refuses wasm)
+JS_ONLY_CSP = CSP.replace(" 'wasm-unsafe-eval'", "")
 TIER_FACTS = {
     "before": (work_rule.Risk(0, 0, 0), work_rule.Pressure()),
     "low-calm": (work_rule.Risk(0, 0, 0), work_rule.Pressure()),
+    "medium-calm": (work_rule.Risk(0, MEDIUM_NETWORK_IDENTIFIES, 0), work_rule.Pressure()),
     "high-attack": (
         work_rule.Risk(0, HIGH_NETWORK_IDENTIFIES, 0),
         work_rule.Pressure(identifies_per_minute=ATTACK_IDENTIFIES),

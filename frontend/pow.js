@@ -15,7 +15,8 @@ export const MAX_WORKERS = 8;
 /**
  * @typedef {{prefix: string, difficulty: number}} Puzzle
  * @typedef {{solutions: string[], hashes: number, elapsedMs: number}} Solved
- * @typedef {{signal?: AbortSignal, clock?: import("./timers.js").Clock, workers?: number}} SolveOptions
+ * @typedef {{signal?: AbortSignal, clock?: import("./timers.js").Clock, workers?: number, search?: "wasm" | "js"}} SolveOptions
+ *   `search`: the workers' SHA-256 search, WebAssembly where the page allows it (the default) or JS
  * @typedef {{solve: (puzzles: Puzzle[]) => Promise<Solved>, close: () => void}} Solver
  */
 
@@ -24,7 +25,8 @@ export const MAX_WORKERS = 8;
  * URL) that stay up for several sets of puzzles, so they start once, while the challenge is
  * still on its way, and the timing of a set counts the search, not their start. Where workers
  * or Blob URLs are missing or refused (CSP, old browser), or one fails, the puzzles left are
- * solved on the main thread in small slices. `close()` ends the workers.
+ * solved on the main thread in small slices. Each searches with WebAssembly where the page allows
+ * it (CSP 'wasm-unsafe-eval'), else in plain JS. `close()` ends the workers.
  *
  * `solve(puzzles)` finds, for each puzzle, a decimal `s` such that SHA-256(prefix + ":" + s)
  * starts with `difficulty` zero bits: the solutions in order, the hashes computed (each search
@@ -52,7 +54,7 @@ export function openSolver(options = {}) {
     let started = 0;
     const watchdog = clock.setTimeout(() => resolve(false), WORKER_START_TIMEOUT_MS);
     try {
-      url = URL.createObjectURL(new Blob([workerSource()], { type: "text/javascript" }));
+      url = URL.createObjectURL(new Blob([workerSource(options.search)], { type: "text/javascript" }));
       for (let i = 0; i < count; i++) {
         const worker = new Worker(url);
         workers.push(worker);

@@ -1,9 +1,11 @@
 /**
  * SHA-256 in plain JavaScript, and the proof-of-work search built on it.
  *
- * `sha256Kit` must stay self-contained (no reference to anything outside its body, no syntax a
- * bundler would lower into a shared helper): pow-worker.js ships its source text to a Web Worker.
+ * `sha256Kit`, `wasmKit` and `fastestKit` must stay self-contained (no reference to anything
+ * outside their bodies, no syntax a bundler would lower into a shared helper): pow-worker.js ships
+ * their source text to a Web Worker.
  */
+import { SHA256_WASM } from "./sha256-wasm.js";
 
 /**
  * @typedef {object} Sha256Kit
@@ -136,8 +138,64 @@ export function sha256Kit() {
   return { digest, findSolution };
 }
 
+/**
+ * The search of `sha256Kit` in WebAssembly (sha256.wat): the same answers, faster
+ * (bench/pow.py's hash_rates). Throws where WebAssembly is missing or refused (a CSP without
+ * 'wasm-unsafe-eval'). Prefixes too long for its memory, and counters past 2^31, go to `js`.
+ * @param {string} wasmBase64 the module (sha256-wasm.js)
+ * @param {Sha256Kit} js
+ * @returns {Sha256Kit & {kind: string}}
+ */
+export function wasmKit(wasmBase64, js) {
+  const binary = atob(wasmBase64);
+  const code = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) code[i] = binary.charCodeAt(i);
+  // Synchronous: the module is small (a few KB), which browsers allow even on the main thread.
+  const exports = new WebAssembly.Instance(new WebAssembly.Module(code), {}).exports;
+  const memory = new Uint8Array(exports.memory.buffer);
+  const PREFIX_AT = 1024;
+  let cachedChallenge = null;
+  let tail = 0;
+  let total = 0;
+  function findSolution(challenge, difficulty, from, count) {
+    if (challenge !== cachedChallenge) {
+      const prefix = new TextEncoder().encode(challenge + ":");
+      cachedChallenge = null;
+      if (PREFIX_AT + prefix.length > memory.length) return js.findSolution(challenge, difficulty, from, count);
+      memory.set(prefix, PREFIX_AT);
+      tail = exports.init(prefix.length);
+      total = prefix.length;
+      cachedChallenge = challenge;
+    }
+    if (from + count > 0x7fffffff) return js.findSolution(challenge, difficulty, from, count);
+    return exports.search(tail, total, difficulty, from, count);
+  }
+  return { digest: js.digest, findSolution, kind: "wasm" };
+}
+
+/**
+ * The fastest search this context allows: WebAssembly when given and allowed, else the JS one.
+ * @param {string} wasmBase64 the module, or "" for the JS search
+ * @param {() => Sha256Kit} makeJs sha256Kit
+ * @param {typeof wasmKit} makeWasm wasmKit
+ * @returns {Sha256Kit & {kind: string}}
+ */
+export function fastestKit(wasmBase64, makeJs, makeWasm) {
+  const js = makeJs();
+  if (wasmBase64) {
+    try {
+      return makeWasm(wasmBase64, js);
+    } catch {
+      // No WebAssembly here, or a CSP refusing it: the JS search answers the same.
+    }
+  }
+  return { ...js, kind: "js" };
+}
+
 /** @type {Sha256Kit | undefined} */
 let sharedKit;
+/** @type {Sha256Kit | undefined} */
+let sharedSearch;
 
 /**
  * SHA-256 of a string (as UTF-8) or of bytes.
@@ -149,8 +207,8 @@ export function sha256(input) {
   return sharedKit.digest(typeof input === "string" ? new TextEncoder().encode(input) : input);
 }
 
-/** @returns {Sha256Kit} the kit the main thread shares */
+/** @returns {Sha256Kit & {kind?: string}} the search the main thread shares (the fastest) */
 export function mainThreadKit() {
-  sharedKit ??= sha256Kit();
-  return sharedKit;
+  sharedSearch ??= fastestKit(SHA256_WASM, sha256Kit, wasmKit);
+  return sharedSearch;
 }

@@ -11,10 +11,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from playwright.sync_api import Request, expect
+from playwright.sync_api import Request, Route, expect
 
 from anteroom.engine import Engine
 from anteroom.sdk import verification as verify
+from anteroom.web.hosted_pages import CSP
 from helpers import TEST_KEYS, waiting_room
 from live_server import LiveServer
 
@@ -28,16 +29,41 @@ def live(module_live_server: Any) -> LiveServer:
     return module_live_server()  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("slowdown", [1, 6])
-def test_the_agent_solves_a_fitted_split_challenge(
-    stack: Stack, new_context: Any, slowdown: int
-) -> None:
+# Chromium throttles a page's CPU (CDP Emulation.setCPUThrottlingRate) but refuses to throttle
+# workers ("only supported for pages, not workers"): at 6x the page has no Worker, so the agent
+# solves on its throttled main thread, one slow core, as bench/pow.py's "6x" figures do.
+NO_WORKERS = "delete window.Worker;"
+# Whether the page's CSP lets it compile WebAssembly (the smallest module: magic and version).
+COMPILES = """() => {
+  try {
+    return new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0])) && true;
+  } catch {
+    return false;
+  }
+}"""
+
+
+def solve_in_chromium(
+    stack: Stack, new_context: Any, slowdown: int = 1, csp: str | None = None
+) -> bool:
+    """A first visit to a hosted waiting page until the visitor waits in line, checking what the
+    agent sent to /challenge and /identify; True when the page may compile WebAssembly."""
     live, engine, api_key = stack
     _, slug = waiting_room(engine, live.url, ahead=1)
     context = new_context()
     page = context.new_page()
-    if slowdown > 1:  # Chromium's budget-phone stand-in (the page's CPU; workers are exempt)
+    if slowdown > 1:  # Chromium's budget-phone stand-in
+        page.add_init_script(NO_WORKERS)
         context.new_cdp_session(page).send("Emulation.setCPUThrottlingRate", {"rate": slowdown})
+    if csp is not None:  # the hosted page as an operator's own CSP might serve it
+
+        def recast(route: Route) -> None:
+            response = route.fetch()
+            route.fulfill(
+                response=response, headers=response.headers | {"content-security-policy": csp}
+            )
+
+        page.route(re.compile(rf"/queue/{slug}\?"), recast)
     sent: dict[str, list[Any]] = {}
 
     def note(request: Request) -> None:
@@ -55,6 +81,24 @@ def test_the_agent_solves_a_fitted_split_challenge(
     assert len(fitted["measurement"]["solutions"]) == 8
     (identify,) = sent["/api/v1/identify"]
     assert "solution" not in identify and 1 <= len(identify["solutions"]) <= 16
+    return bool(page.evaluate(COMPILES))
+
+
+@pytest.mark.parametrize("slowdown", [1, 6])
+def test_the_agent_solves_a_fitted_split_challenge(
+    stack: Stack, new_context: Any, slowdown: int
+) -> None:
+    assert solve_in_chromium(stack, new_context, slowdown)  # its CSP allows the WebAssembly search
+
+
+def test_a_page_whose_csp_refuses_webassembly_still_solves_in_javascript(
+    stack: Stack, new_context: Any
+) -> None:
+    # An operator's page without 'wasm-unsafe-eval': neither it nor its workers may compile the
+    # WebAssembly search, so they search in JS; the visitor still gets in line.
+    strict = CSP.replace(" 'wasm-unsafe-eval'", "")
+    assert "wasm-unsafe-eval" not in strict
+    assert not solve_in_chromium(stack, new_context, csp=strict)
 
 
 def test_without_javascript_the_hosted_page_still_lets_the_visitor_in(

@@ -57,7 +57,8 @@ def test_a_theme_brands_that_rooms_page_only(
     ) in html
     csp = page.headers["Content-Security-Policy"]
     assert "img-src 'self' data: https://cdn.brand.example:8443;" in csp
-    assert "script-src 'self';" in csp and "style-src 'self';" in csp and "unsafe" not in csp
+    assert "script-src 'self' 'wasm-unsafe-eval';" in csp and "style-src 'self';" in csp
+    assert "unsafe-inline" not in csp and "'unsafe-eval'" not in csp
     # The colours come from a stylesheet of our own origin (no inline style under the CSP).
     link = html.split('<link rel="stylesheet" href="/queue/spring-drop/theme.css?', 1)[1]
     css = client.get("/queue/spring-drop/theme.css?" + link.split('"', 1)[0].replace("&amp;", "&"))
@@ -159,6 +160,6 @@ def test_an_operators_template_replaces_the_page_and_keeps_the_csp(
     assert '<header class="brand">&lt;Spring&gt; — Warteraum</header>' in html
     assert '<p class="brand-footer">de/ltr</p>' in html
     assert 'id="status-text"' in html and "hosted.js" in html  # the rest of the page stays
-    assert "script-src 'self';" in page.headers["Content-Security-Policy"]
+    assert "script-src 'self' 'wasm-unsafe-eval';" in page.headers["Content-Security-Policy"]
     with pytest.raises(ValueError, match="ANTEROOM_TEMPLATES_DIR"):
         create_app(settings.with_overrides(templates_dir=str(tmp_path / "missing")))

@@ -6,7 +6,10 @@ import { afterEach, describe, test } from "node:test";
 
 import { openSolver, solveChallenge, solvePuzzles } from "../../frontend/pow.js";
 import { workerSource } from "../../frontend/pow-worker.js";
-import { sha256, sha256Kit } from "../../frontend/sha256.js";
+import { fastestKit, mainThreadKit, sha256, sha256Kit, wasmKit } from "../../frontend/sha256.js";
+import { SHA256_WASM } from "../../frontend/sha256-wasm.js";
+import { assemble, moduleText } from "../../frontend/build-wasm.mjs";
+import { readFile } from "node:fs/promises";
 
 const hex = (bytes) => Buffer.from(bytes).toString("hex");
 const nodeSha256 = (data) => createHash("sha256").update(data).digest("hex");
@@ -98,6 +101,46 @@ describe("the proof-of-work search", () => {
   });
 });
 
+describe("the WebAssembly search", () => {
+  test("finds what the JS search finds, whatever the prefix's length and the counter's digits", () => {
+    const js = sha256Kit();
+    const wasm = wasmKit(SHA256_WASM, sha256Kit());
+    assert.equal(wasm.kind, "wasm");
+    // Every tail length (prefix + ":" mod 64), and counters crossing into a second block.
+    for (let length = 0; length <= 140; length++) {
+      const challenge = "p".repeat(length);
+      for (const [difficulty, from] of [[0, 0], [1, 0], [8, 0], [6, 99_990], [5, 2_147_000_000]]) {
+        const expected = js.findSolution(challenge, difficulty, from, 100_000);
+        assert.equal(wasm.findSolution(challenge, difficulty, from, 100_000), expected, `${length}, ${difficulty}, ${from}`);
+      }
+    }
+    const puzzle = "0123456789abcdef0123456789abcdef.3";
+    assert.equal(wasm.findSolution(puzzle, 12, 0, 1_000_000), bruteForce(puzzle, 12));
+    // Beyond 32 bits the second word counts too; nothing so hard is found in a short range.
+    assert.equal(wasm.findSolution(puzzle, 40, 0, 5000), -1);
+    assert.equal(wasm.findSolution(puzzle, 64, 0, 5000), -1);
+  });
+
+  test("the main thread searches with it", () => {
+    assert.equal(mainThreadKit().kind, "wasm");
+  });
+
+  test("where WebAssembly is missing or refused (a CSP without 'wasm-unsafe-eval'), the JS search answers", () => {
+    const refused = () => {
+      throw new WebAssembly.CompileError("WebAssembly.Module(): Refused to compile");
+    };
+    assert.equal(fastestKit(SHA256_WASM, sha256Kit, refused).kind, "js");
+    assert.equal(fastestKit("", sha256Kit, wasmKit).kind, "js");
+    const kit = fastestKit(SHA256_WASM, sha256Kit, refused);
+    assert.equal(kit.findSolution("pc1.k1.js.sig", 8, 0, 100_000), bruteForce("pc1.k1.js.sig", 8));
+  });
+
+  test("sha256-wasm.js is what sha256.wat assembles to (npm run build)", async () => {
+    const committed = await readFile(new URL("../../frontend/sha256-wasm.js", import.meta.url), "utf8");
+    assert.equal(committed, moduleText(await assemble()));
+  });
+});
+
 /**
  * A Worker that runs its blob: script in a vm context, like a browser's dedicated worker.
  */
@@ -115,7 +158,7 @@ class VmWorker {
       onmessage: null,
     };
     this.ready = blob.text().then((source) => {
-      vm.runInNewContext(source, { self, TextEncoder, Uint8Array, Int32Array, String, Math });
+      vm.runInNewContext(source, { self, TextEncoder, Uint8Array, Int32Array, String, Math, WebAssembly, atob });
       this.self = self;
       for (const data of this.inbox) self.onmessage({ data });
     });
@@ -131,18 +174,32 @@ class VmWorker {
   }
 }
 
+function refusing() {
+  throw new EvalError("Refused to compile or instantiate WebAssembly module because 'wasm-unsafe-eval' is not allowed");
+}
+
 describe("the Web Worker", () => {
   afterEach(() => {
     delete globalThis.Worker;
   });
 
   test("its source runs on its own and answers {ready}, then {solution}", async () => {
-    const messages = [];
-    const self = { postMessage: (data) => messages.push(data), onmessage: null };
-    vm.runInNewContext(workerSource(), { self, TextEncoder });
-    self.onmessage({ data: { prefix: "pc1.k1.worker.sig", difficulty: 10, index: 0 } });
-    assert.equal(messages[0].ready, true);
-    assert.equal(messages[1].solution, String(bruteForce("pc1.k1.worker.sig", 10)));
+    // WebAssembly where the context has it; a worker without it searches in JS, as one whose page
+    // CSP refuses to compile it does; `search: "js"` asks for JS (bench/pow.py compares them).
+    const contexts = [
+      [workerSource(), { WebAssembly, atob }, "wasm"],
+      [workerSource(), {}, "js"],
+      [workerSource(), { WebAssembly: { Module: refusing, Instance: refusing }, atob }, "js"],
+      [workerSource("js"), { WebAssembly, atob }, "js"],
+    ];
+    for (const [source, globals, kind] of contexts) {
+      const messages = [];
+      const self = { postMessage: (data) => messages.push(data), onmessage: null };
+      vm.runInNewContext(source, { self, TextEncoder, ...globals });
+      self.onmessage({ data: { prefix: "pc1.k1.worker.sig", difficulty: 10, index: 0 } });
+      assert.deepEqual({ ...messages[0] }, { ready: true, kind });
+      assert.equal(messages[1].solution, String(bruteForce("pc1.k1.worker.sig", 10)));
+    }
   });
 
   test("solveChallenge uses a Worker made from a Blob URL when it can", async () => {

@@ -20,11 +20,12 @@ from anteroom.web.http_errors import ApiError
 
 bp = Blueprint("pages", __name__)
 
-# No inline script anywhere; the agent's proof-of-work worker is started from a blob: URL.
+# No inline script anywhere; the agent's proof-of-work worker is started from a blob: URL and
+# searches in WebAssembly, which 'wasm-unsafe-eval' allows to compile (it allows no JS eval).
 CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; worker-src blob:; base-uri 'none'; form-action 'self'; "
-    "frame-ancestors 'none'"
+    "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; "
+    "img-src 'self' data:; connect-src 'self'; worker-src blob:; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'"
 )
 THEME_CSS_MAX_AGE = 3600  # its URL carries a hash of the colours, so a change is a new URL
 
