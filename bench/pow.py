@@ -274,12 +274,39 @@ def kit_source(kind: str) -> str:
     return subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True).stdout
 
 
+def verify_only() -> None:
+    """The verify figures alone, written into the last full run's pow.json (its solves kept)."""
+    out = ROOT / "bench" / "results" / "pow.json"
+    results = json.loads(out.read_text())
+    verify = verify_costs(pow.MAX_PUZZLES)
+    results |= {
+        "verify_us": round(statistics.median(verify), 2),
+        "verify_us_best_batch": round(min(verify), 2),
+        "verify_one_puzzle_us": round(statistics.median(verify_costs(1)), 2),
+        "verify_load_average_1min": round(os.getloadavg()[0], 2),
+        "verify_measured_apart": "bench/pow.py --verify-only, after the solves' run",
+    }
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(
+        f"verify {results['verify_us']} µs ({pow.MAX_PUZZLES} puzzles), "
+        f"{results['verify_one_puzzle_us']} µs (1)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--solves", type=int, default=20)
     parser.add_argument("--slow-solves", type=int, default=20, help="low tier at 6x (high: 1/4)")
     parser.add_argument("--rate-rounds", type=int, default=7, help="1 s hash-rate rounds")
+    parser.add_argument(
+        "--verify-only",
+        action="store_true",
+        help="measure only the server's verify and update those figures in pow.json",
+    )
     args = parser.parse_args()
+    if args.verify_only:
+        verify_only()
+        return
     if not (ROOT / "static" / "anteroom.js").exists():
         sys.exit("static/anteroom.js is missing: run `npm run build` first")
     data_dir = tempfile.mkdtemp(prefix="anteroom-bench-pow-")
