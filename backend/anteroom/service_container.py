@@ -47,12 +47,18 @@ class Services:
     def start_background(self) -> None:
         """Start this process's background threads unless they run (cheap; fork-safe).
 
-        The one place they start: the room directory's refresher with the room ticker, and the
-        series sampler. ``anteroom serve`` calls it as each worker boots, so a quiet room is
-        sampled too; an app served otherwise starts the refresher and ticker at its first request.
+        With :meth:`on_request`, the one place they start: the room directory's refresher with
+        the room ticker, and the series sampler. ``anteroom serve`` calls it as each worker
+        boots, so a quiet room is sampled too.
         """
-        self.directory.ensure_running()
+        self.on_request()
         self.sampler.ensure_running()
+
+    def on_request(self) -> None:
+        """What every request starts unless it runs (one check when it does): the directory's
+        refresher and the room ticker, for an app served otherwise than by ``anteroom serve``.
+        The sampler stays off the request path."""
+        self.directory.ensure_running()
 
     def stop_background(self) -> None:
         """Stop this process's background threads (the room ticker stops with the refresher)."""

@@ -107,7 +107,7 @@ def create_app(
     # Lazily, per process: gunicorn forks workers after the app may have been built. The room
     # ticker starts with the refresher; `anteroom serve` starts every thread as a worker boots
     # (Services.start_background), the series sampler included (no hook on the poll path).
-    app.before_request(services.directory.ensure_running)
+    app.before_request(services.on_request)
 
     from anteroom.web import api_docs as docs
     from anteroom.web import console, front_door, metrics, request_log

@@ -87,7 +87,7 @@ class HotPath:
         if body is None:
             return self.inner(environ, start_response)
         services: Services = self.app.extensions["anteroom"]
-        services.directory.ensure_running()  # what the app's before_request does for Flask
+        services.on_request()  # what the app's before_request does for Flask
         try:
             answer = handler(services, _fields(body, TOKEN_FIELDS[route]))
         except HandOver:
