@@ -53,6 +53,7 @@ import redis  # noqa: E402
 
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
+from anteroom.sdk.tokens import TicketClaims  # noqa: E402
 
 SIZES = (1_000, 100_000, 1_000_000)
 NEAR_HEAD = 100  # positions that run the full poll (poll_far.lua answers the others)
@@ -67,6 +68,12 @@ redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
 return {status, rank}
 """
 ROOM_CONFIG = {"name": "b", "redirectUrl": "https://x.example/", "maxWaiting": 10_000_000}
+
+
+def far_ticket(room: str, ticket: int, claims: dict[str, Any]) -> TicketClaims:
+    """A far spot's ticket claims as the views pass them: ``claims`` with the spot's own."""
+    spot = {"qr": room, "vid": f"v{ticket - 1}", "t": ticket, "g": 1, "env": "bench"}
+    return TicketClaims.from_wire(spot | claims)
 
 
 def evalsha_usec(client: redis.Redis) -> tuple[float, int]:
@@ -264,7 +271,9 @@ def bookings_at_cadence(
             claims = {"qj": "s", "qs": 10, "qk": 2**52 + ticket, "qu": now + 1}
             clock = now
             for _ in range(polls):
-                found = far_poll.answer_far(snapshot, clock, f"v{ticket - 1}", ticket, 1, claims)
+                found = far_poll.answer_far(
+                    snapshot, clock, f"v{ticket - 1}", ticket, 1, far_ticket("r", ticket, claims)
+                )
                 assert found is not None
                 answer, book = found
                 booked += book > 0
@@ -338,7 +347,9 @@ def snapshot_far_polls(
             ticks[0] = second + i / polls_per_second
             ticket = random.randrange(2_001, n + 1)
             claims = score_claims | {"qk": 2**52 + ticket, "qu": kept[i % 2]}
-            answer = engine.poll(room, f"v{ticket - 1}", ticket, 1, "s", carried=claims)
+            answer = engine.poll(
+                room, f"v{ticket - 1}", ticket, 1, "s", carried=far_ticket(room, ticket, claims)
+            )
             assert answer.position is not None and answer.position > 1_000
             polls += 1
         engine.flush_bookings()
@@ -377,7 +388,9 @@ def snapshot_far_polls(
     errors = []
     for ticket, rank in zip(sample, ranks, strict=True):
         claims = score_claims | {"qk": 2**52 + ticket, "qu": now + 10_000_000}
-        answer = engine.poll(room, f"v{ticket - 1}", ticket, 1, "s", carried=claims)
+        answer = engine.poll(
+            room, f"v{ticket - 1}", ticket, 1, "s", carried=far_ticket(room, ticket, claims)
+        )
         errors.append((answer.position or 0) - (rank + 1))
     errors.sort()
     engine.delete_room(room)

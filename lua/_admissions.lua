@@ -1,4 +1,4 @@
--- needs: _room, _spot
+-- needs: _base, _room, _spot
 -- Admissions dealt per second in a 60-slot ring (ADM), for admittedLastMinute and capacity ETAs.
 local function count_admissions(now, count)
   local second = math.floor(now / 1000)

@@ -1,4 +1,4 @@
--- needs: _admissions, _cadence
+-- needs: _base, _admissions, _cadence, _blocks, _bucket, _spot
 -- The pace of admissions (a second) and the ETA of a position: the room's rate, or, when the
 -- capacity is full, the pace admissions were seen at over the last minute (none: no honest ETA,
 -- and the cadence keeps the rate's).

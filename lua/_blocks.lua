@@ -1,11 +1,11 @@
--- needs: _bucket
+-- needs: _base
 -- The line's shape: live spots of LINE counted per block of order keys (hash BLOCKS, field =
 -- block_of(order key) -> count), kept current by every script that adds to
 -- or takes from LINE. A process reads it in one HGETALL (queue/room_snapshot.py) and tells a far
 -- spot its place from the blocks ahead of its own, without asking Redis per poll. Pool blocks
 -- ('p') sort before ticket blocks ('t'); within each, by number. Rooms count from their creation
 -- or their last close (the room's field `blkz`): older lines are not counted.
-local BLOCKS = BASE .. 'blk'
+local BLOCKS = BLK -- every script carrying this piece declares `blk` in its KEYS line
 local POST_OPEN_KEY = 4503599627370496 -- 2^52, as in enter.lua
 local TICKET_BLOCK = 1000              -- tickets per block after opening
 local POOL_BLOCK = 1099511627776       -- 2^40: 2^16 lottery numbers (of 2^28) per pool block

@@ -1,4 +1,4 @@
--- needs: _admissions, _revocations
+-- needs: _base, _admissions, _revocations, _blocks, _bucket, _expiry, _record, _room
 -- The drain's view of a waiting record, in one match and without a table per spot (it deals
 -- up to 200 a call): head "ticket|score|", score, middle "|seen|session jti|network tag|",
 -- seen, session jti, entry time ('' in records older than the wait histogram). The admitted

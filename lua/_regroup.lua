@@ -1,4 +1,4 @@
--- needs: _room, _spot
+-- needs: _room, _spot, _blocks, _bucket, _due
 -- Regrouping after a holdScore change, a bounded step at a time, every spot at its original
 -- order key. `releasing` ('rel') = '1' while held buckets under holdScore may still hold spots
 -- (a raise); `convict_key` ('cvk') is the order key a conviction pass (a lowering) has reached

@@ -1,4 +1,4 @@
--- needs: _bank, _clock
+-- needs: _base, _bank, _clock
 -- Rooms created before the poll budget was a setting: its default (poll_cadence.py's
 -- DEFAULT_POLL_BUDGET; tests/unit/test_lua_constants.py holds the two together).
 local DEFAULT_POLL_BUDGET = 5000

@@ -1,4 +1,4 @@
--- needs: _record, _expiry, _due, _bucket, _blocks
+-- needs: _base, _record, _expiry, _due, _bucket, _blocks
 local function get_spot(vid)
   local raw = redis.call('HGET', SPOTS, vid)
   if not raw then return nil end

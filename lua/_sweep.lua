@@ -1,4 +1,4 @@
--- needs: _room, _spot, _purge
+-- needs: _base, _room, _spot, _purge, _due, _expiry, _record
 -- The sweep: abandoned waiting spots and admissions past their grace minute are dropped anywhere
 -- in the line, not only where the drain reaches. A pass starts at most once a minute per room
 -- and walks SPOTS with HSCAN, a bounded step per call, so the room's ticker, enter and poll

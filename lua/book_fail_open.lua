@@ -4,8 +4,8 @@
 -- no admission that nobody will use (a ghost). A visitor whose spot is gone (or who entered
 -- during the outage) gets its slot alone; an admission already over frees its waiting spot.
 -- Not counted in `dealt`, the drain's own count: the drain dealt none of them.
--- needs: _room, _spot
--- KEYS: room spots line active bks
+-- needs: _base, _room, _spot
+-- KEYS: room spots line active bks blk
 -- ARGV: generation (the room's when the admissions were dealt), then for each admission: vid,
 --   ticket of its spot ('' when the instance knew none: an entry), ms of its life left.
 -- Reply: {booked, freed}: slots booked, spots freed.

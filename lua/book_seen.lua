@@ -2,7 +2,7 @@
 -- it due: the far poll's only write, done here on the primary instead of a whole poll.lua. The
 -- record is rewritten around its `seen` field (the fourth, in every record format) without being
 -- parsed whole.
--- needs: _clock, _due, _expiry
+-- needs: _base, _clock, _due, _expiry
 -- KEYS: room spots
 -- ARGV: vid, ticket, generation, pollAfterMs (of the far poll's answer; '' counts as 0).
 -- Reply: 1 when booked; 0 when nothing was (the spot changed meanwhile, or it was booked).

@@ -1,8 +1,8 @@
 -- Close a room: every live spot expires, the opening's counters restart, back to idle. A new
 -- generation makes every queue token of the old one answer TicketGone. The life counters
 -- (nent, nfull, nleft, nswept) and the wait histogram are kept.
--- needs: _room, _bucket, _blocks
--- KEYS: room spots line active adm bks
+-- needs: _base, _room, _bucket, _blocks
+-- KEYS: room spots line active adm bks blk
 -- ARGV: none. Reply: {'OK'} or {'ERR', 'RoomNotFound', 0}.
 local room = load_room()
 if not room then return err('RoomNotFound') end

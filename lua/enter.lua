@@ -1,7 +1,7 @@
 -- Enter the line: one spot per (room, vid); a repeated entry returns the same spot. Like poll,
 -- it carries a step of the sweep along, so a full line frees its abandoned places by itself.
--- needs: _room, _spot, _revocations, _drain, _sweep, _regroup, _answer
--- KEYS: room spots line active adm rvk bks waits
+-- needs: _base, _room, _spot, _revocations, _drain, _sweep, _regroup, _answer, _admissions, _cadence, _expiry
+-- KEYS: room spots line active adm rvk bks waits blk
 --   then, after those, the per-address limit's counters (one per window; none on a Redis
 --   Cluster, where they live on another shard and are counted apart).
 -- ARGV: vid, session jti, score (0-100), network tag ('' unless the room binds it), spent
@@ -17,7 +17,7 @@ local vid, session_jti, score, network_tag, spent =
 -- worker counting it apart agrees): every window counts the entry, over in any refuses it.
 local counters, over = tonumber(ARGV[6]) or 0, -1
 for i = 1, counters do
-  local key, limit, window = KEYS[8 + i], tonumber(ARGV[5 + 2 * i]), ARGV[6 + 2 * i]
+  local key, limit, window = KEYS[9 + i], tonumber(ARGV[5 + 2 * i]), ARGV[6 + 2 * i]
   local count = redis.call('INCRBY', key, 1)
   if count == 1 then redis.call('EXPIRE', key, window) end
   if count > limit then over = math.max(over, redis.call('TTL', key), 1) end

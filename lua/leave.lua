@@ -1,6 +1,6 @@
 -- Leave: frees a waiting spot or an admitted visitor's active slot at once. Idempotent.
 -- needs: _room, _spot
--- KEYS: room spots line active
+-- KEYS: room spots line active bks blk
 -- ARGV: vid, ticket, generation.
 -- Reply: 1 when a spot or slot was freed (counted in `nleft`), else 0.
 local vid, ticket, generation = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])

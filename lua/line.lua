@@ -1,8 +1,8 @@
 -- The first waiting spots as the drain sees them: the head of the line, merged with spots a
 -- holdScore raise released and no regrouping step has moved yet, without spots a lowering
 -- holds and no step has moved out yet.
--- needs: _room, _spot
--- KEYS: room spots line bks
+-- needs: _base, _room, _spot, _bucket
+-- KEYS: room spots line bks active blk
 -- ARGV: limit (at most 200).
 -- Reply: vid, ticket, score triples in drain order; or {'ERR', 'RoomNotFound', 0}.
 local limit = math.min(200, tonumber(ARGV[1]) or 200)

@@ -1,6 +1,6 @@
 -- Open (or resume) a room. Resuming a paused room keeps its counters, shuffle and opensAt;
 -- paused time earns nothing.
--- needs: _room
+-- needs: _base, _room
 -- KEYS: room
 -- ARGV: opensAt (epoch ms, '' for now), a fresh random seed (the pre-open lottery's).
 -- Reply: {'OK', status now} or {'ERR', 'RoomNotFound', 0}.

@@ -1,5 +1,5 @@
 -- Pause an open room: what was earned so far is booked, then the drain stops.
--- needs: _room
+-- needs: _base, _room
 -- KEYS: room
 -- ARGV: none. Reply: {'OK'} or {'ERR', 'RoomNotFound' | 'NotOpen', 0}.
 local room = load_room()

@@ -1,7 +1,7 @@
 -- Poll a spot (the full poll, on the primary): proves the visitor is still there, carries the
 -- sweep and the drain along, answers the spot's state.
--- needs: _room, _spot, _revocations, _drain, _sweep, _regroup, _answer
--- KEYS: room spots line active adm rvk bks waits
+-- needs: _base, _room, _spot, _revocations, _drain, _sweep, _regroup, _answer, _cadence, _expiry
+-- KEYS: room spots line active adm rvk bks waits blk
 -- ARGV: vid, ticket, generation, session jti (all from the signed queue token; the jti may be
 --   '' in tickets signed before tickets carried it), spent (see `limited` in _cadence.lua).
 -- Writes: last-seen only when it is due (see mark_seen, keep_for_cadence); a refused poll

@@ -5,7 +5,7 @@
 -- runs poll.lua on the primary, so the drain still runs as soon as anything is owed, whoever
 -- polls. When the spot's last-seen booking falls short (see seen_lead in _expiry.lua), its answer
 -- says so and the engine books it on the primary with the small book_seen.lua.
--- needs: _clock, _record, _due, _expiry, _revocations, _bank, _cadence
+-- needs: _base, _clock, _record, _due, _expiry, _revocations, _bank, _cadence
 -- KEYS: room spots line active rvk
 -- ARGV: vid, ticket, generation, session jti ('' in older tickets; poll.lua uses it), spent
 --   (see `limited` in _cadence.lua).

@@ -1,7 +1,7 @@
 -- Refresh an admission: a live active slot is extended by the room's admission TTL. A revoked
 -- session's admission is never extended, and its slot is freed.
--- needs: _room, _spot, _revocations, _answer
--- KEYS: room spots line active adm rvk bks
+-- needs: _base, _room, _spot, _revocations, _answer
+-- KEYS: room spots line active adm rvk bks blk waits
 -- ARGV: vid, generation ('' for any: the jti names one), admission jti, session jti (`qj` of
 --   the admission).
 -- Reply: a queue answer (see `answer` in _answer.lua) or {'ERR', code, retry s}.

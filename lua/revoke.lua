@@ -1,8 +1,8 @@
 -- Revoke a session by jti or a visitor by vid in this room. A vid's spot is dropped now; a jti's
 -- when it next polls or refreshes, or the drain meets it. `rvn` counts revocations, so an
 -- instance re-reads this hash only when it changed.
--- needs: _room, _spot, _purge
--- KEYS: room spots line active rvk
+-- needs: _base, _room, _spot, _purge
+-- KEYS: room spots line active rvk bks blk
 -- ARGV: kind ('j' or 'v'), value, lifetime ms (the longest token life: after it the entry no
 --   longer counts).
 -- Reply: 1 when a spot was dropped now, else 0.

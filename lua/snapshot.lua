@@ -1,7 +1,7 @@
 -- A process's snapshot of a room for the far poll (queue/room_snapshot.py), read at most once a
 -- second per process per room. It writes nothing (EVALSHA_RO: a replica may answer).
--- needs: _clock, _admissions, _blocks
--- KEYS: room spots line active adm rvk
+-- needs: _base, _clock, _admissions, _blocks
+-- KEYS: room spots line active adm rvk bks blk waits
 -- ARGV: the revocation count (`rvn`) the caller already holds the revocations of ('' if none).
 -- Reply: {now ms, pinned (1/0), generation, status, opensAt, rate, capacity (0: none),
 --   holdScore, abandonAfterSec, pollBudgetPerSecond, regrouping (1/0), counted (1/0: the room

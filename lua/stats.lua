@@ -1,6 +1,6 @@
 -- Live figures of a room.
--- needs: _room, _spot, _admissions
--- KEYS: room spots line active adm bks
+-- needs: _base, _room, _spot, _admissions
+-- KEYS: room spots line active adm bks blk waits
 -- ARGV: none.
 -- Reply: status, waiting, held, active, admittedLastMinute, dealtTotal, opensAt ms, tickets
 --   dealt, peak active, now ms; or {'ERR', 'RoomNotFound', 0}.

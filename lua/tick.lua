@@ -2,8 +2,8 @@
 -- moves and abandoned spots go even when nobody near the head polls. Every instance's ticker
 -- calls it about once a second per open room; the `tick` field (room clock, ms) makes only the
 -- first call of each interval work, so N instances run it once per room per interval.
--- needs: _room, _drain, _sweep, _regroup
--- KEYS: room spots line active adm rvk bks waits
+-- needs: _base, _room, _drain, _sweep, _regroup, _clock
+-- KEYS: room spots line active adm rvk bks waits blk
 -- ARGV: interval (ms).
 -- Reply: {ran (1 when this call worked, else 0), now (ms, room clock), dealt, swept}.
 local every = tonumber(ARGV[1]) or 1000

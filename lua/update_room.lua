@@ -1,8 +1,8 @@
 -- Change configuration fields. A rate change first books the time elapsed at the old rate, so
 -- it never causes a burst. A holdScore change regroups the line: a first bounded step now (a
 -- whole line of up to REGROUP_STEP spots), the rest carried along by the ticker, enter and poll.
--- needs: _room, _regroup
--- KEYS: room spots line bks
+-- needs: _base, _room, _regroup, _bank
+-- KEYS: room spots line bks active blk
 -- ARGV: field, value, ... (validated by Python).
 -- Reply: {'OK'} or {'ERR', 'RoomNotFound', 0}.
 local room = load_room()

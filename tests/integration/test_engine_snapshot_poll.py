@@ -19,6 +19,7 @@ from anteroom.queue import room_engine as eng
 from anteroom.queue.far_poll import EXACT_WITHIN
 from anteroom.queue.line_blocks import block_of
 from anteroom.queue.redis_link import connect
+from anteroom.sdk.tokens import TicketClaims
 from helpers import make_room
 
 pytestmark = pytest.mark.redis
@@ -55,9 +56,20 @@ class Calls:
         return self.ops[mark:]
 
 
-def claims(answer: QueueAnswer) -> dict[str, Any]:
+def claims(room: str, vid: str, answer: QueueAnswer) -> TicketClaims:
     """What the ticket the web layer signs for ``answer`` carries (queue_answers.queue_token)."""
-    return {"qj": answer.session_jti, "qs": answer.score} | answer.ticket_claims
+    assert answer.ticket is not None
+    return TicketClaims(
+        room_id=room,
+        visitor_id=vid,
+        ticket=answer.ticket,
+        generation=answer.generation,
+        environment="test",
+        session_id=answer.session_jti,
+        score=answer.score,
+        order_key=answer.order_key,
+        kept_until=answer.kept_until_ms,
+    )
 
 
 @pytest.fixture
@@ -83,7 +95,12 @@ def line(engine: Engine, clock: FakeClock) -> tuple[str, dict[str, QueueAnswer]]
 def far_poll(engine: Engine, room: str, vid: str, answer: QueueAnswer) -> QueueAnswer:
     assert answer.ticket is not None
     return engine.poll(
-        room, vid, answer.ticket, answer.generation, answer.session_jti, carried=claims(answer)
+        room,
+        vid,
+        answer.ticket,
+        answer.generation,
+        answer.session_jti,
+        carried=claims(room, vid, answer),
     )
 
 
@@ -123,7 +140,8 @@ def test_the_front_and_old_tickets_go_to_redis(
     assert calls.since(0) == ["snapshot", "poll"]  # exact, in one round trip
     mark = len(calls.ops)
     old = answers["v2500"]
-    engine.poll(room, "v2500", old.ticket or 0, 1, old.session_jti, carried={"qj": "s1500"})
+    no_far = TicketClaims(room, "v2500", old.ticket or 0, 1, "test", session_id="s1500")
+    engine.poll(room, "v2500", old.ticket or 0, 1, old.session_jti, carried=no_far)
     assert calls.since(mark) == ["poll_far"]  # a ticket without qk/qu: as before
 
 

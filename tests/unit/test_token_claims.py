@@ -48,6 +48,26 @@ def test_ticket_claims_by_name() -> None:
     assert claims.to_wire() == TICKET_WIRE  # `qn` goes out as 1, as the poll's router reads it
 
 
+def test_a_far_tickets_order_key_and_kept_until_by_name() -> None:
+    # The far poll answers from these two (queue/far_poll.py); a ticket without them (an entry's,
+    # a near spot's) sends neither.
+    far = TicketClaims.from_wire(
+        TICKET_WIRE | {"qk": 4_503_599_627_370_538, "qu": 1_700_000_500_000}
+    )
+    assert (far.order_key, far.kept_until) == (4_503_599_627_370_538, 1_700_000_500_000)
+    assert far.to_wire() == TICKET_WIRE | {"qk": 4_503_599_627_370_538, "qu": 1_700_000_500_000}
+    near = TicketClaims.from_wire(TICKET_WIRE)
+    assert near.order_key is None and near.kept_until is None
+
+
+def test_claims_read_from_the_wire_are_the_claims_built_by_name_and_stay_frozen() -> None:
+    read = TicketClaims.from_wire({"qr": "r1", "vid": "v1", "t": 42, "g": 3, "env": "shop"})
+    built = TicketClaims(room_id="r1", visitor_id="v1", ticket=42, generation=3, environment="shop")
+    assert read == built and hash(read) == hash(built)
+    with pytest.raises(AttributeError):
+        read.ticket = 7  # type: ignore[misc]
+
+
 def test_admission_claims_by_name() -> None:
     claims = AdmissionClaims.from_wire(ADMISSION_WIRE)
     assert (claims.room_slug, claims.room_id, claims.admission_id) == ("drop", "r1", "a1")

@@ -13,6 +13,7 @@ from anteroom.identity import work_rule
 from anteroom.identity.dependencies import IdentityServices
 from anteroom.identity.signal_rules import Evidence, assess
 from anteroom.queue import lua_scripts as scripts
+from anteroom.queue import revocations
 from anteroom.sdk import tokens
 
 CHALLENGE_TTL_SEC = 120
@@ -238,20 +239,15 @@ def is_revoked(services: IdentityServices, environment: str, jti: str, vid: str)
 
     Revocations live in each room's own store (every room of the environment holds every one,
     see :mod:`anteroom.revocation`); all rooms are asked in one pipelined round trip, so a room
-    that missed one (created while it was made) cannot hide it.
+    that missed one (created while it was made) cannot hide it. Each room judges its entries on
+    its own clock (queue/revocations.py), as its scripts do.
     """
-    now_ms = int(time.time() * 1000)
-    fields = [f"j:{jti}", f"v:{vid}"]
 
-    def read() -> list[list[str | None]]:
+    def read() -> bool:
         room_ids = list(services.engine.list_rooms(environment).values())
-        pipe = services.redis.pipeline(transaction=False)
-        for room_id in room_ids:
-            pipe.hmget(services.keys.room_keys(room_id)["rvk"], fields)
-        return pipe.execute() if room_ids else []
+        return revocations.revoked_in_rooms(services.redis, services.keys, room_ids, vid, jti)
 
-    rows = services.breaker.call(read)
-    return any(until is not None and int(until) > now_ms for row in rows for until in row)
+    return bool(services.breaker.call(read))
 
 
 def session_claims(

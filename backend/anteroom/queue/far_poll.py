@@ -27,12 +27,12 @@ visitor books every other poll and one that left is swept at most about 5 I afte
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 from anteroom.queue.poll_cadence import poll_after, seen_lead_ms
 from anteroom.queue.room_snapshot import RoomSnapshot
 from anteroom.queue.script_replies import QueueAnswer
+from anteroom.sdk.tokens import TicketClaims
 
 EXACT_WITHIN = 1_000  # places answered exactly by Redis
 MAX_ADMIT = 200  # admissions per script call (lua/_admissions.lua)
@@ -45,8 +45,8 @@ class Gone(Exception):
     """The ticket's generation is over: ``TicketGone``."""
 
 
-def _claim_int(claims: Mapping[str, Any], name: str) -> int | None:
-    value = claims.get(name)
+def _claim_int(value: Any) -> int | None:
+    # Signed by this service, but a claim of an older format must not become a position.
     if isinstance(value, bool) or not isinstance(value, int):
         return None
     return value
@@ -58,16 +58,16 @@ def answer_far(
     vid: str,
     ticket: int,
     generation: int,
-    claims: Mapping[str, Any],
+    claims: TicketClaims,
 ) -> tuple[QueueAnswer, int] | None:
     """The waiting answer and the last-seen lead to book (ms, 0: none), or None for Redis."""
-    order_key, kept_until = _claim_int(claims, "qk"), _claim_int(claims, "qu")
-    score = _claim_int(claims, "qs")
+    order_key, kept_until = _claim_int(claims.order_key), _claim_int(claims.kept_until)
+    score = _claim_int(claims.score)
     if snapshot is None or order_key is None or kept_until is None or score is None:
         return None
     if generation < snapshot.generation:
         raise Gone()
-    session_jti = str(claims.get("qj") or "")
+    session_jti = claims.session_id or ""
     if (
         generation > snapshot.generation
         or not snapshot.counted
@@ -119,7 +119,7 @@ def answer_far(
         generation=generation,
         admission=None,
         session_jti=session_jti,
-        network_tag=str(claims.get("qi") or ""),
+        network_tag=claims.network_tag or "",
         score=score,
         order_key=order_key,
         kept_until_ms=kept_until,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from anteroom.queue import revocations
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.process_thread import ProcessThread
 from anteroom.queue.redis_link import Breaker, StorageUnavailable
@@ -102,6 +103,8 @@ class Known:
     revoked: dict[str, dict[str, int]] = field(default_factory=dict)  # room id → field → until
     revision: dict[str, str] = field(default_factory=dict)  # room id → its `rvn`
     slugs: dict[tuple[str, str], str] = field(default_factory=dict)  # (env, slug) → room id
+    # room id → (clock offset, pinned clock) ms: revocations are judged on the room's clock
+    clocks: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The snapshot's content."""
@@ -112,6 +115,7 @@ class Known:
             "publicKeys": self.public_keys,
             "revoked": self.revoked,
             "revision": self.revision,
+            "clocks": {k: list(v) for k, v in self.clocks.items()},
         }
 
     @classmethod
@@ -129,6 +133,8 @@ class Known:
             },
             revision={str(k): str(v) for k, v in data["revision"].items()},
             slugs={(r["environment"], r["slug"]): i for i, r in rooms.items()},
+            # Snapshots written before clocks were kept: every room on the server's clock.
+            clocks={str(k): (int(v[0]), int(v[1])) for k, v in data.get("clocks", {}).items()},
         )
 
 
@@ -200,10 +206,17 @@ class RoomDirectory:
         return self.known.public_keys.get(public_key)
 
     def is_revoked(self, room_id: str, jti: str, vid: str, now_ms: int | None = None) -> bool:
-        """True when the session ``jti`` or the visitor ``vid`` was revoked as last read."""
-        entries = self.known.revoked.get(room_id, {})
-        now = int(self.clock() * 1000) if now_ms is None else now_ms
-        return any(entries.get(f, 0) > now for f in (f"j:{jti}" if jti else "", f"v:{vid}"))
+        """True when the session ``jti`` or the visitor ``vid`` was revoked as last read.
+
+        Judged at ``now_ms`` on the room's clock: by default, this process's clock moved by the
+        room's offset (or its pinned time) as last read, since Redis may be out of reach.
+        """
+        known = self.known
+        if now_ms is None:
+            now_ms = revocations.room_now_ms(
+                int(self.clock() * 1000), *known.clocks.get(room_id, (0, 0))
+            )
+        return revocations.is_revoked(known.revoked.get(room_id, {}), vid, jti, now_ms)
 
     # -- the background round -----------------------------------------------------------------
 
@@ -257,6 +270,7 @@ class RoomDirectory:
         rooms: dict[str, dict[str, Any]] = {}
         revision: dict[str, str] = {}
         revoked: dict[str, dict[str, int]] = {}
+        clocks: dict[str, tuple[int, int]] = {}
         for env in envs:
             ids = list(self.redis.hgetall(self.keys.env_rooms(env)).values())
             pipe = self.redis.pipeline(transaction=False)
@@ -267,6 +281,8 @@ class RoomDirectory:
                 if not raw or raw.get("env") != env:
                     continue  # deleted between the two reads
                 rooms[room_id] = room_from_stored(raw)
+                offset, pinned = (raw.get(f) for f in revocations.CLOCK_FIELDS)
+                clocks[room_id] = (int(offset or 0), int(pinned or 0))
                 revision[room_id] = raw.get("rvn", "0")
                 if room_id in old.revoked and old.revision.get(room_id) == revision[room_id]:
                     revoked[room_id] = old.revoked[room_id]
@@ -279,7 +295,7 @@ class RoomDirectory:
                 for room_id, raw in zip(changed, pipe.execute(), strict=True):
                     revoked[room_id] = {f: int(u) for f, u in raw.items()}
         slugs = {(r["environment"], r["slug"]): i for i, r in rooms.items()}
-        return Known(self.clock(), rooms, public_keys, revoked, revision, slugs)
+        return Known(self.clock(), rooms, public_keys, revoked, revision, slugs, clocks)
 
     def _save(self, known: Known) -> None:
         if self.snapshot is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import redis
@@ -35,6 +35,7 @@ from anteroom.queue.script_replies import (
     tick_result,
 )
 from anteroom.queue.seen_bookings import SeenBookings
+from anteroom.sdk.tokens import TicketClaims
 
 # Spots this close to the front are answered by the full poll (lua/poll_far.lua's NEAR_HEAD;
 # tests/unit/test_lua_constants.py fails when the two differ).
@@ -343,7 +344,7 @@ class Engine:
         generation: int,
         session_jti: str = "",
         near_head: bool = False,
-        carried: Mapping[str, Any] | None = None,
+        carried: TicketClaims | None = None,
     ) -> QueueAnswer:
         """Poll a spot named by its (signed) ticket.
 
@@ -351,10 +352,10 @@ class Engine:
         ``near_head`` (the spot was last seen within ``NEAR_HEAD`` of the front, or held) goes
         straight to the full poll, which the small far poll would only hand it on to: one round
         trip instead of two. Either way the answer is the full poll's whenever it must be.
-        ``carried``: the ticket's claims; with a ticket that carries ``qk`` and ``qu`` (see
-        ``QueueAnswer.ticket_claims``) a far spot is answered from this process's snapshot of
-        the room, at no Redis cost per poll (far_poll.py says when, and what holds), and any
-        other spot by the full poll alone: one round trip.
+        ``carried``: the ticket's claims; with a ticket that carries its ``order_key`` and
+        ``kept_until`` a far spot is answered from this process's snapshot of the room, at no
+        Redis cost per poll (far_poll.py says when, and what holds), and any other spot by the
+        full poll alone: one round trip.
         """
         if carried is not None and not near_head:
             answer = self._poll_from_snapshot(room_id, vid, ticket, generation, carried)
@@ -362,7 +363,7 @@ class Engine:
                 return answer
             # What the snapshot leaves to the scripts (the front, a revocation, a hold ...)
             # mostly needs the full poll: one round trip, rather than the far poll's two.
-            near_head = "qk" in carried
+            near_head = carried.order_key is not None
         args = (vid, ticket, generation, session_jti, self.polls.spent(room_id, vid))
         if not near_head:
             # The common case, far from the head: read-only, so it may run on a replica.
@@ -385,7 +386,7 @@ class Engine:
         return int(booked), int(freed)
 
     def _poll_from_snapshot(
-        self, room_id: str, vid: str, ticket: int, generation: int, carried: Mapping[str, Any]
+        self, room_id: str, vid: str, ticket: int, generation: int, carried: TicketClaims
     ) -> QueueAnswer | None:
         """The far poll answered from the room's snapshot, or None: ask the scripts."""
         if self.bookings.is_gone(room_id, vid, ticket):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import ipaddress
@@ -362,38 +363,57 @@ def _claim(wire: str, default: Any = MISSING, *, flag: Any = None) -> Any:
     return field(default=default, metadata={"wire": wire, "flag": flag})
 
 
+@functools.cache
+def _layout(cls: type) -> tuple[tuple[str, str, Any, bool], ...]:
+    """(field, wire name, flag, required) of each field of ``cls``: read once, as a ticket's
+    claims are translated on every poll."""
+    return tuple(
+        (f.name, f.metadata["wire"], f.metadata["flag"], f.default is MISSING) for f in fields(cls)
+    )
+
+
+@functools.cache
+def _defaults(cls: type) -> dict[str, Any]:
+    """The optional fields of ``cls`` and their defaults."""
+    return {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+
+
 class _Claims:
     """The translation shared by the typed claims (a mixin of the frozen dataclasses below)."""
 
     def to_wire(self) -> dict[str, Any]:
         """The claims to sign, under their short names; unset optional claims left out."""
         wire: dict[str, Any] = {}
-        for f in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
-            if f.metadata["flag"] is not None:
-                value = f.metadata["flag"] if value else None
+        for name, wire_name, flag, _ in _layout(type(self)):
+            value = getattr(self, name)
+            if flag is not None:
+                value = flag if value else None
             if value is None:
                 continue
-            wire[f.metadata["wire"]] = list(value) if isinstance(value, tuple) else value
+            wire[wire_name] = list(value) if isinstance(value, tuple) else value
         return wire
 
     @classmethod
     def from_wire(cls, claims: Mapping[str, Any]) -> Self:
         """The claims of a verified token by name; MalformedToken if a required one is absent."""
-        values: dict[str, Any] = {}
-        for f in fields(cls):  # type: ignore[arg-type]
-            name = f.metadata["wire"]
-            if name not in claims:
-                if f.default is MISSING:
-                    raise MalformedToken(f"the {name!r} claim is missing")
+        values = dict(_defaults(cls))
+        for name, wire_name, flag, required in _layout(cls):
+            if wire_name not in claims:
+                if required:
+                    raise MalformedToken(f"the {wire_name!r} claim is missing")
                 continue
-            value = claims[name]
-            if f.metadata["flag"] is not None:
-                value = value == f.metadata["flag"]
+            value = claims[wire_name]
+            if flag is not None:
+                value = value == flag
             elif isinstance(value, list):
                 value = tuple(value)
-            values[f.name] = value
-        return cls(**values)
+            values[name] = value
+        # Every field is set here (required ones checked, optional ones defaulted): filled in
+        # directly, as the frozen dataclass's __init__ (one object.__setattr__ per field) cost a
+        # ticket's poll more than reading its claims.
+        claims = object.__new__(cls)
+        claims.__dict__.update(values)
+        return claims
 
 
 @dataclass(frozen=True)
@@ -426,6 +446,10 @@ class TicketClaims(_Claims):
     score: int | None = _claim("qs", None)  # the spot's session score
     network_tag: str | None = _claim("qi", None)  # bindIp rooms: the network it entered from
     near_head: bool = _claim("qn", False, flag=1)  # a routing hint for the next poll only
+    # For the far poll from a snapshot (queue/far_poll.py), both or neither: the spot's order key
+    # in the line, and until when it is surely kept if unpolled (ms, room clock).
+    order_key: int | None = _claim("qk", None)
+    kept_until: int | None = _claim("qu", None)
     issued_at: int | None = _claim("iat", None)
     expires_at: int | None = _claim("exp", None)
 

@@ -156,10 +156,14 @@ def _checked(services: Services, api_key: str, token: str, kind: str) -> dict[st
 
 def _poll(services: Services, fields: tuple[str, str]) -> Answer:
     """As ``visitor_api.poll``, while Redis answers."""
-    claims = _checked(services, *fields, tokens.TICKET)
-    qr, vid, t, g = claims["qr"], claims["vid"], claims["t"], claims["g"]
-    near, qj = claims.get("qn") == 1, str(claims.get("qj", ""))
-    call = lambda: services.engine.poll(qr, vid, t, g, qj, near, claims)  # noqa: E731
+    try:
+        claims = tokens.TicketClaims.from_wire(_checked(services, *fields, tokens.TICKET))
+    except tokens.TokenError:
+        raise HandOver() from None  # the views word the refusal
+    qr, vid, qj = claims.room_id, claims.visitor_id, claims.session_id or ""
+    call = lambda: services.engine.poll(  # noqa: E731
+        qr, vid, claims.ticket, claims.generation, qj, claims.near_head, claims
+    )
     return _answer(services, qr, vid, call, (fields[1], claims))
 
 
@@ -175,7 +179,7 @@ def _answer(
     room_id: str,
     vid: str,
     call: Callable[[], Any],
-    polled: tuple[str, dict[str, Any]] | None = None,
+    polled: tuple[str, tokens.TicketClaims] | None = None,
 ) -> Answer:
     """The engine's answer for the room, rendered as the views render it (``polled``: the
     ticket polled and its claims, see ``queue_answers.queue_token``)."""

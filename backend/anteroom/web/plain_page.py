@@ -89,16 +89,19 @@ def _poll(s: Services, env: str, room: dict[str, Any]) -> dict[str, Any] | None:
     if not ticket:
         return None
     try:
-        claims = tokens.decode(s.keyring, ticket, tokens.TICKET)
+        claims = tokens.TicketClaims.from_wire(tokens.decode(s.keyring, ticket, tokens.TICKET))
     except tokens.TokenError:
         return None
-    if claims.get("env") != env or claims.get("qr") != room["id"]:
+    if claims.environment != env or claims.room_id != room["id"]:
         return None
-    qr, vid, t, g = claims["qr"], claims["vid"], claims["t"], claims["g"]
-    near = claims.get("qn") == 1
+    qr, vid, qj = claims.room_id, claims.visitor_id, claims.session_id or ""
     try:
         answer = visitor.engine_call(
-            s, lambda: s.engine.poll(qr, vid, t, g, str(claims.get("qj", "")), near, claims), qr
+            s,
+            lambda: s.engine.poll(
+                qr, vid, claims.ticket, claims.generation, qj, claims.near_head, claims
+            ),
+            qr,
         )
     except ApiError as exc:
         if exc.code in (401, 410):  # gone or revoked: a new visit starts afresh

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from anteroom.queue import room_engine as eng
@@ -121,7 +121,7 @@ def queue_token(
     services: Services,
     vid: str,
     answer: QueueAnswer,
-    polled: tuple[str, dict[str, Any]] | None = None,
+    polled: tuple[str, tokens.TicketClaims] | None = None,
 ) -> str:
     """The signed ticket a visitor polls with (the ticket number alone authorizes nothing).
 
@@ -134,25 +134,43 @@ def queue_token(
     """
     now = int(time.time())
     life = queue_token_life(room)
-    claims = {"qr": room["id"], "vid": vid, "t": answer.ticket, "g": answer.generation}
-    claims |= {"env": room["environment"], "qj": answer.session_jti, "qs": answer.score}
-    if answer.network_tag:
-        claims["qi"] = answer.network_tag
-    claims |= answer.ticket_claims  # the far poll's order key and kept-until (far_poll.py)
-    if answer.position is None or answer.position <= eng.NEAR_HEAD:
-        claims["qn"] = 1  # near the head (or held): its next poll goes straight to the full poll
-    if polled is not None and _says_the_same(polled[1], claims, now + life // 2):
+    # The far poll's order key and kept-until (far_poll.py) go together or not at all.
+    far = answer.order_key is not None and answer.kept_until_ms is not None
+    values = {
+        "room_id": room["id"],
+        "visitor_id": vid,
+        "ticket": answer.ticket,
+        "generation": answer.generation,
+        "environment": room["environment"],
+        "session_id": answer.session_jti,
+        "score": answer.score,
+        "network_tag": answer.network_tag or None,
+        # near the head (or held): its next poll goes straight to the full poll
+        "near_head": answer.position is None or answer.position <= eng.NEAR_HEAD,
+        "order_key": answer.order_key if far else None,
+        "kept_until": answer.kept_until_ms if far else None,
+    }
+    if polled is not None and _says_the_same(polled[1], values, now + life // 2):
         return polled[0]
-    claims |= {"iat": now, "exp": now + life}
-    return tokens.sign(services.keyring, tokens.TICKET, claims)
+    claims = tokens.TicketClaims(**values, issued_at=now, expires_at=now + life)
+    return tokens.sign(services.keyring, tokens.TICKET, claims.to_wire())
 
 
-def _says_the_same(old: dict[str, Any], claims: dict[str, Any], lasts_until: int) -> bool:
-    """Whether a ticket's claims are ``claims`` plus its times, and it lasts until then."""
-    exp = old.get("exp")
-    if type(exp) is not int or exp < lasts_until or len(old) != len(claims) + 2:
+# Every claim of a ticket but its times, with its default: what a ticket reused must say.
+_SAID = {f.name: f.default for f in fields(tokens.TicketClaims)}
+del _SAID["issued_at"], _SAID["expires_at"]
+
+
+def _says_the_same(old: tokens.TicketClaims, values: dict[str, Any], lasts_until: int) -> bool:
+    """Whether a ticket says what ``values`` (claims by name) say, and lasts until then.
+
+    Compared by name rather than through a new TicketClaims: most far polls reuse their ticket,
+    and building the claims cost more than comparing them.
+    """
+    exp = old.expires_at
+    if type(exp) is not int or exp < lasts_until or old.issued_at is None:
         return False
-    return "iat" in old and all(old.get(name) == value for name, value in claims.items())
+    return all(getattr(old, name) == values.get(name, d) for name, d in _SAID.items())
 
 
 def render(
@@ -160,7 +178,7 @@ def render(
     room: dict[str, Any],
     vid: str,
     answer: QueueAnswer,
-    polled: tuple[str, dict[str, Any]] | None = None,
+    polled: tuple[str, tokens.TicketClaims] | None = None,
 ) -> tuple[dict[str, Any], int | None]:
     """A queue answer as JSON, and the Retry-After it asks for (None when not waiting);
     ``polled``: the ticket polled and its claims (see ``queue_token``)."""
@@ -308,21 +326,26 @@ def spot_admission_jti(room_id: str, generation: int, ticket: int) -> str:
     return hashlib.sha1(f"{room_id}:{generation}:{ticket}".encode()).hexdigest()[:16]
 
 
-def ticket_binding(room: dict[str, Any], claims: dict[str, Any], network_tag: str) -> Binding:
+def ticket_binding(room: dict[str, Any], claims: tokens.TicketClaims, network_tag: str) -> Binding:
     """The binding a queue token proves offline, or Unavailable / TicketGone when it proves none.
 
     Only tokens that expire and carry the session binding and score count (older ones would be
     replayable for ever). A ticket of an older generation than the room's is gone for sure.
     """
-    if not all(k in claims for k in ("exp", "qj", "qs")):
+    if claims.expires_at is None or claims.session_id is None or claims.score is None:
         raise errors.Unavailable(retry_after=UNAVAILABLE_RETRY_SEC)
-    if int(claims["g"]) < int(room.get("generation", 0)):
+    generation = int(claims.generation)
+    if generation < int(room.get("generation", 0)):
         raise errors.TicketGone()
     # The network the spot entered from, like a normal admission; the poller's when unknown.
-    tag = str(claims.get("qi") or network_tag)
-    ticket, generation = int(claims["t"]), int(claims["g"])
+    tag = str(claims.network_tag or network_tag)
     return Binding(
-        str(claims["qj"]), str(claims["vid"]), int(claims["qs"]), tag, ticket, generation
+        str(claims.session_id),
+        str(claims.visitor_id),
+        int(claims.score),
+        tag,
+        int(claims.ticket),
+        generation,
     )
 
 

@@ -238,24 +238,30 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
 @bp.post("/queue/poll")
 @visitor_call(TicketRequest, token="ticket")
 def poll(call: Call[TicketRequest]) -> ResponseReturnValue:
-    s, claims = call.services, call.claims
+    s = call.services
+    try:
+        claims = tokens.TicketClaims.from_wire(call.claims)
+    except tokens.TokenError:
+        raise errors.TokenInvalid() from None
     room = None
     try:
-        room = visitor.room_by_id(s, claims["qr"])
-        qr, vid, t, g = claims["qr"], claims["vid"], claims["t"], claims["g"]
-        near = claims.get("qn") == 1
+        room = visitor.room_by_id(s, claims.room_id)
+        qr, qj = claims.room_id, claims.session_id or ""
         answer = visitor.engine_call(
             s,
-            lambda: s.engine.poll(qr, vid, t, g, str(claims.get("qj", "")), near, claims),
+            lambda: s.engine.poll(
+                qr, claims.visitor_id, claims.ticket, claims.generation, qj, claims.near_head,
+                claims,
+            ),
             qr,
-        )
+        )  # fmt: skip
     except StorageUnavailable:
         # The spot is still in Redis; a fail-open room lets its visitor in meanwhile, bound as
         # a normal admission would be, from what the ticket carries (no Redis needed).
         room = visitor.usable_offline(room)
         tag = _network_tag(s, room)
         return reply(*visitor.fail_open(s, room, visitor.ticket_binding(room, claims, tag)))
-    return reply(*visitor.render(s, room, claims["vid"], answer, (call.body.ticket, claims)))
+    return reply(*visitor.render(s, room, claims.visitor_id, answer, (call.body.ticket, claims)))
 
 
 @bp.post("/queue/leave")
