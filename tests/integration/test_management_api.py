@@ -330,8 +330,15 @@ def test_a_config_change_reaches_the_visitor_api_of_this_instance_at_once(
     visitor = Visitor(client, keys["prod"].public_key)
     visitor.identify()
     assert visitor.enter("spring-drop").json["roomName"] == "Spring drop"
+    # The rooms directory's copy, current and answering requests, holds the old name.
+    directory = client.application.extensions["anteroom"].directory
+    directory.refresh_once()
+    assert directory.current() is not None
     op.patch(room["id"], {"name": "Renamed"})
     assert visitor.poll().json["roomName"] == "Renamed"
+    assert visitor.enter("spring-drop").json["roomName"] == "Renamed"
+    directory.refresh_once()  # a round begun after the change: current again, renamed
+    assert directory.current() is not None and visitor.poll().json["roomName"] == "Renamed"
 
 
 def test_a_json_body_without_a_json_content_type_is_read(op: Operator) -> None:

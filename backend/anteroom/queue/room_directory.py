@@ -174,6 +174,10 @@ class RoomDirectory:
         self.companions: list[Callable[[], None]] = []
         self._stop = threading.Event()
         self._round_done = threading.Condition()
+        # When the copy in hand began to be read, and when this process last changed what it
+        # holds: a copy read before a change made here is not current (see outdated).
+        self._read_since = 0.0
+        self._outdated_at = -1.0
         self._load_snapshot()
 
     # -- lookups (never touch Redis) ---------------------------------------------------------
@@ -189,7 +193,15 @@ class RoomDirectory:
         known = self.known
         if self.clock() - known.at > self.interval + CURRENT_SLACK_SEC:
             return None
+        if self._read_since <= self._outdated_at:
+            return None  # read before a change this process made: not until the next round
         return known
+
+    def outdated(self) -> None:
+        """This process changed a room or key: until a round begun after now completes, the
+        request path reads Redis (through its short cache) instead of this copy, so this
+        instance's visitor API sees the change at once."""
+        self._outdated_at = self.clock()
 
     def room_by_slug(self, env: str, slug: str) -> dict[str, Any] | None:
         """The configuration of room ``slug`` of ``env`` as last read, or None."""
@@ -250,6 +262,7 @@ class RoomDirectory:
 
     def refresh_once(self) -> None:
         """One round: read everything through the breaker, then keep and save it."""
+        started = self.clock()
         try:
             known = self.breaker.call(self._read)
         except Exception:
@@ -257,7 +270,7 @@ class RoomDirectory:
                 self.failed += 1
                 self._round_done.notify_all()
             raise
-        self.known = known
+        self.known, self._read_since = known, started
         self._save(known)
         with self._round_done:
             self.rounds += 1

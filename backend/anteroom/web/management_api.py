@@ -157,6 +157,7 @@ def forget(room: dict[str, Any]) -> None:
     cache = services().rooms
     cache.forget(("id", room["id"]))
     cache.forget(("slug", room["environment"], room["slug"]))
+    services().directory.outdated()
 
 
 def engine_call(fn: Callable[[], T]) -> T:
