@@ -290,12 +290,12 @@ def test_several_windows_and_bad_limit_strings(
 
 def test_requests_no_limit_applies_to_run_no_limiter_hook(app: Flask) -> None:
     # flask-limiter's extension hooked every request (the poll included) for ~170 µs of nothing;
-    # the limits are charged by the three views that have one, and app-wide only the room
-    # directory's start-up check and the Prometheus counting (~20 µs, in memory) run.
+    # the limits are charged by the three views that have one, and app-wide only the check that
+    # the background threads run (Services.on_request) and the Prometheus counting (~20 µs).
     hooks = [*app.before_request_funcs.get(None, []), *app.after_request_funcs.get(None, [])]
     hooks += app.teardown_request_funcs.get(None, [])
     assert [getattr(hook, "__qualname__", repr(hook)) for hook in hooks] == [
-        "RoomDirectory.ensure_running",
+        "Services.on_request",
         "_started",
         "_observed",
     ]
