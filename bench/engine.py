@@ -278,7 +278,7 @@ def bookings_at_cadence(
                 answer, book = found
                 booked += book > 0
                 answered += 1
-                claims = claims | answer.ticket_claims
+                claims = claims | {"qk": answer.order_key, "qu": answer.kept_until_ms}
                 clock += answer.poll_after_ms
     finally:
         far_poll.BOOK_INTERVALS_AHEAD = was

@@ -39,16 +39,9 @@ class QueueAnswer:
     network_tag: str = ""
     score: int = 0
     # A waiting spot's order key in the line and when it is kept until if unpolled (ms, room
-    # clock): its ticket carries them (``ticket_claims``) for the far poll from a snapshot.
+    # clock): its ticket carries them (TicketClaims.order_key, kept_until) for the far poll.
     order_key: int | None = None
     kept_until_ms: int | None = None
-
-    @property
-    def ticket_claims(self) -> dict[str, int]:
-        """Claims the next ticket should carry for the far poll (``qk``, ``qu``); may be empty."""
-        if self.order_key is None or self.kept_until_ms is None:
-            return {}
-        return {"qk": self.order_key, "qu": self.kept_until_ms}
 
 
 @dataclass(frozen=True)
