@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from anteroom.queue import revocations
 from anteroom.queue.line_blocks import LineBlocks
 from anteroom.queue.poll_cadence import DEFAULT_POLL_BUDGET
 
@@ -53,11 +54,8 @@ class RoomSnapshot:
         return self.now_ms + int((monotonic - self.read_at) * 1000)
 
     def revoked(self, vid: str, session_jti: str, now_ms: int) -> bool:
-        """A revocation of the visitor or its session counts at ``now_ms``."""
-        until = self.revocations.get(f"v:{vid}", 0)
-        if session_jti:
-            until = max(until, self.revocations.get(f"j:{session_jti}", 0))
-        return until > now_ms
+        """A revocation of the visitor or its session counts at ``now_ms`` (the room's clock)."""
+        return revocations.is_revoked(self.revocations, vid, session_jti, now_ms)
 
 
 def _pairs(flat: Any) -> dict[str, int]:
