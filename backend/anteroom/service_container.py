@@ -62,7 +62,8 @@ class Services:
 
     def stop_background(self) -> None:
         """Stop this process's background threads (the room ticker stops with the refresher)."""
-        self.directory.stop()
+        # Waited for: a round in flight would otherwise reopen a client about to be closed.
+        self.directory.stop(wait=5)
         self.sampler.stop()
 
     @property

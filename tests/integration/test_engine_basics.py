@@ -286,6 +286,7 @@ def test_key_names(engine: Engine, redis_client: redis.Redis) -> None:
         [
             "anteroom:environments",
             "anteroom:env:{test}:rooms",
+            "anteroom:rooms:version",  # bumped by every room change (the directories' cue)
             *(base + k for k in ("room", "spots", "active", "adm", "rvk", "bks", "line", "b:80")),
             base + "waits",
             base + "blk",

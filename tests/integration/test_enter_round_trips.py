@@ -62,7 +62,7 @@ class Warm:
         self.services: Services = app.extensions["anteroom"]
         self.monitor = monitor
         self.client = app.test_client()
-        self.services.directory.stop()  # its refresher and the room ticker stay stopped
+        self.services.directory.stop(wait=5)  # its refresher and the room ticker stay stopped
         for name in lua_scripts.OPERATIONS:
             redis_client.script_load(lua_scripts.source(name))
         self.api_key = self.services.keystore.create("shop")[0].public_key

@@ -20,7 +20,7 @@ from anteroom.config import Settings
 from anteroom.identity import proof_of_work as pow
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.web.app_factory import create_app
+from anteroom.web.app_factory import close_app, create_app
 from helpers import make_room
 from visitor_client import HUMAN, Visitor, solve
 
@@ -191,6 +191,8 @@ def two_instances(settings: Settings, redis_client: redis.Redis) -> Iterator[lis
     tight = settings.with_overrides(limit_identify="3/minute", limit_enter="3/minute")
     apps: list[Flask] = [create_app(tight, {"TESTING": True}) for _ in range(2)]
     yield [a.test_client() for a in apps]
+    for app in apps:
+        close_app(app)
 
 
 def solved(client: FlaskClient, api_key: str, address: str) -> dict[str, str]:
@@ -249,9 +251,8 @@ def test_enter_limit_holds_across_instances(
     # well-formed entries past the limit is refused without a Redis round trip. The instances'
     # background threads (room directory, room ticker) talk to Redis on their own: stopped
     # first, so the meter counts what the requests do.
-    for client in (a, b):
-        services_of = client.application.extensions["anteroom"]
-        services_of.directory.stop()
+    for services_of in (services, *(c.application.extensions["anteroom"] for c in (a, b))):
+        services_of.directory.stop(wait=5)
         assert services_of.ticker.join(timeout=5)
     meter = Meter(redis_client)
     for i in range(FLOOD):

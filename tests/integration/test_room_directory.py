@@ -36,9 +36,11 @@ def refreshers() -> int:
 
 @pytest.fixture
 def directory(redis_server: EmbeddedRedis, redis_client: redis.Redis) -> Iterator[RoomDirectory]:
-    d = RoomDirectory(connect(redis_server.url), Engine(redis_client).keys, Breaker(), None, 60)
+    client = connect(redis_server.url)
+    d = RoomDirectory(client, Engine(redis_client).keys, Breaker(), None, 60)
     yield d
-    d.stop()
+    d.stop(wait=5)
+    client.close()
 
 
 def test_one_refresher_per_process_and_a_new_one_after_a_fork(
@@ -75,6 +77,27 @@ def test_one_refresher_per_process_and_a_new_one_after_a_fork(
     os.close(read_end)
 
 
+def test_a_change_made_anywhere_reaches_the_directory_long_before_its_next_round(
+    directory: RoomDirectory, engine: Engine
+) -> None:
+    # The directory's rounds are a minute apart here: only the change counter can bring the
+    # change (any other worker's management call, here the engine's) within seconds.
+    room = open_room(engine, env="shop", slug="notice")
+    directory.ensure_running()
+    assert directory.wait_for_rounds(1, timeout=10)
+    rounds = directory.rounds
+    engine.update_room(room, {"notice": {"en": "Sizes S and M are sold out."}})
+    assert directory.wait_for_rounds(rounds + 1, timeout=10)
+    assert directory.room_by_id(room)["notice"] == {"en": "Sizes S and M are sold out."}
+    rounds = directory.rounds
+    engine.pause(room)
+    assert directory.wait_for_rounds(rounds + 1, timeout=10)
+    assert directory.room_by_id(room)["status"] == "paused"
+    # Nothing changed: no round before the interval.
+    rounds = directory.rounds
+    assert not directory.wait_for_rounds(rounds + 1, timeout=1)
+
+
 def test_the_refresher_survives_redis_errors(tmp_path: Path) -> None:
     server = EmbeddedRedis(tmp_path / "redis", port=free_port()).start()
     try:
@@ -94,7 +117,8 @@ def test_the_refresher_survives_redis_errors(tmp_path: Path) -> None:
         rounds = d.rounds
         assert d.wait_for_rounds(rounds + 2, timeout=10)
         assert d.room_by_slug("shop", "after") and d.room_by_slug("shop", "before")
-        d.stop()
+        d.stop(wait=5)
+        client.close()
     finally:
         server.stop()
 

@@ -59,6 +59,12 @@ class KeySpace:
         """Set of known environment names."""
         return f"{self.prefix}environments"
 
+    def rooms_version(self) -> str:
+        """Counter bumped after every change to a room's settings, state or revocations, so
+        each process's directory (queue/room_directory.py) re-reads within a fraction of a second
+        of a change made by any other process, instead of at its next round."""
+        return f"{self.prefix}rooms:version"
+
     def public_keys(self) -> str:
         """Hash public key → environment."""
         return f"{self.prefix}pk"

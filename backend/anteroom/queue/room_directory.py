@@ -89,6 +89,10 @@ SNAPSHOT_REWRITE_SEC = 60.0  # rewritten when something changed, else this often
 # one interval, plus the next round's own time (several round trips of a slow Redis: ~3 s at
 # +600 ms a reply).
 CURRENT_SLACK_SEC = 5.0
+# Between rounds, the refresher reads the rooms' change counter (KeySpace.rooms_version) this
+# often and starts a round at once when it moved: a change made through any process reaches
+# every process's requests within about this long, not a whole round (one GET: ~5 a second).
+CHANGE_CHECK_SEC = 0.2
 
 log = logging.getLogger("anteroom")
 
@@ -178,6 +182,7 @@ class RoomDirectory:
         # holds: a copy read before a change made here is not current (see outdated).
         self._read_since = 0.0
         self._outdated_at = -1.0
+        self._version: str | None = None  # the change counter as the last round read it
         self._load_snapshot()
 
     # -- lookups (never touch Redis) ---------------------------------------------------------
@@ -242,9 +247,12 @@ class RoomDirectory:
             for start in self.companions:
                 start()
 
-    def stop(self) -> None:
-        """Stop the refresher (tests, shutdown)."""
+    def stop(self, wait: float = 0.0) -> None:
+        """Stop the refresher (tests, shutdown); with ``wait``, up to that long for its end."""
         self._stop.set()
+        thread = self._thread.thread
+        if wait and thread is not None and thread is not threading.current_thread():
+            thread.join(wait)
 
     @property
     def stopping(self) -> threading.Event:
@@ -259,6 +267,14 @@ class RoomDirectory:
 
         with self._round_done:
             return self._round_done.wait_for(done, timeout)
+
+    def changed_elsewhere(self) -> bool:
+        """True when some process changed a room since the last round began (one GET)."""
+        try:
+            version = self.breaker.call(lambda: self.redis.get(self.keys.rooms_version()))
+        except Exception:  # down or unsure: the next round (or its failure) settles it
+            return False
+        return version != self._version
 
     def refresh_once(self) -> None:
         """One round: read everything through the breaker, then keep and save it."""
@@ -278,6 +294,8 @@ class RoomDirectory:
 
     def _read(self) -> Known:
         old = self.known
+        # Read first: a change made while this round reads is seen by the next check.
+        version = self.redis.get(self.keys.rooms_version())
         envs = sorted(self.redis.smembers(self.keys.environments()))
         public_keys = dict(self.redis.hgetall(self.keys.public_keys()))
         rooms: dict[str, dict[str, Any]] = {}
@@ -308,6 +326,7 @@ class RoomDirectory:
                 for room_id, raw in zip(changed, pipe.execute(), strict=True):
                     revoked[room_id] = {f: int(u) for f, u in raw.items()}
         slugs = {(r["environment"], r["slug"]): i for i, r in rooms.items()}
+        self._version = version
         return Known(self.clock(), rooms, public_keys, revoked, revision, slugs, clocks)
 
     def _save(self, known: Known) -> None:
@@ -361,4 +380,18 @@ def _run(ref: weakref.ref[RoomDirectory], stop: threading.Event, interval: float
                 log.exception("rooms refresher: round failed (will retry)")
             failing = True
         del directory
-        stop.wait(interval)
+        _wait_for_round(ref, stop, interval)
+
+
+def _wait_for_round(
+    ref: weakref.ref[RoomDirectory], stop: threading.Event, interval: float
+) -> None:
+    """Wait ``interval``, or less when a room changed in some process (CHANGE_CHECK_SEC)."""
+    deadline = time.monotonic() + interval
+    while not stop.wait(max(0.0, min(CHANGE_CHECK_SEC, deadline - time.monotonic()))):
+        if time.monotonic() >= deadline:
+            return
+        directory = ref()
+        if directory is None or directory.changed_elsewhere():
+            return
+        del directory

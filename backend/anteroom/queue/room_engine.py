@@ -51,6 +51,12 @@ COUNTERS = tuple(
 # together); room_series.py samples them in this order.
 WAIT_BUCKETS = ("1", "2", "5", "10", "20", "30", "60", "120", "300", "600", "1200", "1800",
                 "3600", "7200", "inf")  # fmt: skip
+# Scripts that change what every process's room directory holds (settings, state, clock,
+# revocations): each is followed by a bump of KeySpace.rooms_version.
+CHANGES_ROOMS = frozenset(
+    ("create_room", "update_room", "delete_room", "open_room", "pause_room", "close_room",
+     "revoke", "set_clock", "shift_clock")
+)  # fmt: skip
 
 __all__ = [
     "COUNTERS",
@@ -187,6 +193,10 @@ class Engine:
             keys += extra_keys
         with storage_errors():
             result = evalsha(self.redis, self._scripts[op], keys, args)
+            if op in CHANGES_ROOMS:
+                # Its own command: the counter is not in the room's slot on a cluster. A change
+                # whose bump is lost (a reset just after) reaches the others at their next round.
+                self.redis.incr(self.keys.rooms_version())
         return _check(result)
 
     def _run_read(self, op: str, room_id: str, *args: Any) -> Any:
@@ -260,6 +270,7 @@ class Engine:
             if live:
                 self.redis.hset(self.keys.room_keys(room_id)["rvk"], mapping=live)
                 self.redis.hincrby(self.keys.room(room_id), stored("revocationCount"), 1)
+                self.redis.incr(self.keys.rooms_version())
 
     def get_room(self, room_id: str) -> dict[str, Any]:
         """Configuration and status of a room (API names), or :class:`RoomNotFound`."""
