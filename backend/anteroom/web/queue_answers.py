@@ -17,8 +17,6 @@ from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors
 
-UNAVAILABLE_RETRY_SEC = 5
-
 
 def environment_of(services: Services, api_key: str) -> str:
     """Environment of a public key (cached; known offline during an outage), or Unauthorized."""
@@ -274,7 +272,7 @@ def usable_offline(room: dict[str, Any] | None) -> dict[str, Any]:
     Unavailable, and no spot is touched, so everyone keeps their place for when Redis returns.
     """
     if room is None or room.get("failMode") != "open" or room.get("status") != "open":
-        raise errors.Unavailable(retry_after=UNAVAILABLE_RETRY_SEC)
+        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
     return room
 
 
@@ -290,9 +288,9 @@ def fail_open(
     """
     room = usable_offline(room)
     if not binding.session_jti:
-        raise errors.Unavailable(retry_after=UNAVAILABLE_RETRY_SEC)
+        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
     if binding.score is not None and binding.score >= int(room["holdScore"]):
-        raise errors.Unavailable(retry_after=UNAVAILABLE_RETRY_SEC)
+        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
     if services.directory.is_revoked(room["id"], binding.session_jti, binding.vid):
         raise errors.SessionRevoked()
     now = int(time.time())
@@ -333,7 +331,7 @@ def ticket_binding(room: dict[str, Any], claims: tokens.TicketClaims, network_ta
     replayable for ever). A ticket of an older generation than the room's is gone for sure.
     """
     if claims.expires_at is None or claims.session_id is None or claims.score is None:
-        raise errors.Unavailable(retry_after=UNAVAILABLE_RETRY_SEC)
+        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
     generation = int(claims.generation)
     if generation < int(room.get("generation", 0)):
         raise errors.TicketGone()

@@ -173,7 +173,7 @@ def identify(call: Call[IdentifyRequest]) -> ResponseReturnValue:
         return jsonify(identity.session_answer(s.identity, session))
     except StorageUnavailable:
         # A challenge cannot be spent once without Redis: no new sessions during an outage.
-        raise errors.Unavailable(retry_after=visitor.UNAVAILABLE_RETRY_SEC) from None
+        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC) from None
 
 
 def _remember_refusal(s: Services, room: dict[str, Any]) -> None:
@@ -275,7 +275,7 @@ def leave(call: Call[TicketRequest]) -> ResponseReturnValue:
             spot.room_id,
         )
     except StorageUnavailable:
-        raise errors.Unavailable(retry_after=visitor.UNAVAILABLE_RETRY_SEC) from None
+        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC) from None
     return "", 204
 
 
