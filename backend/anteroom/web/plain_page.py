@@ -31,6 +31,7 @@ from anteroom.web import address_limits as limits
 from anteroom.web import hosted_pages as pages
 from anteroom.web import page_languages as languages
 from anteroom.web import queue_answers as visitor
+from anteroom.web import room_lookup
 from anteroom.web.http_errors import AddressRequired, ApiError, QueueDenied, RateLimited
 
 bp = Blueprint("plain", __name__)
@@ -44,8 +45,8 @@ def plain_page(slug: str) -> ResponseReturnValue:
     s = pages.services()
     api_key = request.args.get("key", "")
     try:
-        env = visitor.environment_of(s, api_key)
-        room = visitor.room_by_slug(s, env, slug)
+        env = room_lookup.environment_of(s, api_key)
+        room = room_lookup.room_by_slug(s, env, slug)
     except ApiError as exc:
         if exc.code == 404:
             return pages.error_page(404, "notfound", "RoomNotFound")

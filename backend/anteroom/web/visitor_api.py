@@ -21,6 +21,7 @@ from anteroom.service_container import Services
 from anteroom.web import address_limits as limits
 from anteroom.web import http_errors as errors
 from anteroom.web import queue_answers as visitor
+from anteroom.web import room_lookup
 from anteroom.web.json_body import parse
 from anteroom.web.visitor_models import (
     ChallengeRequest,
@@ -81,7 +82,7 @@ def visitor_call(
         def run() -> ResponseReturnValue:
             body = parse(model)
             s = services()
-            env = visitor.environment_of(s, body.apiKey)
+            env = room_lookup.environment_of(s, body.apiKey)
             claims: dict[str, Any] = {}
             if token is not None:
                 kind, name = TOKENS[token]
@@ -204,7 +205,7 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
         if known:
             s.series.tally(known["id"], "ndenied")
         raise errors.QueueDenied()
-    room = visitor.room_by_slug(s, call.env, call.body.room)
+    room = room_lookup.room_by_slug(s, call.env, call.body.room)
     tag = _network_tag(s, room)
     score = int(session.score)
     # After the offline checks (garbage costs Redis no write): counted by the enter script
@@ -245,7 +246,7 @@ def poll(call: Call[TicketRequest]) -> ResponseReturnValue:
         raise errors.TokenInvalid() from None
     room = None
     try:
-        room = visitor.room_by_id(s, claims.room_id)
+        room = room_lookup.room_by_id(s, claims.room_id)
         qr, qj = claims.room_id, claims.session_id or ""
         answer = visitor.engine_call(
             s,
@@ -285,7 +286,7 @@ def refresh(call: Call[RefreshRequest]) -> ResponseReturnValue:
     s, claims = call.services, call.claims_as(tokens.AdmissionClaims)
     room = None
     try:
-        room = visitor.room_by_id(s, claims.room_id)
+        room = room_lookup.room_by_id(s, claims.room_id)
         qr, vid, jti, qj = claims.room_id, claims.visitor_id, claims.admission_id, claims.session_id
         answer = visitor.engine_call(s, lambda: s.engine.refresh(qr, vid, None, jti, qj or ""), qr)
     except StorageUnavailable:
