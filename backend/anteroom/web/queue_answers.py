@@ -10,7 +10,7 @@ from typing import Any
 
 from anteroom.queue import room_engine as eng
 from anteroom.queue.fail_open_ledger import FailOpenAdmission
-from anteroom.queue.redis_link import StorageBusy, StorageError, StorageUnavailable
+from anteroom.queue.redis_link import StorageBusy
 from anteroom.queue.room_config import queue_token_life
 from anteroom.queue.room_engine import QueueAnswer
 from anteroom.sdk import tokens
@@ -267,8 +267,3 @@ def ticket_binding(room: dict[str, Any], claims: tokens.TicketClaims, network_ta
         int(claims.ticket),
         generation,
     )
-
-
-def outage(exc: StorageError) -> bool:
-    """True when ``exc`` means Redis could not be reached (not a refusal by Redis)."""
-    return isinstance(exc, StorageUnavailable)
