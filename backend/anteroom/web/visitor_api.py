@@ -22,6 +22,7 @@ from anteroom.web import address_limits as limits
 from anteroom.web import http_errors as errors
 from anteroom.web import queue_answers as visitor
 from anteroom.web import room_lookup
+from anteroom.web.fail_open import fail_open, usable_offline
 from anteroom.web.json_body import parse
 from anteroom.web.visitor_models import (
     ChallengeRequest,
@@ -229,7 +230,7 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
         answer = visitor.engine_call(s, enter_line, room["id"])
     except StorageUnavailable:
         binding = visitor.Binding(session.session_id, session.visitor_id, score, tag)
-        return reply(*visitor.fail_open(s, room, binding))
+        return reply(*fail_open(s, room, binding))
     except errors.Busy:
         s.series.tally(room["id"], "nbusy")
         raise
@@ -259,9 +260,9 @@ def poll(call: Call[TicketRequest]) -> ResponseReturnValue:
     except StorageUnavailable:
         # The spot is still in Redis; a fail-open room lets its visitor in meanwhile, bound as
         # a normal admission would be, from what the ticket carries (no Redis needed).
-        room = visitor.usable_offline(room)
+        room = usable_offline(room)
         tag = _network_tag(s, room)
-        return reply(*visitor.fail_open(s, room, visitor.ticket_binding(room, claims, tag)))
+        return reply(*fail_open(s, room, visitor.ticket_binding(room, claims, tag)))
     return reply(*visitor.render(s, room, claims.visitor_id, answer, (call.body.ticket, claims)))
 
 
@@ -292,9 +293,9 @@ def refresh(call: Call[RefreshRequest]) -> ResponseReturnValue:
     except StorageUnavailable:
         # Same rules as a normal refresh: the binding and network of the admission held (the
         # polling address's network if it has none in a bindIp room), no revoked session.
-        room = visitor.usable_offline(room)
+        room = usable_offline(room)
         polled = _network_tag(s, room)
         tag = claims.network_tag or polled
         binding = visitor.Binding(claims.session_id or "", claims.visitor_id, None, tag)
-        return reply(*visitor.fail_open(s, room, binding))
+        return reply(*fail_open(s, room, binding))
     return reply(*visitor.render(s, room, claims.visitor_id, answer))
