@@ -11,7 +11,7 @@ from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import NotFound
 
 from anteroom.queue import room_config as rooms
-from anteroom.queue.redis_link import StorageError
+from anteroom.queue.storage_errors import StorageError
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors
 from anteroom.web import page_languages as languages

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from werkzeug.http import HTTP_STATUS_CODES
 
-from anteroom.queue.redis_link import StorageUnavailable
+from anteroom.queue.storage_errors import StorageUnavailable
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors

@@ -9,9 +9,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from anteroom.queue import room_engine as eng
-from anteroom.queue.redis_link import StorageBusy
 from anteroom.queue.room_config import queue_token_life
 from anteroom.queue.room_engine import QueueAnswer
+from anteroom.queue.storage_errors import StorageBusy
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors

@@ -14,8 +14,8 @@ from flask.typing import ResponseReturnValue
 from anteroom.identity import sessions as identity
 from anteroom.identity import work_inputs
 from anteroom.identity.signal_rules import Evidence
-from anteroom.queue.redis_link import StorageError, StorageUnavailable
 from anteroom.queue.room_engine import AddressLimited
+from anteroom.queue.storage_errors import StorageError, StorageUnavailable
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web import address_limits as limits
