@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from anteroom.queue.redis_link import parse_target
+from anteroom.queue.redis_urls import parse_target
 
 PREFIX = "ANTEROOM_"
 

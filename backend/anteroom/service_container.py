@@ -7,9 +7,10 @@ from functools import cached_property
 
 from anteroom.config import Settings
 from anteroom.identity.dependencies import IdentityServices
+from anteroom.queue.breaker import Breaker
 from anteroom.queue.fail_open_ledger import FailOpenLedger
 from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import Breaker, Client, Links
+from anteroom.queue.redis_link import Client, Links
 from anteroom.queue.room_directory import RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
 from anteroom.queue.room_series import RoomSeries

@@ -20,8 +20,10 @@ from anteroom.config import Settings
 from anteroom.identity import sessions as identity
 from anteroom.ops.demo_crowd import DemoCrowd, run_crowd
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue.redis_link import Breaker, StorageUnavailable, connect
+from anteroom.queue.breaker import Breaker
+from anteroom.queue.redis_link import connect
 from anteroom.queue.room_engine import Engine
+from anteroom.queue.storage_errors import StorageUnavailable
 from anteroom.service_container import Services
 from anteroom.web.app_factory import close_app, create_app
 from anteroom.web.health_probes import BUDGET_SEC

@@ -15,9 +15,10 @@ from flask.testing import FlaskClient
 from anteroom.config import Settings
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue import redis_link as storage
 from anteroom.queue import room_config
 from anteroom.queue import room_directory as room_cache
+from anteroom.queue.counting_connections import CountingConnection
+from anteroom.queue.redis_link import connect
 from anteroom.sdk import tokens
 from anteroom.sdk import verification as verify
 from anteroom.service_container import Services
@@ -69,7 +70,7 @@ def test_outage_fail_modes_breaker_and_recovery(own_redis: EmbeddedRedis, tmp_pa
     newcomer_closed.identify()
 
     own_redis.stop()
-    before = storage.CountingConnection.attempts
+    before = CountingConnection.attempts
     # failMode open: a newcomer is admitted, and the admission says it was a fail-open one.
     response = newcomer_open.enter("open-room")
     assert response.status_code == 200 and response.json["status"] == "admitted"
@@ -83,11 +84,11 @@ def test_outage_fail_modes_breaker_and_recovery(own_redis: EmbeddedRedis, tmp_pa
     # The breaker: repeated failures opened it (each call retried once on a fresh connection),
     # and nothing tried Redis for 3 s since.
     assert services.breaker.is_open
-    assert storage.CountingConnection.attempts - before <= 8
-    opened = storage.CountingConnection.attempts
+    assert CountingConnection.attempts - before <= 8
+    opened = CountingConnection.attempts
     for _ in range(20):
         assert waiting.poll().status_code == 503
-    assert storage.CountingConnection.attempts == opened
+    assert CountingConnection.attempts == opened
 
     own_redis.start()
     clock.now += 3.1  # the breaker's pause is over (and the caches may refresh)
@@ -282,7 +283,7 @@ def worker_pids(master: int) -> set[int]:
 def test_a_gunicorn_worker_respawned_during_the_outage_admits(
     own_redis: EmbeddedRedis, live_server: LiveServers, tmp_path: Path
 ) -> None:
-    client = storage.connect(own_redis.url)
+    client = connect(own_redis.url)
     engine = Engine(client)
     api_key = KeyStore(client, engine.keys).create("shop")[0].public_key
     engine.open(make_room(engine, env="shop", slug="warmup"))

@@ -15,7 +15,7 @@ import redis
 from anteroom.engine import Engine
 from anteroom.identity import sessions as identity
 from anteroom.queue import revocations
-from anteroom.queue.redis_link import Breaker
+from anteroom.queue.breaker import Breaker
 from anteroom.queue.room_directory import RoomDirectory
 from anteroom.service_container import Services
 from helpers import open_room

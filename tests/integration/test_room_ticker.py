@@ -13,8 +13,8 @@ from redis.retry import Retry
 
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.queue.breaker import Breaker
 from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import Breaker
 from anteroom.queue.room_directory import RoomDirectory
 from anteroom.queue.room_ticker import RoomTicker
 from helpers import free_port, make_room

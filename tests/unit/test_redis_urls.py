@@ -7,8 +7,10 @@ import pytest
 
 from anteroom.config import Settings
 from anteroom.ops import cli
-from anteroom.queue import redis_link as link
-from anteroom.queue.redis_link import StorageUnavailable, parse_target, storage_errors
+from anteroom.queue.cluster_client import is_cluster
+from anteroom.queue.redis_link import connect_links
+from anteroom.queue.redis_urls import limits_storage_uri, parse_target
+from anteroom.queue.storage_errors import StorageUnavailable, storage_errors
 from helpers import free_port
 
 
@@ -86,15 +88,15 @@ def test_the_command_line_stops_with_the_reason_for_a_malformed_url(
 
 
 def test_the_limits_storage_gets_its_own_spelling_of_each_form() -> None:
-    assert link.limits_storage_uri("redis://h:6379/0") == "redis://h:6379/0"
-    assert link.limits_storage_uri("unix:///run/r.sock?db=0") == "redis+unix:///run/r.sock"
-    assert link.limits_storage_uri("redis+cluster://a:1,b:2") == "redis+cluster://a:1,b:2"
+    assert limits_storage_uri("redis://h:6379/0") == "redis://h:6379/0"
+    assert limits_storage_uri("unix:///run/r.sock?db=0") == "redis+unix:///run/r.sock"
+    assert limits_storage_uri("redis+cluster://a:1,b:2") == "redis+cluster://a:1,b:2"
 
 
 def test_the_reader_is_a_replica_when_there_are_any_else_the_writer() -> None:
-    alone = link.connect_links("redis://127.0.0.1:6379/0")
+    alone = connect_links("redis://127.0.0.1:6379/0")
     assert alone.reader is alone.writer
-    both = link.connect_links("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6390/0")
+    both = connect_links("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6390/0")
     assert both.reader is not both.writer
     assert both.reader.connection_pool.connection_kwargs["port"] == 6390  # type: ignore[union-attr]
     assert both.writer.connection_pool.connection_kwargs["port"] == 6379  # type: ignore[union-attr]
@@ -106,9 +108,9 @@ def test_a_cluster_client_connects_at_its_first_command_not_at_start_up() -> Non
     # A worker must start while the cluster is unreachable (SPEC "Outages"): building the
     # clients touches nothing, and a command fails as an outage the breaker understands.
     nobody = free_port()
-    links = link.connect_links(f"redis+cluster://127.0.0.1:{nobody}", timeout=0.5)
+    links = connect_links(f"redis+cluster://127.0.0.1:{nobody}", timeout=0.5)
     assert links.reader is not links.writer
-    assert link.is_cluster(links.writer)
+    assert is_cluster(links.writer)
     with pytest.raises(StorageUnavailable, match="Redis Cluster unreachable"), storage_errors():
         links.writer.get("anything")
     links.close()

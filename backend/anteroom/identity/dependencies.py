@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from anteroom.config import Settings
+from anteroom.queue.breaker import Breaker
 from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import Breaker, Client
+from anteroom.queue.redis_link import Client
 from anteroom.queue.room_directory import StaleCache
 from anteroom.queue.room_engine import Engine
 from anteroom.sdk.tokens import Keyring

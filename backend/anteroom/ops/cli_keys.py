@@ -15,7 +15,8 @@ from contextlib import contextmanager
 from anteroom.config import Settings
 from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import StorageError, connect
+from anteroom.queue.redis_link import connect
+from anteroom.queue.storage_errors import StorageError
 from anteroom.store.keystore import SCOPES, KeyStore
 
 

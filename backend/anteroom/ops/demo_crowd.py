@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from anteroom.queue import room_engine as eng
-from anteroom.queue.redis_link import StorageError, storage_errors
+from anteroom.queue.storage_errors import StorageError, storage_errors
 
 log = logging.getLogger("anteroom")
 WAVE_SEC = 600  # arrivals swell and ebb over ten minutes

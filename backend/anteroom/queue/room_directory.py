@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from anteroom.queue import revocations
+from anteroom.queue.breaker import Breaker
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.process_thread import ProcessThread
-from anteroom.queue.redis_link import Breaker, StorageUnavailable
 from anteroom.queue.room_engine import room_from_stored
+from anteroom.queue.storage_errors import StorageUnavailable
 
 T = TypeVar("T")
 

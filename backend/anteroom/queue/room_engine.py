@@ -18,7 +18,6 @@ from anteroom.queue import room_config as rooms
 from anteroom.queue.far_poll import Gone, answer_far
 from anteroom.queue.key_layout import DEFAULT_PREFIX, KeySpace
 from anteroom.queue.poll_limit import PollCounter
-from anteroom.queue.redis_link import StorageError, storage_errors
 from anteroom.queue.room_hash import stored
 from anteroom.queue.room_snapshot import SnapshotCache
 from anteroom.queue.script_call import evalsha
@@ -35,6 +34,7 @@ from anteroom.queue.script_replies import (
     tick_result,
 )
 from anteroom.queue.seen_bookings import SeenBookings
+from anteroom.queue.storage_errors import StorageError, storage_errors
 from anteroom.sdk.tokens import TicketClaims
 
 # Spots this close to the front are answered by the full poll (lua/poll_far.lua's NEAR_HEAD;

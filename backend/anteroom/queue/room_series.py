@@ -24,9 +24,9 @@ import redis
 
 from anteroom.queue import lua_scripts as scripts
 from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import storage_errors
 from anteroom.queue.room_engine import WAIT_BUCKETS
 from anteroom.queue.room_hash import stored  # the wait histogram's buckets, declared once
+from anteroom.queue.storage_errors import storage_errors
 
 FINE_MS = 10_000
 COARSE_MS = 60_000

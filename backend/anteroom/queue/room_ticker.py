@@ -20,11 +20,12 @@ import weakref
 from collections.abc import Callable, Iterable
 from functools import partial
 
+from anteroom.queue.breaker import Breaker
 from anteroom.queue.fail_open_ledger import FailOpenLedger
 from anteroom.queue.process_thread import ProcessThread
-from anteroom.queue.redis_link import Breaker, StorageError, StorageUnavailable
 from anteroom.queue.room_directory import RoomDirectory
 from anteroom.queue.room_engine import Engine, EngineError
+from anteroom.queue.storage_errors import StorageError, StorageUnavailable
 
 # The script's guard and the thread's wake: a process alone ticks each room every second; with
 # several, the first to wake after 0.9 s ticks it, so each room ticks every 0.9 to 1.0 s.

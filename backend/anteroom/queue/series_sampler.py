@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from anteroom.queue.process_thread import ProcessThread
-from anteroom.queue.redis_link import StorageError
 from anteroom.queue.room_series import FINE_MS, RoomSeries
+from anteroom.queue.storage_errors import StorageError
 
 
 class Sampler:

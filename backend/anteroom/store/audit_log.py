@@ -14,7 +14,8 @@ import time
 from typing import Any
 
 from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import Client, storage_errors
+from anteroom.queue.redis_link import Client
+from anteroom.queue.storage_errors import storage_errors
 
 MAX_EVENTS = 100_000  # per environment; older events are trimmed (approximately) on write
 CURSOR_PATTERN = re.compile(r"^\d{1,20}-\d{1,20}$")

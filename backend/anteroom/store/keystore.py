@@ -15,7 +15,8 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import Client, storage_errors
+from anteroom.queue.redis_link import Client
+from anteroom.queue.storage_errors import storage_errors
 
 SCOPES = ("queues:read", "queues:write", "audit:read")
 ENV_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")

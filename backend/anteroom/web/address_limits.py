@@ -39,8 +39,10 @@ from limits.strategies import FixedWindowRateLimiter, RateLimiter
 from limits.util import WindowStats
 
 from anteroom.config import Settings
-from anteroom.queue import redis_link as storage
-from anteroom.queue.redis_link import Breaker, StorageError
+from anteroom.queue import storage_errors as storage
+from anteroom.queue.breaker import Breaker
+from anteroom.queue.redis_urls import limits_storage_uri, parse_target
+from anteroom.queue.storage_errors import StorageError
 from anteroom.web import http_errors as errors
 
 log = logging.getLogger("anteroom")
@@ -175,12 +177,12 @@ def init_app(app: Flask, settings: Settings, prefix: str, breaker: Breaker) -> N
     Identify and enter share one Redis storage (keys: prefix, address, endpoint); the challenge
     limit has its own, in memory. Nothing runs on requests that no limit applies to.
     """
-    shared = DeferredLimiter(storage.limits_storage_uri(settings.redis_url))
+    shared = DeferredLimiter(limits_storage_uri(settings.redis_url))
     local = FixedWindowRateLimiter(MemoryStorage())
     # On one server the enter script counts the enter limit itself (no round trip of its own);
     # a cluster keeps the address's counter on another shard than the room's, so it is charged
     # apart there (see :func:`enter_counters`).
-    app.extensions[EXTENSION_SCRIPTED] = not storage.parse_target(settings.redis_url).is_cluster
+    app.extensions[EXTENSION_SCRIPTED] = not parse_target(settings.redis_url).is_cluster
     where: dict[str, tuple[RateLimiter | DeferredLimiter, str, Breaker | None]] = {
         "challenge": (local, settings.limit_challenge, None),
         "identify": (shared, settings.limit_identify, breaker),

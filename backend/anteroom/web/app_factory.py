@@ -13,8 +13,9 @@ from werkzeug.exceptions import NotFound
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from anteroom.config import Settings
+from anteroom.queue.breaker import Breaker
 from anteroom.queue.fail_open_ledger import FailOpenLedger
-from anteroom.queue.redis_link import Breaker, connect, connect_links
+from anteroom.queue.redis_link import connect, connect_links
 from anteroom.queue.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
 from anteroom.queue.room_series import RoomSeries

@@ -19,7 +19,7 @@ from flask.typing import ResponseReturnValue
 
 from anteroom.queue import room_config as rooms
 from anteroom.queue import room_series
-from anteroom.queue.redis_link import StorageError
+from anteroom.queue.storage_errors import StorageError
 from anteroom.service_container import Services
 from anteroom.web import console_session as sessions
 from anteroom.web import http_errors as errors

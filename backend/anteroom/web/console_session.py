@@ -16,7 +16,7 @@ import secrets
 import time
 from dataclasses import dataclass
 
-from anteroom.queue.redis_link import storage_errors
+from anteroom.queue.storage_errors import storage_errors
 from anteroom.service_container import Services
 from anteroom.store.keystore import KeyRecord
 

@@ -14,7 +14,7 @@ from flask import Blueprint, Response, current_app, render_template
 from flask.typing import ResponseReturnValue
 
 from anteroom import __version__
-from anteroom.queue.redis_link import StorageError
+from anteroom.queue.storage_errors import StorageError
 from anteroom.service_container import Services
 from anteroom.web.console import CSP
 from anteroom.web.demo_shop import DEMO_ENV, DEMO_PUBLIC_KEY

@@ -12,7 +12,8 @@ from flask import Blueprint, Flask, current_app, jsonify
 from flask.typing import ResponseReturnValue
 
 from anteroom.queue import lua_scripts as scripts
-from anteroom.queue.redis_link import Breaker, StorageError
+from anteroom.queue.breaker import Breaker
+from anteroom.queue.storage_errors import StorageError
 
 bp = Blueprint("health", __name__)
 log = logging.getLogger("anteroom")

@@ -11,11 +11,11 @@ from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import NotFound
 
 from anteroom.queue import room_config as rooms
-from anteroom.queue.redis_link import StorageError
+from anteroom.queue.storage_errors import StorageError
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors
 from anteroom.web import page_languages as languages
-from anteroom.web import queue_answers as visitor
+from anteroom.web import room_lookup
 from anteroom.web.http_errors import ApiError
 
 bp = Blueprint("pages", __name__)
@@ -88,8 +88,8 @@ def queue_page(slug: str) -> ResponseReturnValue:
     api_key = request.args.get("key", "")
     s = services()
     try:
-        env = visitor.environment_of(s, api_key)
-        room = visitor.room_by_slug(s, env, slug)
+        env = room_lookup.environment_of(s, api_key)
+        room = room_lookup.room_by_slug(s, env, slug)
     except ApiError as exc:
         if exc.code == 404:
             return error_page(404, "notfound", "RoomNotFound")
@@ -131,7 +131,9 @@ def theme_css(slug: str) -> ResponseReturnValue:
     style, so a themed page links this). Only checked colours ever reach it."""
     s = services()
     try:
-        room = visitor.room_by_slug(s, visitor.environment_of(s, request.args.get("key", "")), slug)
+        room = room_lookup.room_by_slug(
+            s, room_lookup.environment_of(s, request.args.get("key", "")), slug
+        )
     except (ApiError, StorageError):
         return Response("/* no such theme */", status=404, mimetype="text/css")
     css = theme_stylesheet(theme_colours(room.get("theme") or {}))

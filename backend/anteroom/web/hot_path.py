@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from werkzeug.http import HTTP_STATUS_CODES
 
-from anteroom.queue.redis_link import StorageUnavailable
+from anteroom.queue.storage_errors import StorageUnavailable
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors
-from anteroom.web import metrics, request_log
+from anteroom.web import metrics, request_log, room_lookup
 from anteroom.web import queue_answers as visitor
 from anteroom.web.api_models import MAX_STRING_LENGTH
 from anteroom.web.visitor_api import ANSWER_HEADERS
@@ -145,7 +145,7 @@ def _checked(services: Services, api_key: str, token: str, kind: str) -> dict[st
     """The claims of ``token`` when it is of ``kind``, valid and of ``api_key``'s environment;
     any refusal is worded by the views (HandOver): nothing has been written yet."""
     try:
-        env = visitor.environment_of(services, api_key)
+        env = room_lookup.environment_of(services, api_key)
         claims = tokens.decode(services.keyring, token, kind)
     except Exception:
         raise HandOver() from None
@@ -184,7 +184,7 @@ def _answer(
     """The engine's answer for the room, rendered as the views render it (``polled``: the
     ticket polled and its claims, see ``queue_answers.queue_token``)."""
     try:
-        room = visitor.room_by_id(services, room_id)
+        room = room_lookup.room_by_id(services, room_id)
         result = visitor.engine_call(services, call, room_id)
     except StorageUnavailable:
         raise HandOver() from None  # the room's fail mode is the views' to apply

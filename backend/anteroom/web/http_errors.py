@@ -10,9 +10,10 @@ from werkzeug.exceptions import HTTPException
 
 from anteroom.identity import sessions
 from anteroom.queue import room_engine as eng
-from anteroom.queue.redis_link import StorageBusy, StorageError, StorageUnavailable
+from anteroom.queue.storage_errors import StorageBusy, StorageError, StorageUnavailable
 
 log = logging.getLogger("anteroom")
+# The Retry-After of every answer Redis's trouble gives (Unavailable, Busy), wherever raised.
 STORAGE_RETRY_SEC = 5
 
 

@@ -20,8 +20,8 @@ from flask.typing import ResponseReturnValue
 from anteroom.identity import revocation
 from anteroom.queue import room_config as rooms
 from anteroom.queue import room_engine as eng
-from anteroom.queue.redis_link import StorageBusy, StorageUnavailable
 from anteroom.queue.room_series import aggregate
+from anteroom.queue.storage_errors import StorageBusy, StorageUnavailable
 from anteroom.service_container import Services
 from anteroom.store.audit_log import AuditLog, diff
 from anteroom.store.keystore import KeyRecord

@@ -24,8 +24,9 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
-from anteroom.queue.redis_link import Breaker, StorageError
+from anteroom.queue.breaker import Breaker
 from anteroom.queue.room_engine import RoomStats
+from anteroom.queue.storage_errors import StorageError
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors
 

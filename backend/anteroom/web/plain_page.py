@@ -24,13 +24,14 @@ from anteroom.identity import sessions as identity
 from anteroom.identity import work_inputs
 from anteroom.identity.signal_rules import Evidence, assess
 from anteroom.queue import room_config as rooms
-from anteroom.queue.redis_link import StorageError
+from anteroom.queue.storage_errors import StorageError
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web import address_limits as limits
 from anteroom.web import hosted_pages as pages
 from anteroom.web import page_languages as languages
 from anteroom.web import queue_answers as visitor
+from anteroom.web import room_lookup
 from anteroom.web.http_errors import AddressRequired, ApiError, QueueDenied, RateLimited
 
 bp = Blueprint("plain", __name__)
@@ -44,8 +45,8 @@ def plain_page(slug: str) -> ResponseReturnValue:
     s = pages.services()
     api_key = request.args.get("key", "")
     try:
-        env = visitor.environment_of(s, api_key)
-        room = visitor.room_by_slug(s, env, slug)
+        env = room_lookup.environment_of(s, api_key)
+        room = room_lookup.room_by_slug(s, env, slug)
     except ApiError as exc:
         if exc.code == 404:
             return pages.error_page(404, "notfound", "RoomNotFound")

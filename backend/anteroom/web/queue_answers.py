@@ -1,101 +1,20 @@
-"""The visitor side of the queue: rooms by key, queue answers, tokens, failure modes."""
+"""Queue answers: the JSON a visitor gets, the tokens it carries, what an outage admission
+is bound to, and engine refusals as API errors."""
 
 from __future__ import annotations
 
-import hashlib
 import math
 import time
 from dataclasses import dataclass, fields
 from typing import Any
 
 from anteroom.queue import room_engine as eng
-from anteroom.queue.fail_open_ledger import FailOpenAdmission
-from anteroom.queue.redis_link import StorageBusy, StorageError, StorageUnavailable
 from anteroom.queue.room_config import queue_token_life
 from anteroom.queue.room_engine import QueueAnswer
+from anteroom.queue.storage_errors import StorageBusy
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors
-
-UNAVAILABLE_RETRY_SEC = 5
-
-
-def environment_of(services: Services, api_key: str) -> str:
-    """Environment of a public key (cached; known offline during an outage), or Unauthorized."""
-    if not api_key.startswith("pk_"):
-        raise errors.Unauthorized("apiKey must be a public key (pk_…).")
-    known = services.directory.current()
-    if known is not None and api_key in known.public_keys:
-        return known.public_keys[api_key]  # read by the directory's last round: no round trip
-    env = services.public_keys.get(
-        api_key,
-        lambda: services.breaker.call(
-            lambda: services.keystore.environment_of(api_key), services.keys.public_keys()
-        ),
-        lambda: services.directory.environment_of(api_key),
-    )
-    if not env:
-        raise errors.Unauthorized("Unknown apiKey.")
-    return str(env)
-
-
-def room_by_slug(services: Services, env: str, slug: str) -> dict[str, Any]:
-    """Configuration of room ``slug`` in ``env`` (cached; known offline), or RoomNotFound.
-
-    From the room directory while it is current (no round trip); a room it does not know yet
-    (created since its last round) is read from Redis.
-    """
-    known = services.directory.current()
-    if known is not None and (env, slug) in known.slugs:
-        return known.rooms[known.slugs[(env, slug)]]
-
-    def load() -> dict[str, Any] | None:
-        room_id = services.breaker.call(
-            lambda: services.engine.room_id(env, slug), services.keys.env_rooms(env)
-        )
-        if room_id is None:
-            return None
-        try:
-            room = services.breaker.call(
-                lambda: services.engine.get_room(room_id), services.keys.room(room_id)
-            )
-        except eng.RoomNotFound:
-            return None
-        # Polls find rooms by id: keep both ways in, for the outage that may come.
-        services.rooms.put(("id", room_id), room)
-        return room
-
-    def offline() -> dict[str, Any] | None:
-        # During an outage the directory knows every room, asked for here before or not.
-        return services.directory.room_by_slug(env, slug)
-
-    room = services.rooms.get(("slug", env, slug), load, offline)
-    if room is None:
-        raise errors.RoomNotFound(f"No room {slug!r} here.")
-    return room
-
-
-def room_by_id(services: Services, room_id: str) -> dict[str, Any]:
-    """Configuration of a ticket's or admission's room (cached; known offline), or TicketGone.
-
-    From the room directory while it is current, as :func:`room_by_slug`.
-    """
-    known = services.directory.current()
-    if known is not None and room_id in known.rooms:
-        return known.rooms[room_id]
-
-    def load() -> dict[str, Any] | None:
-        try:
-            return services.breaker.call(
-                lambda: services.engine.get_room(room_id), services.keys.room(room_id)
-            )
-        except eng.RoomNotFound:
-            return None
-
-    room = services.rooms.get(("id", room_id), load, lambda: services.directory.room_by_id(room_id))
-    if room is None:
-        raise errors.TicketGone("This room no longer exists.")
-    return room
 
 
 def engine_call(services: Services, fn: Any, room_id: str | None = None) -> Any:
@@ -267,65 +186,6 @@ class Binding:
     generation: int | None = None  # of that spot
 
 
-def usable_offline(room: dict[str, Any] | None) -> dict[str, Any]:
-    """``room`` when it admits during an outage (open, ``failMode: open``), else Unavailable.
-
-    Nobody is admitted in doubt anywhere else: an unknown, closed, paused or idle room answers
-    Unavailable, and no spot is touched, so everyone keeps their place for when Redis returns.
-    """
-    if room is None or room.get("failMode") != "open" or room.get("status") != "open":
-        raise errors.Unavailable(retry_after=UNAVAILABLE_RETRY_SEC)
-    return room
-
-
-def fail_open(
-    services: Services, room: dict[str, Any], binding: Binding
-) -> tuple[dict[str, Any], int | None]:
-    """Redis is unreachable and ``room`` fails open: admit (marked ``fo``), as strictly as ever.
-
-    The admission carries the session binding and, in a bindIp room, the network tag; a session
-    at or above the room's ``holdScore`` waits (Unavailable) and a revocation this instance has
-    read (see :class:`~anteroom.queue.room_directory.RoomDirectory`) is refused as it would be
-    normally.
-    """
-    room = usable_offline(room)
-    if not binding.session_jti:
-        raise errors.Unavailable(retry_after=UNAVAILABLE_RETRY_SEC)
-    if binding.score is not None and binding.score >= int(room["holdScore"]):
-        raise errors.Unavailable(retry_after=UNAVAILABLE_RETRY_SEC)
-    if services.directory.is_revoked(room["id"], binding.session_jti, binding.vid):
-        raise errors.SessionRevoked()
-    now = int(time.time())
-    jti = tokens.new_id()
-    known = binding.generation
-    generation = int(known if known is not None else room.get("generation", 0))
-    if binding.ticket is not None:
-        # The jti Redis gives this spot's admission: once booked, it refreshes like any other.
-        jti = spot_admission_jti(room["id"], generation, binding.ticket)
-    claims: dict[str, Any] = {"qj": binding.session_jti, "jti": jti, "fo": True}
-    claims |= {"iat": now, "exp": now + int(room["admissionTtlSec"])}
-    if binding.network_tag:
-        claims["qi"] = binding.network_tag
-    token = admission_token(services, room, binding.vid, claims)
-    if binding.score is not None:  # a new admission (a refresh's is booked already)
-        # Booked once Redis is back, so its spot is not dealt again: no ghost admission.
-        admission = FailOpenAdmission(binding.vid, binding.ticket, generation, claims["exp"])
-        services.fail_open.record(room["id"], admission)
-    body = answer_body(
-        room,
-        "admitted",
-        room_status=room.get("status", "open"),
-        opens_at=room.get("opensAt"),
-        token=token,
-    )
-    return body | {"failOpen": True}, None
-
-
-def spot_admission_jti(room_id: str, generation: int, ticket: int) -> str:
-    """The jti of a spot's admission: lua/_answer.lua's ``admission_jti``, the same rule."""
-    return hashlib.sha1(f"{room_id}:{generation}:{ticket}".encode()).hexdigest()[:16]
-
-
 def ticket_binding(room: dict[str, Any], claims: tokens.TicketClaims, network_tag: str) -> Binding:
     """The binding a queue token proves offline, or Unavailable / TicketGone when it proves none.
 
@@ -333,7 +193,7 @@ def ticket_binding(room: dict[str, Any], claims: tokens.TicketClaims, network_ta
     replayable for ever). A ticket of an older generation than the room's is gone for sure.
     """
     if claims.expires_at is None or claims.session_id is None or claims.score is None:
-        raise errors.Unavailable(retry_after=UNAVAILABLE_RETRY_SEC)
+        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
     generation = int(claims.generation)
     if generation < int(room.get("generation", 0)):
         raise errors.TicketGone()
@@ -347,8 +207,3 @@ def ticket_binding(room: dict[str, Any], claims: tokens.TicketClaims, network_ta
         int(claims.ticket),
         generation,
     )
-
-
-def outage(exc: StorageError) -> bool:
-    """True when ``exc`` means Redis could not be reached (not a refusal by Redis)."""
-    return isinstance(exc, StorageUnavailable)

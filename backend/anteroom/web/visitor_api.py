@@ -14,13 +14,15 @@ from flask.typing import ResponseReturnValue
 from anteroom.identity import sessions as identity
 from anteroom.identity import work_inputs
 from anteroom.identity.signal_rules import Evidence
-from anteroom.queue.redis_link import StorageError, StorageUnavailable
 from anteroom.queue.room_engine import AddressLimited
+from anteroom.queue.storage_errors import StorageError, StorageUnavailable
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web import address_limits as limits
 from anteroom.web import http_errors as errors
 from anteroom.web import queue_answers as visitor
+from anteroom.web import room_lookup
+from anteroom.web.fail_open import fail_open, usable_offline
 from anteroom.web.json_body import parse
 from anteroom.web.visitor_models import (
     ChallengeRequest,
@@ -81,7 +83,7 @@ def visitor_call(
         def run() -> ResponseReturnValue:
             body = parse(model)
             s = services()
-            env = visitor.environment_of(s, body.apiKey)
+            env = room_lookup.environment_of(s, body.apiKey)
             claims: dict[str, Any] = {}
             if token is not None:
                 kind, name = TOKENS[token]
@@ -173,7 +175,7 @@ def identify(call: Call[IdentifyRequest]) -> ResponseReturnValue:
         return jsonify(identity.session_answer(s.identity, session))
     except StorageUnavailable:
         # A challenge cannot be spent once without Redis: no new sessions during an outage.
-        raise errors.Unavailable(retry_after=visitor.UNAVAILABLE_RETRY_SEC) from None
+        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC) from None
 
 
 def _remember_refusal(s: Services, room: dict[str, Any]) -> None:
@@ -204,7 +206,7 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
         if known:
             s.series.tally(known["id"], "ndenied")
         raise errors.QueueDenied()
-    room = visitor.room_by_slug(s, call.env, call.body.room)
+    room = room_lookup.room_by_slug(s, call.env, call.body.room)
     tag = _network_tag(s, room)
     score = int(session.score)
     # After the offline checks (garbage costs Redis no write): counted by the enter script
@@ -228,7 +230,7 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
         answer = visitor.engine_call(s, enter_line, room["id"])
     except StorageUnavailable:
         binding = visitor.Binding(session.session_id, session.visitor_id, score, tag)
-        return reply(*visitor.fail_open(s, room, binding))
+        return reply(*fail_open(s, room, binding))
     except errors.Busy:
         s.series.tally(room["id"], "nbusy")
         raise
@@ -245,7 +247,7 @@ def poll(call: Call[TicketRequest]) -> ResponseReturnValue:
         raise errors.TokenInvalid() from None
     room = None
     try:
-        room = visitor.room_by_id(s, claims.room_id)
+        room = room_lookup.room_by_id(s, claims.room_id)
         qr, qj = claims.room_id, claims.session_id or ""
         answer = visitor.engine_call(
             s,
@@ -258,9 +260,9 @@ def poll(call: Call[TicketRequest]) -> ResponseReturnValue:
     except StorageUnavailable:
         # The spot is still in Redis; a fail-open room lets its visitor in meanwhile, bound as
         # a normal admission would be, from what the ticket carries (no Redis needed).
-        room = visitor.usable_offline(room)
+        room = usable_offline(room)
         tag = _network_tag(s, room)
-        return reply(*visitor.fail_open(s, room, visitor.ticket_binding(room, claims, tag)))
+        return reply(*fail_open(s, room, visitor.ticket_binding(room, claims, tag)))
     return reply(*visitor.render(s, room, claims.visitor_id, answer, (call.body.ticket, claims)))
 
 
@@ -275,7 +277,7 @@ def leave(call: Call[TicketRequest]) -> ResponseReturnValue:
             spot.room_id,
         )
     except StorageUnavailable:
-        raise errors.Unavailable(retry_after=visitor.UNAVAILABLE_RETRY_SEC) from None
+        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC) from None
     return "", 204
 
 
@@ -285,15 +287,15 @@ def refresh(call: Call[RefreshRequest]) -> ResponseReturnValue:
     s, claims = call.services, call.claims_as(tokens.AdmissionClaims)
     room = None
     try:
-        room = visitor.room_by_id(s, claims.room_id)
+        room = room_lookup.room_by_id(s, claims.room_id)
         qr, vid, jti, qj = claims.room_id, claims.visitor_id, claims.admission_id, claims.session_id
         answer = visitor.engine_call(s, lambda: s.engine.refresh(qr, vid, None, jti, qj or ""), qr)
     except StorageUnavailable:
         # Same rules as a normal refresh: the binding and network of the admission held (the
         # polling address's network if it has none in a bindIp room), no revoked session.
-        room = visitor.usable_offline(room)
+        room = usable_offline(room)
         polled = _network_tag(s, room)
         tag = claims.network_tag or polled
         binding = visitor.Binding(claims.session_id or "", claims.visitor_id, None, tag)
-        return reply(*visitor.fail_open(s, room, binding))
+        return reply(*fail_open(s, room, binding))
     return reply(*visitor.render(s, room, claims.visitor_id, answer))
