@@ -8,11 +8,13 @@ import time
 from collections.abc import Callable
 
 import redis
-from flask import Blueprint, Flask, current_app, jsonify
+from flask import Blueprint, Flask, current_app
 from flask.typing import ResponseReturnValue
 
 from anteroom.queue import lua_scripts as scripts
 from anteroom.queue.redis_link import Breaker, StorageError
+from anteroom.web import api_routes as routes
+from anteroom.web.api_models import Alive, NotReady, Ready
 
 bp = Blueprint("health", __name__)
 log = logging.getLogger("anteroom")
@@ -89,16 +91,16 @@ def init_app(app: Flask, client: redis.Redis, breaker: Breaker | None = None) ->
     app.register_blueprint(bp)
 
 
-@bp.get("/healthz")
+@routes.view(bp, routes.HEALTHZ)
 def healthz() -> ResponseReturnValue:
     """The process is up (no dependency is checked)."""
-    return jsonify(status="ok")
+    return Alive(status="ok")
 
 
-@bp.get("/readyz")
+@routes.view(bp, routes.READYZ)
 def readyz() -> ResponseReturnValue:
     """Redis answers and every Lua script is loaded (checked at most once a second)."""
     readiness: Readiness = current_app.extensions[EXTENSION]
     if not readiness.ready():
-        return jsonify(status="unavailable"), 503
-    return jsonify(status="ready", scripts=len(readiness.sources))
+        return NotReady(status="unavailable"), 503
+    return Ready(status="ready", scripts=len(readiness.sources))

@@ -165,7 +165,3 @@ class QueueAnswer(Answer):
         default=True, description="Only on admissions given while Redis was unreachable."
     )
     model_config = ConfigDict(json_schema_extra=schema_extra())
-
-
-REQUESTS = (ChallengeRequest, IdentifyRequest, EnterRequest, TicketRequest, RefreshRequest)
-ANSWERS = (Challenge, Session, QueueAnswer)
