@@ -5,12 +5,13 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 from flask.typing import ResponseReturnValue
 
+from anteroom.web import api_routes as routes
 from anteroom.web import openapi_document as openapi
 
 bp = Blueprint("docs", __name__)
 
 
-@bp.get("/api/openapi.json")
+@routes.view(bp, routes.OPENAPI)
 def openapi_json() -> ResponseReturnValue:
     """The document; public, so tooling on any origin (a Swagger UI, a generator) may read it."""
     response: Response = jsonify(openapi.document())

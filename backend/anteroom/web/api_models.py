@@ -1,9 +1,11 @@
 """Typed API shapes (pydantic v2): the base of every request body and answer, and the shared ones.
 
 A request model validates a parsed JSON body (see :func:`anteroom.web.json_body.parse`) and
-names every problem by its API field; an answer model documents a JSON answer the views build
-as a plain dict (no validation on the hot path). The OpenAPI document is generated from both
-(:mod:`anteroom.web.openapi_document`), so what is checked and what is written agree.
+names every problem by its API field; an answer model is what a view returns, serialised with
+just the fields it was given (:func:`anteroom.web.api_routes.answered`); the hot path
+(web/hot_path.py) writes the same JSON from plain dicts, unvalidated. The OpenAPI document is
+generated from both (:mod:`anteroom.web.openapi_document`), so what is checked and what is
+written agree.
 """
 
 from __future__ import annotations

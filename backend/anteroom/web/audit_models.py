@@ -139,7 +139,3 @@ class AuditPage(Answer):
     environment: str
     events: list[AuditEvent]
     nextCursor: str | None = Field(description="Null on the last page.")
-
-
-REQUESTS = (RevokeRequest,)
-ANSWERS = (AuditEvent, AuditPage, Revocation)

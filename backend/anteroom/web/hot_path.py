@@ -32,6 +32,7 @@ from werkzeug.http import HTTP_STATUS_CODES
 from anteroom.queue.storage_errors import StorageUnavailable
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
+from anteroom.web import api_routes as routes
 from anteroom.web import http_errors as errors
 from anteroom.web import metrics, request_log, room_lookup
 from anteroom.web import queue_answers as visitor
@@ -43,10 +44,9 @@ if TYPE_CHECKING:
     from flask import Flask
 
 log = logging.getLogger("anteroom")
-POLL = "/api/v1/queue/poll"
-REFRESH = "/api/v1/admission/refresh"
-# The body field holding each route's token.
-TOKEN_FIELDS = {POLL: "ticket", REFRESH: "token"}
+POLL, REFRESH = routes.POLL_QUEUE.path, routes.REFRESH_ADMISSION.path
+# The body field holding each route's token, as declared for its view.
+TOKEN_FIELDS = {route.path: route.token for route in (routes.POLL_QUEUE, routes.REFRESH_ADMISSION)}
 STATUS_LINES = {code: f"{code} {text.upper()}" for code, text in HTTP_STATUS_CODES.items()}
 
 

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from flask import Blueprint, Response, current_app, g, jsonify, request
+from flask import Blueprint, Response, current_app, g, request
 from flask.typing import ResponseReturnValue
 
 from anteroom.identity import revocation
@@ -25,11 +25,12 @@ from anteroom.queue.storage_errors import StorageBusy, StorageUnavailable
 from anteroom.service_container import Services
 from anteroom.store.audit_log import AuditLog, diff
 from anteroom.store.keystore import KeyRecord
+from anteroom.web import api_routes as routes
 from anteroom.web import http_errors as errors
 from anteroom.web.api_models import Body
-from anteroom.web.audit_models import AuditQuery, RevokeRequest
+from anteroom.web.audit_models import AuditPage, AuditQuery, Revocation, RevokeRequest
 from anteroom.web.json_body import parse, parse_query
-from anteroom.web.management_models import ROOM_ID, RoomCreate, RoomPatch
+from anteroom.web.management_models import ROOM_ID, Room, RoomDetail, RoomList
 from anteroom.web.series_models import SeriesQuery, resolve
 from anteroom.web.series_models import answer as series_answer
 
@@ -126,28 +127,25 @@ class Call(Generic[B]):
 View = Callable[..., ResponseReturnValue]
 
 
-def management_call(
-    scope: str,
-    body: type[Body] | None = None,
-    *,
-    query: type[Body] | None = None,
-    room_view: bool = False,
-) -> Callable[[View], View]:
-    """Open a view: the key authorized for ``scope``, then the environment, then the input.
+def management_call(route: routes.Route) -> Callable[[View], View]:
+    """Register a view for ``route``: the key authorized for its scope, then the environment,
+    then its body or query string.
 
-    ``room_view`` views (one room by id) take no ``environment`` parameter: the room's own
-    environment is checked against the key's by :func:`load_room`.
+    A route on one room by id takes no ``environment`` parameter: the room's own environment
+    is checked against the key's by :func:`load_room`.
     """
+    assert route.scope is not None  # every management route needs a scope
+    scope, body, query = route.scope, route.body, route.query
 
     def wrap(view: View) -> View:
         @functools.wraps(view)
         def run(**url: Any) -> ResponseReturnValue:
             key = authorize(scope)
-            env = key.environment if room_view else environment(key)
+            env = environment(key) if route.takes_environment else key.environment
             data = parse(body) if body else parse_query(query) if query else None
             return view(Call(services(), key, env, data), **url)
 
-        return run
+        return routes.view(bp, route)(run)
 
     return wrap
 
@@ -169,8 +167,7 @@ def engine_call(fn: Callable[[], T]) -> T:
             raise errors.RoomNotFound("No such room (it was just deleted).") from None
 
 
-@bp.get("/queues")
-@management_call("queues:read")
+@management_call(routes.LIST_QUEUES)
 def list_queues(call: Call[None]) -> ResponseReturnValue:
     """Every room of the environment, by slug."""
     s = call.services
@@ -181,11 +178,10 @@ def list_queues(call: Call[None]) -> ResponseReturnValue:
                 out.append(public(s.engine.get_room(room_id)))
             except eng.RoomNotFound:
                 continue  # deleted between the two reads
-    return jsonify({"environment": call.env, "queues": out})
+    return RoomList.model_validate({"environment": call.env, "queues": out})
 
 
-@bp.post("/queues")
-@management_call("queues:write", RoomCreate)
+@management_call(routes.CREATE_QUEUE)
 def create_queue(call: Call[Any]) -> ResponseReturnValue:
     """Create a room from its configuration (every bad field named in one 400)."""
     s, key = call.services, call.key
@@ -204,14 +200,11 @@ def create_queue(call: Call[Any]) -> ResponseReturnValue:
             changes={n: {"before": None, "after": room[n]} for n in config},
         )
     forget(room)
-    response = jsonify(public(room))
-    response.status_code = 201
-    response.headers["Location"] = f"{bp.url_prefix}/queues/{room['id']}"
-    return response
+    location = routes.GET_QUEUE.path.replace("{id}", room["id"])
+    return Room.model_validate(public(room)), 201, {"Location": location}
 
 
-@bp.get("/queues/<room_id>")
-@management_call("queues:read", room_view=True)
+@management_call(routes.GET_QUEUE)
 def get_queue(call: Call[None], room_id: str) -> ResponseReturnValue:
     """A room's configuration, status, live stats and, while open, the head of its line."""
     room = load_room(call.key, room_id)
@@ -232,11 +225,10 @@ def get_queue(call: Call[None], room_id: str) -> ResponseReturnValue:
             {"ticket": e.ticket, "position": e.position, "visitor": e.visitor, "score": e.score}
             for e in line
         ]
-    return jsonify(out)
+    return RoomDetail.model_validate(out)
 
 
-@bp.get("/queues/<room_id>/series")
-@management_call("queues:read", query=SeriesQuery, room_view=True)
+@management_call(routes.GET_QUEUE_SERIES)
 def queue_series(call: Call[SeriesQuery], room_id: str) -> ResponseReturnValue:
     """The room's numbers over time (every 10 s for a day, every minute for 14 days)."""
     load_room(call.key, room_id)
@@ -246,7 +238,7 @@ def queue_series(call: Call[SeriesQuery], room_id: str) -> ResponseReturnValue:
         rng = resolve(call.data, now_ms)
         samples = series.samples(room_id, rng.from_ms, rng.to_ms, rng.coarse)
     window = aggregate(samples, rng.from_ms, rng.to_ms, rng.step_ms)
-    return jsonify(series_answer(room_id, window, rng, now_ms))
+    return series_answer(room_id, window, rng, now_ms)
 
 
 def _act(room: dict[str, Any], action: str, opens_at: int | None) -> None:
@@ -275,8 +267,7 @@ def _act(room: dict[str, Any], action: str, opens_at: int | None) -> None:
             raise errors.RoomNotFound("No such room (it was just deleted).") from None
 
 
-@bp.patch("/queues/<room_id>")
-@management_call("queues:write", RoomPatch, room_view=True)
+@management_call(routes.UPDATE_QUEUE)
 def update_queue(call: Call[Any], room_id: str) -> ResponseReturnValue:
     """Change configuration fields (not ``slug``) and/or run an action, at once for the line."""
     key, patch = call.key, call.data
@@ -300,11 +291,10 @@ def update_queue(call: Call[Any], room_id: str) -> ResponseReturnValue:
             action=record,
         )
     forget(after)
-    return jsonify(public(after))
+    return Room.model_validate(public(after))
 
 
-@bp.delete("/queues/<room_id>")
-@management_call("queues:write", room_view=True)
+@management_call(routes.DELETE_QUEUE)
 def delete_queue(call: Call[None], room_id: str) -> ResponseReturnValue:
     """Delete the room and every key of it; its tickets answer 410, its slug is free."""
     key = call.key
@@ -319,8 +309,7 @@ def delete_queue(call: Call[None], room_id: str) -> ResponseReturnValue:
     return Response(status=204)
 
 
-@bp.post("/sessions/revoke")
-@management_call("queues:write", RevokeRequest)
+@management_call(routes.REVOKE_SESSION)
 def revoke_session(call: Call[RevokeRequest]) -> ResponseReturnValue:
     """Revoke a session (``jti``) or visitor (``vid``) in every room of the environment.
 
@@ -337,15 +326,16 @@ def revoke_session(call: Call[RevokeRequest]) -> ResponseReturnValue:
         )
     answer = {"environment": env, kind: value, "reason": body.reason, "rooms": done.rooms}
     answer |= {"droppedNow": done.dropped_now, "expiresAt": done.expires_at_ms}
-    return jsonify(answer)
+    return Revocation.model_validate(answer)
 
 
-@bp.get("/audit")
-@management_call("audit:read", query=AuditQuery)
+@management_call(routes.LIST_AUDIT_EVENTS)
 def audit(call: Call[AuditQuery]) -> ResponseReturnValue:
     """The environment's audit events, newest first, ``limit`` at a time after ``cursor``."""
     s, query = call.services, call.data
     with storage():
         page = AuditLog(s.redis, s.keys).page(call.env, query.cursor or None, query.limit)
     events, next_cursor = page
-    return jsonify({"environment": call.env, "events": events, "nextCursor": next_cursor})
+    return AuditPage.model_validate(
+        {"environment": call.env, "events": events, "nextCursor": next_cursor}
+    )

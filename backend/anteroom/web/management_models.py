@@ -213,7 +213,3 @@ class RoomDetail(Room):  # type: ignore[valid-type, misc]
 class RoomList(Answer):
     environment: str
     queues: list[Room]  # type: ignore[valid-type]
-
-
-REQUESTS = (RoomCreate, RoomPatch)
-ANSWERS = (Room, RoomDetail, RoomList)

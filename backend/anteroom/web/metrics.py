@@ -28,11 +28,13 @@ from anteroom.queue.breaker import Breaker
 from anteroom.queue.room_engine import RoomStats
 from anteroom.queue.storage_errors import StorageError
 from anteroom.service_container import Services
+from anteroom.web import api_routes as routes
 from anteroom.web import http_errors as errors
 
 ROOM_GAUGES_TTL_SEC = 10.0
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-QUEUE_ROUTES = frozenset({"/api/v1/queue/enter", "/api/v1/queue/poll", "/api/v1/admission/refresh"})
+# The routes answering a queue answer, counted by its status too.
+QUEUE_ROUTES = frozenset(r.path for r in routes.ROUTES if r.answers.get(200) is routes.QUEUE_ANSWER)
 STORAGE_CODES = {"Unavailable": "unavailable", "Busy": "out_of_memory"}
 
 # Kept in this registry (not the global one), so building several apps in one process is fine;

@@ -141,14 +141,11 @@ class Series(Answer):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-def answer(room_id: str, window: rs.SeriesWindow, rng: SeriesRange, now_ms: int) -> dict[str, Any]:
-    """The JSON of :class:`Series`."""
+def answer(room_id: str, window: rs.SeriesWindow, rng: SeriesRange, now_ms: int) -> Series:
+    """The room's :class:`Series` over ``rng``."""
     out: dict[str, Any] = {"id": room_id, "from": rng.from_ms, "to": rng.to_ms}
     out |= {"step": rng.step_ms, "resolution": rs.COARSE_MS if rng.coarse else rs.FINE_MS}
     out |= {"now": now_ms, "times": window.times, "status": window.status}
     out |= window.gauges | window.counters | window.quantiles
     out |= {"waitBuckets": list(rs.WAIT_BUCKETS), "waits": window.waits}
-    return out
-
-
-ANSWERS = (Series,)
+    return Series.model_validate(out)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from flask import Blueprint, Response, current_app, g, jsonify, request
+from flask import Blueprint, Response, current_app, g, request
 from flask.typing import ResponseReturnValue
 
 from anteroom.identity import sessions as identity
@@ -19,16 +19,20 @@ from anteroom.queue.storage_errors import StorageError, StorageUnavailable
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web import address_limits as limits
+from anteroom.web import api_routes as routes
 from anteroom.web import http_errors as errors
 from anteroom.web import queue_answers as visitor
 from anteroom.web import room_lookup
 from anteroom.web.fail_open import fail_open, usable_offline
 from anteroom.web.json_body import parse
 from anteroom.web.visitor_models import (
+    Challenge,
     ChallengeRequest,
     EnterRequest,
     IdentifyRequest,
+    QueueAnswer,
     RefreshRequest,
+    Session,
     TicketRequest,
 )
 
@@ -74,11 +78,15 @@ class Call(Generic[M]):
 
 
 def visitor_call(
-    model: type[M], token: str | None = None
-) -> Callable[[Callable[[Call[M]], ResponseReturnValue]], Callable[[], ResponseReturnValue]]:
-    """Open a view: the body parsed as ``model``, its apiKey's environment, its token decoded."""
+    route: routes.Route,
+) -> Callable[[Callable[[Call[Any]], ResponseReturnValue]], routes.View]:
+    """Register a view for ``route``: the body parsed as its model, its apiKey's environment,
+    the token of its ``token`` field decoded."""
 
-    def wrap(view: Callable[[Call[M]], ResponseReturnValue]) -> Callable[[], ResponseReturnValue]:
+    def wrap(view: Callable[[Call[Any]], ResponseReturnValue]) -> routes.View:
+        assert route.body is not None  # every visitor route takes a body
+        model, token = route.body, route.token
+
         @functools.wraps(view)
         def run() -> ResponseReturnValue:
             body = parse(model)
@@ -93,16 +101,15 @@ def visitor_call(
                 g.log_room = claims.get("qr")  # the request log's room (web/request_log.py)
             return view(Call(s, env, body, claims))
 
-        return run
+        return routes.view(bp, route)(run)
 
     return wrap
 
 
-def reply(body: dict[str, Any], retry_after: int | None) -> Response:
-    response = jsonify(body)
-    if retry_after is not None:
-        response.headers["Retry-After"] = str(retry_after)
-    return response
+def reply(body: dict[str, Any], retry_after: int | None) -> ResponseReturnValue:
+    """A queue answer (as ``queue_answers`` renders it) and the Retry-After it asks for."""
+    answer = QueueAnswer.model_validate(body)
+    return answer if retry_after is None else (answer, {"Retry-After": str(retry_after)})
 
 
 @bp.after_request
@@ -116,8 +123,7 @@ def cors(response: Response) -> Response:
     return response
 
 
-@bp.post("/challenge")
-@visitor_call(ChallengeRequest)
+@visitor_call(routes.CREATE_CHALLENGE)
 def challenge(call: Call[ChallengeRequest]) -> ResponseReturnValue:
     s, body = call.services, call.body
     hashes_per_second = None
@@ -129,7 +135,7 @@ def challenge(call: Call[ChallengeRequest]) -> ResponseReturnValue:
         hashes_per_second = measured.hashesPerSecond
     limits.charge("challenge")  # in this worker's memory: issuing a challenge writes nothing
     if body.measure:
-        return jsonify(identity.measurement_challenge(s.identity, call.env))
+        return Challenge.model_validate(identity.measurement_challenge(s.identity, call.env))
     room = s.directory.room_by_slug(call.env, body.room) if body.room else None
     address = request.remote_addr or "0.0.0.0"
 
@@ -145,11 +151,10 @@ def challenge(call: Call[ChallengeRequest]) -> ResponseReturnValue:
     answer = identity.new_challenge(
         s.identity, call.env, work, max_puzzles=body.maxPuzzles, hashes_per_second=hashes_per_second
     )
-    return jsonify(answer)
+    return Challenge.model_validate(answer)
 
 
-@bp.post("/identify")
-@visitor_call(IdentifyRequest)
+@visitor_call(routes.IDENTIFY)
 def identify(call: Call[IdentifyRequest]) -> ResponseReturnValue:
     s, body = call.services, call.body
     solutions = body.solutions if body.solutions is not None else str(body.solution)
@@ -172,7 +177,7 @@ def identify(call: Call[IdentifyRequest]) -> ResponseReturnValue:
         session = identity.session_claims(s.identity, call.env, evidence, body.previousSession)
         # Spent last, with what it earned: a retry of this proof gets this session, never 401.
         session = identity.spend_challenge(s.identity, claims, solutions, session)
-        return jsonify(identity.session_answer(s.identity, session))
+        return Session.model_validate(identity.session_answer(s.identity, session))
     except StorageUnavailable:
         # A challenge cannot be spent once without Redis: no new sessions during an outage.
         raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC) from None
@@ -197,8 +202,7 @@ def _network_tag(s: Services, room: dict[str, Any]) -> str:
         raise errors.AddressRequired() from None
 
 
-@bp.post("/queue/enter")
-@visitor_call(EnterRequest, token="sessionToken")
+@visitor_call(routes.ENTER_QUEUE)
 def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
     s, session = call.services, call.claims_as(tokens.SessionClaims)
     if "bot" in session.signals:
@@ -237,8 +241,7 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
     return reply(*visitor.render(s, room, session.visitor_id, answer))
 
 
-@bp.post("/queue/poll")
-@visitor_call(TicketRequest, token="ticket")
+@visitor_call(routes.POLL_QUEUE)
 def poll(call: Call[TicketRequest]) -> ResponseReturnValue:
     s = call.services
     try:
@@ -266,8 +269,7 @@ def poll(call: Call[TicketRequest]) -> ResponseReturnValue:
     return reply(*visitor.render(s, room, claims.visitor_id, answer, (call.body.ticket, claims)))
 
 
-@bp.post("/queue/leave")
-@visitor_call(TicketRequest, token="ticket")
+@visitor_call(routes.LEAVE_QUEUE)
 def leave(call: Call[TicketRequest]) -> ResponseReturnValue:
     s, spot = call.services, call.claims_as(tokens.TicketClaims)
     try:
@@ -281,8 +283,7 @@ def leave(call: Call[TicketRequest]) -> ResponseReturnValue:
     return "", 204
 
 
-@bp.post("/admission/refresh")
-@visitor_call(RefreshRequest, token="token")
+@visitor_call(routes.REFRESH_ADMISSION)
 def refresh(call: Call[RefreshRequest]) -> ResponseReturnValue:
     s, claims = call.services, call.claims_as(tokens.AdmissionClaims)
     room = None

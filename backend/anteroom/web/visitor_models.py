@@ -145,7 +145,8 @@ VisitorText = _Text | dict[Literal[rooms.PAGE_LANGUAGES], _Text] | None  # type:
 class QueueAnswer(Answer):
     """The state of a spot; Retry-After is set while it asks the client to wait."""
 
-    # Built as a plain dict by anteroom.web.queue_answers.answer_body only (this documents it).
+    # Built as a plain dict by anteroom.web.queue_answers.answer_body only: the views return it
+    # as this model, the hot path writes the dict as it is.
 
     status: Literal[QUEUE_STATUSES]  # type: ignore[valid-type]
     room: str
@@ -165,7 +166,3 @@ class QueueAnswer(Answer):
         default=True, description="Only on admissions given while Redis was unreachable."
     )
     model_config = ConfigDict(json_schema_extra=schema_extra())
-
-
-REQUESTS = (ChallengeRequest, IdentifyRequest, EnterRequest, TicketRequest, RefreshRequest)
-ANSWERS = (Challenge, Session, QueueAnswer)

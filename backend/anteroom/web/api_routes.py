@@ -1,0 +1,263 @@
+"""Every route of the APIs, declared once (SPEC "Management API", "Visitor API").
+
+A :class:`Route` says all there is to say about one operation: its path and method, its scope
+(management) or tag, the model its body or query string is parsed with, and every answer it
+may give. The view decorators (``visitor_api.visitor_call``, ``management_api.management_call``,
+:func:`view` for the rest) register the Flask rule and parse the input from it, and
+``openapi_document`` builds the document from the same objects, so the two cannot drift apart.
+A view returns an answer model (or a Flask answer, when it has no body); :func:`view`
+serialises it once, as it was built.
+
+Written here rather than taken from spectree or flask-openapi3: both parse and word request
+errors their own way (ours name every field, web/json_body.py), validate answers on every call
+unless told not to, build their own document layout (no shared ``components/responses``), and
+flask-openapi3 replaces the Flask app class; neither knows the hot path (web/hot_path.py), which
+answers the poll outside Flask and reads only the paths and token fields declared here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from flask import Blueprint, jsonify
+from flask.typing import ResponseReturnValue
+from pydantic import BaseModel
+
+from anteroom.web import api_models as shapes
+from anteroom.web import audit_models as audit
+from anteroom.web import management_models as management
+from anteroom.web import series_models as series
+from anteroom.web import visitor_models as visitor
+from anteroom.web.api_models import Body
+
+Schema = dict[str, Any]
+View = Callable[..., ResponseReturnValue]
+# A path parameter's name in the document -> in the Flask rule.
+PATH_PARAMETERS = {"{id}": "<room_id>"}
+
+RETRY_AFTER: Schema = {"description": "Seconds to wait before asking again."}
+RETRY_AFTER["schema"] = {"type": "integer", "minimum": 1}
+WAIT = {"Retry-After": RETRY_AFTER}
+BEARER: Schema = {"schema": {"type": "string", "pattern": "^Bearer"}}
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One answer a route may give: an error with these codes, a model's JSON, or no body.
+
+    An error answer with Retry-After also carries retryAfter.
+    """
+
+    name: str  # its name under the document's components/responses
+    description: str
+    errors: tuple[str, ...] = ()
+    model: type[BaseModel] | None = None
+    headers: dict[str, Schema] = field(default_factory=dict)
+    any_object: bool = False  # a JSON object of no declared model (the document itself)
+
+
+# fmt: off
+BAD_REQUEST = Reply("BadRequest", "The request is not valid; fields names each problem.",
+                    ("BadRequest",))
+VISITOR_UNAUTHORIZED = Reply(
+    "VisitorUnauthorized", "Unknown apiKey, or a token that is not valid or has expired.",
+    tuple(shapes.error_codes(401)))
+MANAGEMENT_UNAUTHORIZED = Reply("ManagementUnauthorized", "No valid secret key.",
+                                ("Unauthorized",), headers={"WWW-Authenticate": BEARER})
+FORBIDDEN = Reply("Forbidden", "The key lacks the scope, or belongs to another environment.",
+                  ("Forbidden",))
+ENTER_FORBIDDEN = Reply(
+    "EnterForbidden",
+    "The session is convicted, revoked, or the room needs a visible client address.",
+    ("QueueDenied", "SessionRevoked", "AddressRequired"))
+SPOT_FORBIDDEN = Reply(
+    "SpotForbidden", "The session has been revoked, or (while Redis is unreachable) a bindIp "
+    "room sees no client address.", ("SessionRevoked", "AddressRequired"))
+ROOM_NOT_FOUND = Reply("RoomNotFound", "No such room.", ("RoomNotFound", "NotFound"))
+TICKET_GONE = Reply("TicketGone", "The spot or its room is gone; enter again.", ("TicketGone",))
+PAYLOAD_TOO_LARGE = Reply("PayloadTooLarge", "The body is larger than 16 KiB.",
+                          ("PayloadTooLarge",))
+RATE_LIMITED = Reply("RateLimited", "Too many requests.", ("RateLimited",), headers=WAIT)
+SPOT_BUSY = Reply("SpotBusy", "Polled too often, or Redis is out of memory.",
+                  ("RateLimited", "Busy"), headers=WAIT)
+ENTER_BUSY = Reply("EnterBusy", "Polled too often, the line is full, or Redis is out of memory.",
+                   ("RateLimited", "QueueFull", "Busy"), headers=WAIT)
+BUSY = Reply("Busy", "Redis is out of memory; nothing was changed.", ("Busy",), headers=WAIT)
+UNAVAILABLE = Reply("Unavailable", "Redis is unreachable.", ("Unavailable",), headers=WAIT)
+
+CHALLENGE = Reply("Challenge", "A signed challenge, its puzzles and the work they take.",
+                  model=visitor.Challenge)
+SESSION = Reply("Session", "A session token, its score and signals.", model=visitor.Session)
+QUEUE_ANSWER = Reply(
+    "QueueAnswer", "A queue answer; Retry-After is set while it asks the client to wait.",
+    model=visitor.QueueAnswer, headers={"Retry-After": RETRY_AFTER | {"required": False}})
+LEFT = Reply("Left", "Left (also when there was nothing left to free).")
+ROOM_LIST = Reply("RoomList", "The rooms.", model=management.RoomList)
+ROOM_CREATED = Reply("RoomCreated", "The new room.", model=management.Room,
+                     headers={"Location": {"schema": {"type": "string"}}})
+ROOM = Reply("Room", "The room after the change.", model=management.Room)
+ROOM_DETAIL = Reply("RoomDetail", "The room.", model=management.RoomDetail)
+DELETED = Reply("Deleted", "Deleted.")
+REVOCATION = Reply("Revocation", "Revoked; recorded as a session.revoked event.",
+                   model=audit.Revocation)
+AUDIT_PAGE = Reply("AuditPage", "One page of events.", model=audit.AuditPage)
+SERIES = Reply("Series", "The room's numbers over time, one point per step.",
+               model=series.Series)
+ALIVE = Reply("Alive", "Up.", model=shapes.Alive)
+READY = Reply("Ready", "Ready.", model=shapes.Ready)
+NOT_READY = Reply("NotReady", "Not ready.", model=shapes.NotReady)
+DOCUMENT = Reply("Document", "The OpenAPI 3.1 document.", any_object=True)
+# fmt: on
+
+# The refusals every route of a kind may give, by status.
+VISITOR = {400: BAD_REQUEST, 401: VISITOR_UNAUTHORIZED, 413: PAYLOAD_TOO_LARGE, 503: UNAVAILABLE}
+SPOT = VISITOR | {410: TICKET_GONE, 429: SPOT_BUSY}
+READ = {401: MANAGEMENT_UNAUTHORIZED, 403: FORBIDDEN, 429: BUSY, 503: UNAVAILABLE}
+WRITE = READ | {400: BAD_REQUEST, 413: PAYLOAD_TOO_LARGE}
+
+
+@dataclass(frozen=True)
+class Route:
+    """One operation: what the view registration and the OpenAPI document both read."""
+
+    path: str  # as the document writes it, parameters in braces
+    method: str  # lower case, as the document keys it
+    operation_id: str
+    summary: str
+    answers: dict[int, Reply]
+    tag: str = "management"  # visitor, management, health or docs
+    scope: str | None = None  # the key's scope a management route needs
+    body: type[Body] | None = None  # the JSON body's model
+    query: type[Body] | None = None  # the query string's model
+    token: str | None = None  # the visitor body's field holding the call's token
+    notes: str = ""  # said after the scope in the description
+
+    @property
+    def takes_environment(self) -> bool:
+        """A management route of the key's environment (one on a room by id checks the room's
+        own environment instead, so it takes no ``environment`` parameter)."""
+        return self.scope is not None and "{" not in self.path
+
+    @property
+    def rule(self) -> str:
+        """The Flask URL rule of :attr:`path`."""
+        rule = self.path
+        for name, flask_name in PATH_PARAMETERS.items():
+            rule = rule.replace(name, flask_name)
+        return rule
+
+
+QUEUES, ROOM_PATH = "/api/management/v1/queues", "/api/management/v1/queues/{id}"
+# fmt: off
+CREATE_CHALLENGE = Route(
+    "/api/v1/challenge", "post", "createChallenge", "A proof-of-work challenge",
+    VISITOR | {200: CHALLENGE, 429: RATE_LIMITED}, tag="visitor", body=visitor.ChallengeRequest)
+IDENTIFY = Route(
+    "/api/v1/identify", "post", "identify", "Trade a solved challenge for a session token",
+    VISITOR | {200: SESSION, 429: RATE_LIMITED}, tag="visitor", body=visitor.IdentifyRequest)
+ENTER_QUEUE = Route(
+    "/api/v1/queue/enter", "post", "enterQueue",
+    "Take (or find again) the session's spot in a room",
+    SPOT | {200: QUEUE_ANSWER, 403: ENTER_FORBIDDEN, 404: ROOM_NOT_FOUND, 429: ENTER_BUSY},
+    tag="visitor", body=visitor.EnterRequest, token="sessionToken")
+POLL_QUEUE = Route(
+    "/api/v1/queue/poll", "post", "pollQueue", "Poll a spot with its queueToken",
+    SPOT | {200: QUEUE_ANSWER, 403: SPOT_FORBIDDEN}, tag="visitor", body=visitor.TicketRequest,
+    token="ticket")
+LEAVE_QUEUE = Route(
+    "/api/v1/queue/leave", "post", "leaveQueue",
+    "Leave the line: frees a waiting spot or an active slot", SPOT | {204: LEFT},
+    tag="visitor", body=visitor.TicketRequest, token="ticket")
+REFRESH_ADMISSION = Route(
+    "/api/v1/admission/refresh", "post", "refreshAdmission",
+    "A fresh admission; extends the active slot",
+    SPOT | {200: QUEUE_ANSWER, 403: SPOT_FORBIDDEN}, tag="visitor", body=visitor.RefreshRequest,
+    token="token")
+REVOKE_SESSION = Route(
+    "/api/management/v1/sessions/revoke", "post", "revokeSession",
+    "Revoke a session (jti) or visitor (vid) in every room of the environment",
+    WRITE | {200: REVOCATION}, scope="queues:write", body=audit.RevokeRequest,
+    notes=" Its spots answer SessionRevoked at their next poll (a vid's are dropped at once),"
+    " its admissions can no longer be refreshed and it cannot enter again; an admission"
+    " already issued stays valid offline until its exp. Revocations expire by themselves after"
+    " the longest token life (6 h, or a room's queue-token or admission life if longer).")
+LIST_QUEUES = Route(
+    QUEUES, "get", "listQueues", "Every room of the environment, by slug",
+    READ | {200: ROOM_LIST}, scope="queues:read")
+CREATE_QUEUE = Route(
+    QUEUES, "post", "createQueue", "Create a room (idle until opened)",
+    WRITE | {201: ROOM_CREATED}, scope="queues:write", body=management.RoomCreate)
+GET_QUEUE = Route(
+    ROOM_PATH, "get", "getQueue",
+    "A room's configuration, status, live stats and, while open, its line",
+    READ | {200: ROOM_DETAIL, 404: ROOM_NOT_FOUND}, scope="queues:read")
+GET_QUEUE_SERIES = Route(
+    ROOM_PATH + "/series", "get", "getQueueSeries",
+    "The room's numbers over time: every 10 s for 24 h, every minute for 14 days",
+    READ | {200: SERIES, 400: BAD_REQUEST, 404: ROOM_NOT_FOUND}, scope="queues:read",
+    query=series.SeriesQuery,
+    notes=" Samples are taken every 10 s (kept 24 h) and every minute (kept 14 days) by the"
+    " service itself; a window's gauges (waiting, held, active, rate, capacity) are its last"
+    " sample's, its counts (admitted, entries, refusals, leaves, abandoned, the wait"
+    " histogram) what was added during it. Null: no sample in that window.")
+UPDATE_QUEUE = Route(
+    ROOM_PATH, "patch", "updateQueue",
+    "Change configuration fields (not slug) and/or run an action",
+    WRITE | {200: ROOM, 404: ROOM_NOT_FOUND}, scope="queues:write", body=management.RoomPatch)
+DELETE_QUEUE = Route(
+    ROOM_PATH, "delete", "deleteQueue",
+    "Delete a room and all its state; its tickets answer 410, its slug is free",
+    READ | {204: DELETED, 404: ROOM_NOT_FOUND}, scope="queues:write")
+LIST_AUDIT_EVENTS = Route(
+    "/api/management/v1/audit", "get", "listAuditEvents",
+    "The environment's audit events, newest first", READ | {200: AUDIT_PAGE, 400: BAD_REQUEST},
+    scope="audit:read", query=audit.AuditQuery)
+HEALTHZ = Route("/healthz", "get", "healthz", "Liveness: the process is up", {200: ALIVE},
+                tag="health")
+READYZ = Route("/readyz", "get", "readyz",
+               "Readiness: Redis answers and every Lua script is loaded",
+               {200: READY, 503: NOT_READY}, tag="health")
+OPENAPI = Route("/api/openapi.json", "get", "openapi", "This document", {200: DOCUMENT},
+                tag="docs")
+# In the document's order.
+ROUTES = (
+    CREATE_CHALLENGE, IDENTIFY, ENTER_QUEUE, POLL_QUEUE, LEAVE_QUEUE, REFRESH_ADMISSION,
+    REVOKE_SESSION, LIST_QUEUES, CREATE_QUEUE, GET_QUEUE, GET_QUEUE_SERIES, UPDATE_QUEUE,
+    DELETE_QUEUE, LIST_AUDIT_EVENTS, HEALTHZ, READYZ, OPENAPI,
+)
+# fmt: on
+
+
+def answered(result: Any) -> ResponseReturnValue:
+    """A view's result as Flask takes it: an answer model (alone or first in Flask's
+    ``(body, status)``/``(body, headers)`` tuples) as its JSON, just the fields it was given."""
+    if isinstance(result, BaseModel):
+        return jsonify(_json(result))
+    if isinstance(result, tuple) and result and isinstance(result[0], BaseModel):
+        return (jsonify(_json(result[0])), *result[1:])  # type: ignore[return-value]
+    return result  # type: ignore[no-any-return]
+
+
+def _json(model: BaseModel) -> Any:
+    return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def view(bp: Blueprint, route: Route) -> Callable[[View], View]:
+    """Register a view for ``route`` on ``bp`` (its rule read from the route), its answer
+    models serialised; the view is returned wrapped, so other rules may reuse it."""
+
+    def wrap(fn: View) -> View:
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> ResponseReturnValue:
+            return answered(fn(*args, **kwargs))
+
+        prefix = bp.url_prefix or ""
+        if not route.rule.startswith(prefix):
+            raise ValueError(f"{route.path} is not under {bp.name}'s {prefix}")
+        bp.add_url_rule(route.rule[len(prefix) :], view_func=run, methods=[route.method.upper()])
+        return run
+
+    return wrap
