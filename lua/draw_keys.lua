@@ -5,10 +5,9 @@
 -- KEYS:
 -- ARGV: seed (64 lowercase hex), beacon value (lowercase hex, '' for none), entrant ids...
 -- Reply: one order key (40 lowercase hex) per entrant id.
-local pads = {draw_pads(ARGV[1])}
-local beacon = ARGV[2]
+local keying = draw_keying(ARGV[1], ARGV[2])
 local keys = {}
 for i = 3, #ARGV do
-  keys[i - 2] = draw_order_key(pads, beacon, ARGV[i])
+  keys[i - 2] = draw_order_key(keying, ARGV[i])
 end
 return keys
