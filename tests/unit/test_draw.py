@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import http.server
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -299,6 +303,13 @@ def test_each_forged_receipt_is_named(size: int, seed: str, data: st.DataObject)
     assert failure("st1.k1.e30.AAAA") == "receipt-malformed"
 
 
+def test_every_failure_a_check_can_name_is_documented() -> None:
+    # The names are what a visitor reads and a script matches: each must be in FAILURES.
+    source = Path(draw.__file__).read_text("utf-8")
+    named = set(re.findall(r'_fail\(\s*"([a-z-]+)"', source)) | {"unreadable"}
+    assert named == set(draw.FAILURES)
+
+
 def test_without_a_signature_check_the_verdict_says_it_did_not_check_one() -> None:
     honest = Draw(5, draw.new_seed())
     verdict = draw.check_receipt(honest.document, honest.entrants, honest.receipt(3))
@@ -316,7 +327,9 @@ def test_a_malformed_document_is_named_not_raised(change: dict[str, Any]) -> Non
 
 # The command, run as a visitor runs it.
 def verify_draw(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "backend")}
+    # No proxy: the URL test serves from 127.0.0.1.
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env["PYTHONPATH"] = str(ROOT / "backend")
     return subprocess.run(
         [sys.executable, "-m", "anteroom.sdk.verify_draw", *args],
         env=env,
@@ -408,3 +421,27 @@ def test_the_verifier_imports_with_the_standard_library_alone() -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
     )
     assert checked.returncode == 0, checked.stderr
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    """``tmp_path`` served over http://127.0.0.1 (the base URL), as a room serves its report."""
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    handler.log_message = lambda *args: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_the_command_fetches_a_report_and_its_entrants_by_url(tmp_path: Path, served: str) -> None:
+    honest = Draw(30, draw.new_seed())
+    (tmp_path / "queue").mkdir()
+    publish(tmp_path / "queue", honest)  # entrantsUrl "entrants.json": beside the report
+    done = verify_draw("--fairness", served + "queue/fairness.json", "--receipt", honest.receipt(9))
+    assert done.returncode == 0, done.stderr
+    missing = verify_draw("--fairness", served + "queue/none.json")
+    assert missing.returncode == 1 and "FAILED unreadable" in missing.stderr

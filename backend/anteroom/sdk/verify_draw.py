@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from anteroom.sdk.draw import Verdict, check_draw, check_receipt, read_receipt
+from anteroom.sdk.draw import FAILURES, Verdict, check_draw, check_receipt, read_receipt
 
 # 100,000 ids of 64 hex characters are 6.7 MB; refuse what cannot be an honest list.
 MAX_BYTES = 64 * 1024 * 1024
@@ -140,11 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         verdicts = verify(args.fairness, args.receipt, args.entrants)
     except Unreadable as exc:
-        print(f"verify-draw: FAILED unreadable: {exc}", file=sys.stderr)
+        print(f"verify-draw: FAILED unreadable: {exc} ({FAILURES['unreadable']})", file=sys.stderr)
         return 1
     for verdict in verdicts:
         if not verdict.ok:
-            print(f"verify-draw: FAILED {verdict.detail}", file=sys.stderr)
+            meaning = FAILURES.get(verdict.failure or "", "")
+            print(f"verify-draw: FAILED {verdict.detail} ({meaning})", file=sys.stderr)
             return 1
         print(f"ok: {verdict.detail}")
     if args.receipt is not None:
