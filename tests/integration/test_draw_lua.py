@@ -4,6 +4,7 @@ differ from the one the room dealt, and an honest draw would fail its check."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -11,6 +12,7 @@ import redis
 
 from anteroom.queue import lua_scripts
 from anteroom.sdk import draw
+from fixtures import make_draw_fixtures
 
 pytestmark = pytest.mark.redis
 
@@ -37,3 +39,14 @@ def test_lua_keys_agree_on_seeds_of_the_hmac_pads_own_bytes(redis_client: redis.
     ids = [f"{i:064x}" for i in range(50)]
     for seed in ("00" * 32, "36" * 32, "5c" * 32, "ff" * 32):
         assert script(keys=[], args=[seed, "", *ids]) == [draw.order_key(seed, e) for e in ids]
+
+
+def test_lua_order_keys_are_the_fixture_files(redis_client: redis.Redis) -> None:
+    # The case file every implementation shares (tests/fixtures/draw.json), beacon and none.
+    fixtures = json.loads(make_draw_fixtures.PATH.read_text(encoding="utf-8"))
+    script = redis_client.register_script(lua_scripts.source("draw_keys"))
+    for fixture in fixtures["draws"]:
+        document, ids = fixture["document"], fixture["entrants"]
+        beacon = draw.beacon_value(document) or ""
+        keys = script(keys=[], args=[document["seed"], beacon, *ids])
+        assert dict(zip(ids, keys, strict=True)) == fixture["orderKeys"]

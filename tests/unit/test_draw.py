@@ -30,10 +30,10 @@ from hypothesis import strategies as st
 from anteroom.sdk import draw, merkle
 from anteroom.sdk.draw import ReceiptClaims
 from anteroom.sdk.tokens import b64url_encode
+from fixtures.make_draw_fixtures import genuine, sign
 
 ROOT = Path(__file__).resolve().parents[2]
 ROOM, OPENING = "spring-drop", 1_767_225_600_000
-RECEIPT_KEY = b"receipt-test-key"
 
 # RFC 6962 reference leaves and tree heads for sizes 0..8, and two inclusion proofs (0-based).
 CT_LEAVES = [
@@ -128,15 +128,6 @@ class Draw:
             "proof": merkle.inclusion_proof(leaves, at - 1),
         } | changes
         return draw.make_receipt(ReceiptClaims(**fields), "k1", sign)
-
-
-def sign(signed_part: bytes) -> bytes:
-    return hmac.new(RECEIPT_KEY, signed_part, hashlib.sha256).digest()
-
-
-def genuine(receipt: str) -> bool:
-    signed_part, _, signature = receipt.rpartition(".")
-    return hmac.compare_digest(signature, b64url_encode(sign(signed_part.encode("ascii"))))
 
 
 seeds = st.binary(min_size=32, max_size=32).map(bytes.hex)
