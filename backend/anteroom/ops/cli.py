@@ -1,4 +1,4 @@
-"""The ``anteroom`` command line: ``serve``, ``keys`` and ``rehearse``."""
+"""The ``anteroom`` command line: ``serve``, ``keys``, ``rehearse`` and ``verify-draw``."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from typing import Any
 from anteroom.config import Settings
 from anteroom.ops import cli_keys
 from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.sdk import verify_draw
 from anteroom.sdk.tokens import Keyring
 
 log = logging.getLogger("anteroom")
@@ -245,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["rehearse"]:  # its options are its own module's (and need no settings)
         return rehearse(argv[1:])
+    if argv[:1] == ["verify-draw"]:  # standard library only: no settings, no Redis
+        return verify_draw.main(argv[1:])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     parser = argparse.ArgumentParser(prog="anteroom", description="Anteroom waiting room")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -255,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         help="run a rush rehearsal against a deployment (Locust; pip install 'anteroom[rehearse]')",
         add_help=False,
     )
+    sub.add_parser("verify-draw", help="check a published draw and a receipt", add_help=False)
     args = parser.parse_args(argv)
     try:
         settings = Settings.from_env()

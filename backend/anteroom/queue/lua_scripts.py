@@ -45,6 +45,8 @@ OPERATIONS = (
     "tick",
     "shift_clock",
     "set_clock",
+    # Touches no key (an empty KEYS line): the draw's order keys, until the shuffle carries _draw.
+    "draw_keys",
 )
 
 # Scripts loaded as written: the room series' sampler and refusal counter, the challenge spend.
@@ -99,7 +101,7 @@ def operation(name: str) -> Operation:
     keys = tuple(declared.group(1).split())
     bind = ", ".join(key.upper() for key in keys)
     slots = ", ".join(f"KEYS[{i}]" for i in range(1, len(keys) + 1))
-    parts = [f"local {bind} = {slots}"]
+    parts = [f"local {bind} = {slots}"] if keys else []
     parts += [f"-- {piece}.lua\n{_read(piece)}" for piece in _pieces(name)]
     parts.append(f"-- {name}.lua\n{body}")
     return Operation("\n".join(parts), keys)
