@@ -29,8 +29,16 @@ CPU per poll. The cadence comes from ``--cadence module:function`` (a function o
 waiting giving polls a second), else from today's fixed intervals (1 s for the first 10, 2.5 s
 to 100, 5 s to 1,000, 15 s beyond) capped at ``--budget`` polls a second.
 
+A last phase measures the far poll where a long line lives (``--far-at``, default 1,000,000):
+a second room filled with that many spots, and only its spots beyond the first 3,000 polling at
+their own cadence, which for that length asks more polls a second than this machine serves. The
+far poll's cost depends on the rate it is served at (a poll that wakes an idle worker by itself
+costs about twice one in a busy stream), so the model prices each length's far polls at the
+phase whose rate is nearest to what that length asks; ``model.low_rate_cores`` keeps every
+length at the held crowd's rate, as before, for comparison.
+
 Run: ``python bench/crowd.py [--visitors 100000 --seconds 180]``; try ``--visitors 2000
---seconds 20`` first. Writes ``bench/results/crowd.json`` (``--out`` to change).
+--seconds 20 --far-at 0`` first. Writes ``bench/results/crowd.json`` (``--out`` to change).
 """
 
 from __future__ import annotations
@@ -253,8 +261,8 @@ def run_share(job: dict[str, Any]) -> dict[str, Any]:
 # -- the server side --------------------------------------------------------------------------
 
 
-def fill(engine: Engine, keyring: Keyring, room_id: str, count: int, batch: int = 500
-         ) -> list[tuple[str, str, int]]:  # fmt: skip
+def fill(engine: Engine, keyring: Keyring, room_id: str, count: int, batch: int = 500,
+         prefix: str = "c") -> list[tuple[str, str, int]]:  # fmt: skip
     """``count`` spots entered through the engine's own ``enter`` script, pipelined ``batch`` at
     a time: (vid, signed ticket, first pollAfterMs)."""
     room = engine.get_room(room_id)
@@ -263,7 +271,7 @@ def fill(engine: Engine, keyring: Keyring, room_id: str, count: int, batch: int 
     keys = engine.script_keys("enter", room_id)
     out = []
     for first in range(0, count, batch):
-        vids = [f"c{i}" for i in range(first, min(count, first + batch))]
+        vids = [f"{prefix}{i}" for i in range(first, min(count, first + batch))]
         pipe = engine.redis.pipeline(transaction=False)
         for vid in vids:
             enter(keys=keys, args=[vid, "j" + vid, 10, "", ""], client=pipe)
@@ -344,6 +352,56 @@ def near_polls_per_second(line: int, rate_per_minute: int, budget: float) -> flo
     return sum(1000 / poll_after(p, pace, 0, line, int(budget)) for p in range(1, near + 1))
 
 
+def far_at_length(args: argparse.Namespace, engine: Engine, keys: str, server: LiveServer,
+                  job: dict[str, Any], web_pids: Sequence[int], client: redis.Redis
+                  ) -> dict[str, Any] | None:  # fmt: skip
+    """The far poll's cost in a room of ``--far-at`` spots, its far spots at their own cadence
+    (more polls a second than this machine serves: what it costs in a busy stream)."""
+    if args.far_at <= 0:
+        return None
+    room = engine.create_room(
+        ENV,
+        {"slug": "crowd-long", "name": "Crowd (long)", "redirectUrl": "https://x.example/",
+         "ratePerMinute": args.rate, "maxWaiting": args.far_at + 1},
+    )["id"]  # fmt: skip
+    try:
+        engine.open(room)
+        t0 = time.monotonic()
+        tickets = fill(engine, Keyring.parse(keys), room, args.far_at, prefix="L")
+        print(f"filled {args.far_at:,} spots in {time.monotonic() - t0:.0f}s for the far phase")
+        far = [t for t in tickets if int(t[0][1:]) >= 3_000]
+        del tickets
+        jobs = [
+            job | {"tickets": far[p :: args.procs], "seconds": args.far_seconds,
+                   "line_key": engine.keys.room_keys(room)["line"], "sample_every": 10**9,
+                   "seed": 100 + p}
+            for p in range(args.procs)
+        ]  # fmt: skip
+        results, web, redis_used, wall = phase_cpu(
+            web_pids, client, lambda: run_pool(args.procs, jobs)
+        )
+        polls = sum(r["polls"] for r in results)
+        lag = [v for r in results for v in r["lag_ms"]]
+        out = {
+            "waiting": args.far_at,
+            "seconds": round(wall, 1),
+            "polls": polls,
+            "polls_asked_per_second": round(sum(1000 / t[2] for t in far), 1),
+            "polls_per_second": round(polls / wall, 1),
+            "web_cpu_cores": round(web / wall, 3),
+            "redis_cpu_cores": round(redis_used / wall, 3),
+            "loadgen_cpu_cores": round(sum(r["cpu_seconds"] for r in results) / wall, 3),
+            "us_per_poll": round((web + redis_used) / max(1, polls) * 1e6, 1),
+            "redis_us_per_poll": round(redis_used / max(1, polls) * 1e6, 2),
+            "poll_lag_ms": percentiles(lag),
+        }
+        print(f"far phase at {args.far_at:,}: {out}")
+        return out
+    finally:
+        with contextlib.suppress(Exception):
+            engine.delete_room(room)
+
+
 def phase_cpu(web_pids: Sequence[int], client: redis.Redis, run: Callable[[], Any]
               ) -> tuple[Any, float, float, float]:  # fmt: skip
     """``run()``'s result with the web CPU seconds, Redis CPU seconds and wall seconds it took."""
@@ -380,6 +438,9 @@ def main() -> None:
     parser.add_argument("--far-seconds", type=float, default=40.0,
                         help="then only the spots beyond the first 3,000 poll: the far poll's "
                         "own cost")  # fmt: skip
+    parser.add_argument("--far-at", type=int, default=1_000_000,
+                        help="then a room this long, whose far spots poll at their own cadence: "
+                        "the far poll's cost at the rate a long line asks (0: skip)")  # fmt: skip
     parser.add_argument("--redis-url")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "crowd.json"))
     args = parser.parse_args()
@@ -451,6 +512,7 @@ def main() -> None:
         results, web_cpu, redis_used, wall = phase_cpu(
             web_pids, client, lambda: run_pool(args.procs, jobs)
         )
+        big = far_at_length(args, engine, keys, server, jobs[0], web_pids, client)
         server.stop()
 
         polls = sum(r["polls"] for r in results)
@@ -488,17 +550,24 @@ def main() -> None:
         if near_polls:
             near_us = (crowd_marginal - far_polls * far_us / 1e6) / near_polls * 1e6
         near_us = max(near_us, far_us)  # a near poll does all a far one does, and Redis's part
-        model, parts = {}, {}
+        # Each length's far polls at the price measured nearest to the rate it asks of them.
+        priced = [(far_only_polls / far_wall, far_us)]
+        if big:
+            big_us = big["us_per_poll"] - (fixed_web + fixed_redis) / big["polls_per_second"] * 1e6
+            priced.append((big["polls_per_second"], max(big_us, 1.0)))
+        model, low_rate, parts = {}, {}, {}
         for size in SIZES:
             near_rate = near_polls_per_second(size, args.rate, args.budget)
             far_rate = max(0.0, polls_per_second_at(size) - near_rate)
             fixed = fixed_web + fixed_redis * max(1.0, size / args.visitors)
-            cores = fixed + (near_rate * near_us + far_rate * far_us) / 1e6
-            model[str(size)] = round(cores, 2)
+            rate_us = min(priced, key=lambda p: abs(math.log(max(far_rate, 1.0) / p[0])))[1]
+            model[str(size)] = round(fixed + (near_rate * near_us + far_rate * rate_us) / 1e6, 2)
+            low_rate[str(size)] = round(fixed + (near_rate * near_us + far_rate * far_us) / 1e6, 2)
             parts[str(size)] = {
                 "fixed_cores": round(fixed, 3),
                 "near_polls_per_second": round(near_rate, 1),
                 "far_polls_per_second": round(far_rate, 1),
+                "far_us_per_poll": round(rate_us, 1),
             }
         abs_errors = [abs(e) for e in errors]
         results_out: dict[str, Any] = {
@@ -528,8 +597,10 @@ def main() -> None:
             "model": {
                 "cadence": cadence_model,
                 "how": "fixed cores (idle phase; Redis's scaled with the line) + near polls/s x "
-                "near us + far polls/s x far us (marginal CPU, web + Redis, from the far-only "
-                "phase and the crowd)",
+                "near us + far polls/s x far us (marginal CPU, web + Redis: the near poll's from "
+                "the crowd, the far poll's from the far phase whose rate is nearest the length's)",
+                "low_rate_cores": low_rate,
+                "far_at_length_phase": big,
                 "polls_per_second": {str(s): round(polls_per_second_at(s), 1) for s in SIZES},
                 "parts": parts,
                 "fixed_web_cores": round(fixed_web, 3),
@@ -606,8 +677,17 @@ def report(r: dict[str, Any]) -> None:
             "model: µs per far / near poll",
             f"{r['model']['far_us_per_poll']} / {r['model']['near_us_per_poll']}",
         ),
+        ("model at the held crowd's rate only", r["model"]["low_rate_cores"]),
         ("flat model (upper bound)", r["model"]["flat_model_cores"]),
     ]
+    big = r["model"]["far_at_length_phase"]
+    if big:
+        rows.append((
+            f"far phase at {big['waiting']:,}",
+            f"{big['polls_per_second']} polls/s served (asked {big['polls_asked_per_second']}), "
+            f"{big['us_per_poll']} µs/poll (Redis {big['redis_us_per_poll']}), "
+            f"lag p50 {big['poll_lag_ms']['p50']} ms",
+        ))  # fmt: skip
     print()
     for label, value in rows:
         print(f"{label:<36} {value}")
