@@ -22,7 +22,7 @@ FIELDS = {
 def test_a_tiny_crowd_is_held_in_order(tmp_path: Path) -> None:
     out = tmp_path / "crowd.json"
     tiny = ["--visitors", "200", "--seconds", "2", "--connections", "8", "--rate", "1200",
-            "--idle-seconds", "1", "--far-seconds", "1"]  # fmt: skip
+            "--idle-seconds", "1", "--far-seconds", "1", "--far-at", "6000"]  # fmt: skip
     command = [sys.executable, str(ROOT / "bench" / "crowd.py"), *tiny, "--out", str(out)]
     env = os.environ | {"PYTHONPATH": f"{ROOT / 'backend'}:{ROOT / 'tests'}"}
     run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
@@ -37,5 +37,8 @@ def test_a_tiny_crowd_is_held_in_order(tmp_path: Path) -> None:
     assert set(figures["model_cores"]) == {"100000", "1000000", "10000000"}
     model = figures["model"]
     assert model["far_only_phase"]["polls"] > 0  # the far-only phase polled
+    long = model["far_at_length_phase"]  # and the long room's far spots, at their cadence
+    assert long["waiting"] == 6000 and long["polls"] > 0
+    assert set(long["poll_lag_ms"]) >= {"p50", "p99"}
     assert model["near_us_per_poll"] >= model["far_us_per_poll"] > 0
     assert "polls served / s" in run.stdout
