@@ -4,15 +4,25 @@ with ``anteroom verify-draw`` against the live room."""
 
 from __future__ import annotations
 
+import json
 import random
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
+from flask.testing import FlaskClient
 
+import anteroom
 from anteroom.engine import Engine
 from anteroom.queue.room_draw import drawn_key
-from anteroom.sdk import draw
+from anteroom.sdk import draw, verify_draw
+from anteroom.service_container import Services
+from anteroom.store.keystore import KeyStore
 from helpers import make_room
+from live_server import LiveServers
 
 pytestmark = pytest.mark.redis
 
@@ -138,3 +148,149 @@ def test_a_close_keeps_a_made_draw_and_drops_one_not_made(engine: Engine) -> Non
     made = engine.get_room(room)["draw"]
     engine.close(room)
     assert engine.get_room(room)["draw"] == made and len(engine.drawn_entrants(room)) == 1
+
+
+# -- through the app -------------------------------------------------------------------------
+
+API = "/api/management/v1"
+
+
+@pytest.fixture
+def operator(services: Services) -> tuple[str, dict[str, str]]:
+    """The public key and the management headers of one environment, "shop"."""
+    public, secret = services.keystore.create("shop")
+    return public.public_key, {"Authorization": f"Bearer {secret}"}
+
+
+def schedule_through_api(
+    client: FlaskClient, services: Services, headers: dict[str, str]
+) -> dict[str, Any]:
+    """A room created and scheduled to open in a minute by the management API; the answer."""
+    body = {"slug": "drop", "name": "Drop", "redirectUrl": "https://shop.example/checkout"}
+    room = client.post(f"{API}/queues", json=body, headers=headers).json
+    services.engine.set_clock(room["id"], START)
+    patch = {"action": "open", "opensAt": START + MINUTE}
+    answer = client.patch(f"{API}/queues/{room['id']}", json=patch, headers=headers)
+    assert answer.status_code == 200, answer.json
+    return answer.json  # type: ignore[no-any-return]
+
+
+def test_the_commitment_is_published_at_scheduling_and_the_seed_nowhere(
+    client: FlaskClient, services: Services, operator: tuple[str, dict[str, str]]
+) -> None:
+    public_key, headers = operator
+    room = schedule_through_api(client, services, headers)
+    seed = services.redis.hget(services.keys.room(room["id"]), "dsd")
+    commitment = draw.commitment(seed)
+    assert room["draw"] == {"commitment": commitment, "committedAt": START}
+    document = client.get(f"/queue/drop/fairness.json?key={public_key}").json
+    assert document["commitment"] == commitment and document["committedAt"] == START
+    assert document["seed"] is None and document["entrantsUrl"] is None
+    # The audit log records the commitment with the opening.
+    events = client.get(f"{API}/audit", headers=headers).json["events"]
+    assert events[0]["changes"]["draw"]["after"]["commitment"] == commitment
+    # The seed is in no answer before the draw: JSON, list, hosted page, room detail.
+    answers = [
+        client.get(f"/queue/drop/fairness.json?key={public_key}"),
+        client.get(f"/queue/drop/fairness/entrants.json?key={public_key}"),
+        client.get(f"/queue/drop?key={public_key}"),
+        client.get(f"{API}/queues/{room['id']}", headers=headers),
+        client.get(f"{API}/audit", headers=headers),
+    ]
+    assert answers[1].status_code == 404
+    assert not any(seed in a.get_data(as_text=True) for a in answers)
+
+
+def test_a_reroll_through_the_api_keeps_the_old_commitment_in_view(
+    client: FlaskClient, services: Services, operator: tuple[str, dict[str, str]]
+) -> None:
+    public_key, headers = operator
+    room = schedule_through_api(client, services, headers)
+    rerolled = client.patch(
+        f"{API}/queues/{room['id']}", json={"action": "reroll"}, headers=headers
+    ).json
+    assert rerolled["draw"]["withdrawn"][0]["commitment"] == room["draw"]["commitment"]
+    document = client.get(f"/queue/drop/fairness.json?key={public_key}").json
+    assert document["withdrawn"] == rerolled["draw"]["withdrawn"]
+    assert document["commitment"] == rerolled["draw"]["commitment"]
+    # A room with no draw waiting cannot re-roll.
+    services.engine.shift_clock(room["id"], MINUTE)
+    services.engine.tick(room["id"])
+    again = client.patch(f"{API}/queues/{room['id']}", json={"action": "reroll"}, headers=headers)
+    assert again.status_code == 400 and "action" in again.json["fields"]
+
+
+def published(
+    client: FlaskClient, public_key: str, tmp_path: Path
+) -> tuple[dict[str, Any], list[str]]:
+    """The fairness document and its list, as a visitor fetches them, saved beside each other."""
+    document = client.get(f"/queue/drop/fairness.json?key={public_key}").json
+    listed = client.get("/queue/drop/" + document["entrantsUrl"]).json  # relative to it
+    return document, listed
+
+
+def save(tmp_path: Path, document: dict[str, Any], listed: list[str]) -> str:
+    (tmp_path / "entrants.json").write_text(json.dumps(listed))
+    path = tmp_path / "fairness.json"
+    path.write_text(json.dumps(document | {"entrantsUrl": "entrants.json"}))
+    return str(path)
+
+
+def test_the_published_draw_passes_the_check_and_a_tampered_one_fails(
+    client: FlaskClient,
+    services: Services,
+    operator: tuple[str, dict[str, str]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    public_key, headers = operator
+    room = schedule_through_api(client, services, headers)
+    tickets = {
+        f"v{i}": services.engine.enter(room["id"], f"v{i}", "s", 10).ticket for i in range(300)
+    }
+    services.engine.shift_clock(room["id"], MINUTE)
+    services.engine.tick(room["id"])  # the ticker's tick makes the draw
+    document, listed = published(client, public_key, tmp_path)
+    assert document["entrants"] == len(listed) == 300 and document["seed"] is not None
+    assert draw.check_draw(document, listed).ok
+    assert verify_draw.main(["--fairness", save(tmp_path, document, listed)]) == 0
+    # The place a visitor is told is its rank in the published list.
+    salt = salt_of(services.engine, room["id"])
+    first = next(v for v in tickets if draw.entrant_id(salt, v) == listed[0])
+    assert services.engine.poll(room["id"], first, tickets[first], 1).position == 1
+    tampered = {
+        "commitment-mismatch": (document | {"seed": draw.new_seed()}, listed),
+        "entrant-dropped": (document, listed[:-1]),
+        "order-mismatch": (document, [listed[1], listed[0], *listed[2:]]),
+    }
+    for failure, (doc, ids) in tampered.items():
+        capsys.readouterr()
+        assert verify_draw.main(["--fairness", save(tmp_path, doc, ids)]) == 1
+        assert failure in capsys.readouterr().err
+
+
+def fetched(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return json.loads(answer.read())  # type: ignore[no-any-return]
+
+
+@pytest.mark.slow
+def test_verify_draw_passes_against_a_live_room(
+    live_server: LiveServers, redis_client: redis.Redis
+) -> None:
+    engine = Engine(redis_client)
+    public_key = KeyStore(redis_client, engine.keys).create("test")[0].public_key
+    room, _ = scheduled(engine)
+    for i in range(50):
+        engine.enter(room, f"v{i}", "s", 10)
+    # The server runs the code under test (pytest's pythonpath does not reach a subprocess).
+    server = live_server(PYTHONPATH=str(Path(anteroom.__file__).parents[1]))
+    url = f"{server.url}/queue/drop/fairness.json?key={public_key}"
+    engine.shift_clock(room, MINUTE)  # opensAt comes: the service's ticker makes the draw
+    deadline = time.monotonic() + 10
+    seeded = fetched(url)
+    while seeded["seed"] is None and time.monotonic() < deadline:
+        time.sleep(0.1)  # the server's ticker draws, and its directory shows it within ~0.2 s
+        seeded = fetched(url)
+    assert seeded["entrants"] == 50
+    assert verify_draw.main(["--fairness", url]) == 0
