@@ -199,6 +199,11 @@ def test_the_commitment_is_published_at_scheduling_and_the_seed_nowhere(
     ]
     assert answers[1].status_code == 404
     assert not any(seed in a.get_data(as_text=True) for a in answers)
+    # The hosted page shows the commitment in the pre-queue, in the visitor's language.
+    page = answers[2].get_data(as_text=True)
+    assert f"This draw is committed: {commitment}" in page
+    german = client.get(f"/queue/drop?key={public_key}&lang=de").get_data(as_text=True)
+    assert f"Diese Auslosung ist vorab versiegelt: {commitment}" in german
 
 
 def test_a_reroll_through_the_api_keeps_the_old_commitment_in_view(
