@@ -16,9 +16,10 @@ import redis
 from flask.testing import FlaskClient
 
 import anteroom
-from anteroom.engine import Engine
+from anteroom.engine import Engine, QueueAnswer
 from anteroom.queue.room_draw import drawn_key
 from anteroom.sdk import draw, verify_draw
+from anteroom.sdk.tokens import TicketClaims
 from anteroom.service_container import Services
 from anteroom.store.keystore import KeyStore
 from helpers import make_room
@@ -299,3 +300,48 @@ def test_verify_draw_passes_against_a_live_room(
         seeded = fetched(url)
     assert seeded["entrants"] == 50
     assert verify_draw.main(["--fairness", url]) == 0
+
+
+def test_a_ticket_carrying_its_pre_draw_key_hears_its_drawn_place(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The far poll answers from the ticket's order key and the snapshot's blocks; after the draw
+    # a pre-draw key's block is empty, so Redis answers, exactly, with the drawn key to carry.
+    room, _ = scheduled(engine, maxWaiting=10_000)
+    clock = [1_000.0]
+    monkeypatch.setattr(engine.snapshots, "clock", lambda: clock[0])
+    monkeypatch.setattr(engine.bookings, "clock", lambda: clock[0])
+    answers = {f"v{i}": engine.enter(room, f"v{i}", f"s{i}", 10) for i in range(2_600)}
+    engine.shift_clock(room, MINUTE)
+    engine.draw(room)
+    clock[0] += 5  # the process's snapshot of the room is renewed after the draw
+    base = engine.keys.room_base(room)
+    for vid in ("v7", "v1500", "v2599"):
+        old = answers[vid]
+        got = engine.poll(room, vid, old.ticket or 0, 1, old.session_jti, carried=claims(old))
+        assert got.position == engine.redis.zrank(base + "line", vid) + 1
+        assert got.order_key is not None and got.order_key < 0 <= (old.order_key or 0)
+    # A far spot polling with its drawn key is answered from the snapshot: no script runs.
+    deep = engine.redis.zrange(base + "line", 2_000, 2_000)[0]
+    drawn = engine.poll(room, deep, answers[deep].ticket or 0, 1, "s", near_head=True)
+    ran: list[str] = []
+    for name in ("_run", "_run_read"):
+        original = getattr(engine, name)
+
+        def counted(op: str, *args: Any, _original: Any = original, **kw: Any) -> Any:
+            ran.append(op)
+            return _original(op, *args, **kw)
+
+        monkeypatch.setattr(engine, name, counted)
+    far = engine.poll(room, deep, drawn.ticket or 0, 1, drawn.session_jti, carried=claims(drawn))
+    assert ran == [] and 2_001 <= far.position <= 2_001 + 64  # within its block's spots
+
+
+def claims(answer: QueueAnswer) -> TicketClaims:
+    """What the ticket signed for ``answer`` carries (as queue_answers.queue_token signs it)."""
+    assert answer.ticket is not None
+    return TicketClaims(
+        room_id="", visitor_id="", ticket=answer.ticket, generation=answer.generation,
+        environment="test", session_id=answer.session_jti, score=answer.score,
+        order_key=answer.order_key, kept_until=answer.kept_until_ms,
+    )  # fmt: skip
