@@ -29,18 +29,18 @@ def services() -> Services:
     return current_app.extensions["anteroom"]  # type: ignore[no-any-return]
 
 
-def drawn_room(slug: str, fresh: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+def drawn_room(slug: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The room ``slug`` of ``?key=``'s environment and its draw; 404 when it has none.
 
-    ``fresh``: read from Redis, not this process's directory (up to ~0.2 s behind another's).
+    Its draw is read from Redis, not from this process's directory, which may be ~0.2 s behind
+    another process's: a document must not go back to "not drawn" on the next request, nor link
+    a list that the next worker says is not made yet. One HGETALL; this is no visitor's poll.
     """
     s = services()
     with storage():
         env = room_lookup.environment_of(s, request.args.get("key", ""))
-        room = room_lookup.room_by_slug(s, env, slug)
-    if fresh:
-        room_id = room["id"]
-        room = engine_call(lambda: s.engine.get_room(room_id))
+        room_id = room_lookup.room_by_slug(s, env, slug)["id"]
+    room = engine_call(lambda: s.engine.get_room(room_id))
     if room.get("draw") is None:
         raise errors.NotFound("This room's opening has no draw (it has no pre-queue).")
     return room, room["draw"]
@@ -68,12 +68,8 @@ def fairness(slug: str) -> ResponseReturnValue:
 
 @routes.view(bp, routes.GET_DRAWN_ENTRANTS)
 def entrants(slug: str) -> ResponseReturnValue:
-    """The entrant ids in drawn order, once drawn (404 before: the list is not frozen yet).
-
-    Read fresh: the document that sent the visitor here may come from a process that saw the
-    draw made before this one's directory did.
-    """
-    room, draw = drawn_room(slug, fresh=True)
+    """The entrant ids in drawn order, once drawn (404 before: the list is not frozen yet)."""
+    room, draw = drawn_room(slug)
     if draw.get("seed") is None:
         raise errors.NotFound("The draw is not made yet: its entrants are listed after opensAt.")
     with storage():
