@@ -12,15 +12,14 @@ if room.draw_state ~= 'r' or redis.call('HGET', ROOM, 'dlk') ~= token then
   return err('DrawLost')
 end
 redis.call('HSET', ROOM, 'dls', fmt(clock(room) + lease))
-local moved, ids = 0, {}
+local moved, ids, left, joined = 0, {}, {}, {}
 for i = 3, #ARGV, 3 do
   local vid, order_key = ARGV[i], ARGV[i + 1]
   ids[#ids + 1] = ARGV[i + 2]
   local old = redis.call('ZSCORE', LINE, vid)
   if old then
     redis.call('ZADD', LINE, order_key, vid)
-    count_block(block_of(old), -1)
-    count_block(block_of(order_key), 1)
+    left[#left + 1], joined[#joined + 1] = old, order_key
     moved = moved + 1
   else
     -- held: filed in its score's bucket (the spot's record names the score)
@@ -31,5 +30,8 @@ for i = 3, #ARGV, 3 do
     end
   end
 end
+-- the line's block counts, booked a block at a time: a batch spans few drawn blocks
+count_keys(left, -1)
+count_keys(joined, 1)
 if #ids > 0 then redis.call('RPUSH', DRAWN, unpack(ids)) end
 return moved

@@ -36,7 +36,7 @@ from anteroom.queue.storage_errors import storage_errors
 from anteroom.sdk import draw
 
 DRAWN_SPAN = 2**51  # drawn keys fill [-DRAWN_SPAN, 0)
-BATCH = 2_000  # spots a place_drawn call moves: a few ms of Redis each
+BATCH = 500  # spots a place_drawn call moves: ~5 ms of Redis each (bench/draw_service.py)
 LEASE_MS = 30_000  # a drawer silent this long is presumed dead; another takes over
 
 Run = Callable[..., Any]
