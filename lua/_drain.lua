@@ -14,6 +14,9 @@ local WAITING_PATTERN = '^([^|]*|([^|]*)|)w(|([^|]*)|([^|]*)|[^|]*|)([^|]*)||$'
 local MAX_SCAN = 1000
 local function drain(room, now)
   if room.status ~= 'open' or now < room.opens_at then return 0 end
+  -- the pool stands at the head and is not in its drawn order until the draw is made
+  -- (queue/draw.py): nobody is admitted before
+  if room.draw_state == 'c' or room.draw_state == 'r' then return 0 end
   accrue(room, now)
   local budget = math.min(MAX_ADMIT, math.floor(room.bank / UNIT))
   if budget < 1 then return 0 end -- the common case: nothing earned yet, nothing to read

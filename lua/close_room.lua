@@ -1,8 +1,9 @@
 -- Close a room: every live spot expires, the opening's counters restart, back to idle. A new
 -- generation makes every queue token of the old one answer TicketGone. The life counters
--- (nent, nfull, nleft, nswept) and the wait histogram are kept.
+-- (nent, nfull, nleft, nswept) and the wait histogram are kept, and so is a finished draw (its
+-- report stays public until the next opening); a draw not yet made is dropped with the pool.
 -- needs: _base, _room, _bucket, _blocks
--- KEYS: room spots line active adm bks blk
+-- KEYS: room spots line active adm bks blk drawn
 -- ARGV: none. Reply: {'OK'} or {'ERR', 'RoomNotFound', 0}.
 local room = load_room()
 if not room then return err('RoomNotFound') end
@@ -10,4 +11,9 @@ for _, score in ipairs(redis.call('SMEMBERS', BKS)) do redis.call('UNLINK', buck
 redis.call('UNLINK', SPOTS, ACTIVE, ADM, BKS, LINE, BLOCKS)
 redis.call('HSET', ROOM, 'st', 'idle', 'gen', room.generation + 1, 'tk', 0, 'dealt', 0,
   'bank', 0, 'last', 0, 'oa', 0, 'peak', 0, 'seed', '', 'swc', '0', 'rel', '0', 'cvk', '', 'blkz', 1)
+if room.draw_state ~= 'd' then
+  redis.call('UNLINK', DRAWN)
+  redis.call('HSET', ROOM, 'dst', '', 'dsd', '', 'dsl', '', 'dcm', '', 'dca', 0, 'dwd', '',
+    'dlk', '', 'dls', 0, 'drt', '', 'dnn', 0)
+end
 return {'OK'}

@@ -1,10 +1,13 @@
--- Open (or resume) a room. Resuming a paused room keeps its counters, shuffle and opensAt;
--- paused time earns nothing.
+-- Open (or resume) a room. Resuming a paused room keeps its counters, shuffle, opensAt and draw;
+-- paused time earns nothing. Opening an idle room at a future opensAt commits its draw at once
+-- (SPEC "A draw anyone can check"): the seed is stored, secret, beside its published commitment.
 -- needs: _base, _room
--- KEYS: room
--- ARGV: opensAt (epoch ms, '' for now), a fresh random seed (the pre-open lottery's).
+-- KEYS: room drawn
+-- ARGV: opensAt (epoch ms, '' for now), a fresh random seed (the pre-open lottery's), the draw's
+--   seed (64 hex), the opening's entrant-id salt (hex), the seed's commitment (SHA-256 hex).
 -- Reply: {'OK', status now} or {'ERR', 'RoomNotFound', 0}.
 local opens_at, seed = tonumber(ARGV[1]), ARGV[2]
+local draw_seed, salt, commitment = ARGV[3], ARGV[4], ARGV[5]
 local room = load_room()
 if not room then return err('RoomNotFound') end
 local now = clock(room)
@@ -15,5 +18,13 @@ elseif room.status == 'idle' then
   -- a past opensAt is taken as given: accrual starts there (capped like any other quiet time)
   redis.call('HSET', ROOM, 'st', 'open', 'oa', fmt(opens_at), 'last',
     fmt(math.min(opens_at, now)), 'bank', 0, 'seed', seed)
+  -- the last opening's draw gives way to this one's; only a future opensAt has a pool to draw
+  redis.call('UNLINK', DRAWN)
+  redis.call('HSET', ROOM, 'dst', '', 'dsd', '', 'dsl', '', 'dcm', '', 'dca', 0, 'dwd', '',
+    'dlk', '', 'dls', 0, 'drt', '', 'dnn', 0)
+  if opens_at > now then
+    redis.call('HSET', ROOM, 'dst', 'c', 'dsd', draw_seed, 'dsl', salt, 'dcm', commitment,
+      'dca', fmt(now))
+  end
 end
 return {'OK', redis.call('HGET', ROOM, 'st')}

@@ -5,19 +5,25 @@
 -- needs: _base, _room, _drain, _sweep, _regroup, _clock
 -- KEYS: room spots line active adm rvk bks waits blk
 -- ARGV: interval (ms).
--- Reply: {ran (1 when this call worked, else 0), now (ms, room clock), dealt, swept}.
+-- Reply: {ran (1 when this call worked, else 0), now (ms, room clock), dealt, swept, draw due
+--   (1 when opensAt has come and the pool waits for its draw: queue/draw.py makes it)}.
 local every = tonumber(ARGV[1]) or 1000
 -- Most calls find another instance ticked this second: they read four fields and return.
 local v = redis.call('HMGET', ROOM, 'st', 'tick', 'fix', 'clk')
-if v[1] ~= 'open' then return {0, 0, 0, 0} end
+if v[1] ~= 'open' then return {0, 0, 0, 0, 0} end
 local now = room_clock(tonumber(v[3]) or 0, tonumber(v[4]) or 0)
 local last_tick = tonumber(v[2]) or 0
 -- a clock moved back (tests pin it) must not stop the ticks until it catches up
-if now >= last_tick and now - last_tick < every then return {0, fmt(now), 0, 0} end
+if now >= last_tick and now - last_tick < every then return {0, fmt(now), 0, 0, 0} end
 redis.call('HSET', ROOM, 'tick', fmt(now))
 local room = load_room()
 local swept = sweep_step(room, now, SWEEP_STEP)
 regroup_step(room, REGROUP_CARRIED)
 local dealt = drain(room, now)
 save_room(room, true)
-return {1, fmt(now), dealt, swept}
+local due = 0
+if now >= room.opens_at and (room.draw_state == 'c' or (room.draw_state == 'r'
+    and (tonumber(redis.call('HGET', ROOM, 'dls')) or 0) <= now)) then
+  due = 1 -- never started, or its drawer's lease ran out (a process died mid-draw)
+end
+return {1, fmt(now), dealt, swept, due}

@@ -1,7 +1,8 @@
 """A small pure-Python model of the queue rules, to compare the Lua engine against.
 
 It is written from SPEC "The queue engine", not from the scripts: a bank capped at one
-second's worth, a lottery pool before opensAt, ticket order after, held spots skipped, abandoned
+second's worth, a lottery pool before opensAt that nobody leaves before the service's draw puts it
+in drawn order (SPEC "A draw anyone can check"), ticket order after, held spots skipped, abandoned
 spots dropped for free when the drain reaches them (last-seen booked half abandonAfterSec ahead,
 so a spot goes between 1 and 1.5 x abandonAfterSec after its last poll, or 3 of its own polls
 when that is longer), the poll cadence within a budget, capacity, the
@@ -13,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
+
+from anteroom.sdk import draw as draws
 
 UNIT = 60_000
 SWEEP_EVERY = 60_000
@@ -54,6 +57,9 @@ class Model:
     status: str = "idle"
     opens_at: int = 0
     seed: str = ""
+    draw_state: str = ""  # '' no draw, 'c' committed (the pool waits for it), 'd' drawn
+    draw_seed: str = ""
+    salt: bytes = b""
     bank: int = 0
     last: int = 0
     tickets: int = 0
@@ -94,7 +100,7 @@ class Model:
         self.admissions.append(self.now)
 
     def drain(self) -> None:
-        if self.status != "open" or self.now < self.opens_at:
+        if self.status != "open" or self.now < self.opens_at or self.draw_state == "c":
             return
         self.accrue()
         self.active = {v: e for v, e in self.active.items() if e > self.now}
@@ -269,13 +275,31 @@ class Model:
         self.drop(vid)
         return True
 
-    def open(self, opens_at: int | None, seed: str) -> None:
+    def open(self, opens_at: int | None, seed: str, draw_seed: str = "", salt: str = "") -> None:
         if self.status == "paused":
             self.status, self.last = "open", self.now
         elif self.status == "idle":
             self.status = "open"
             self.opens_at = self.now if opens_at is None else opens_at
             self.last, self.bank, self.seed = min(self.opens_at, self.now), 0, seed
+            # only a future opensAt has a pool, hence a draw
+            self.draw_state = "c" if self.opens_at > self.now else ""
+            self.draw_seed, self.salt = draw_seed, bytes.fromhex(salt)
+
+    def draw(self) -> None:
+        """At opensAt, the pool's waiting spots take their drawn places: rank r of n sorts at
+        -2^51 + r * 2^51 // n, before every other key."""
+        if self.status != "open" or self.now < self.opens_at or self.draw_state != "c":
+            return
+        pool = {
+            draws.entrant_id(self.salt, vid): spot
+            for vid, spot in self.spots.items()
+            if spot.admitted_at is None and spot.key < POST_OPEN
+        }
+        order = draws.drawn_order(self.draw_seed, list(pool))
+        for rank, entrant in enumerate(order):
+            pool[entrant].key = -(2**51) + rank * 2**51 // len(order)
+        self.draw_state = "d"
 
     def pause(self) -> None:
         if self.status != "open":
@@ -287,6 +311,6 @@ class Model:
         self.spots.clear()
         self.active.clear()
         self.admissions.clear()
-        self.status, self.opens_at, self.seed = "idle", 0, ""
+        self.status, self.opens_at, self.seed, self.draw_state = "idle", 0, "", ""
         self.bank = self.last = self.tickets = self.dealt = 0
         self.generation += 1

@@ -165,6 +165,7 @@ def test_one_call_admits_at_most_200(engine: Engine) -> None:
     for i in range(450):
         engine.enter(room, f"v{i}", f"s{i}", 10)
     engine.shift_clock(room, 70_000)  # the bank fills to one second: 1,666 admissions
+    engine.draw(room)  # the pool's draw, which the room ticker makes at opensAt
     engine.enter(room, "late-1", "s", 10)
     assert engine.stats(room).dealt_total == 200
     engine.enter(room, "late-2", "s", 10)

@@ -99,8 +99,16 @@ class EngineAgainstModel(RuleBasedStateMachine):
     def open(self, ahead: int | None) -> None:
         opens_at = None if ahead is None else self.model.now + ahead
         self.engine.open(self.room, opens_at)
-        seed = self.client.hget(self.engine.keys.room(self.room), "seed") or ""
-        self.model.open(opens_at, seed)
+        seed, draw_seed, salt = self.client.hmget(
+            self.engine.keys.room(self.room), "seed", "dsd", "dsl"
+        )
+        self.model.open(opens_at, seed or "", draw_seed or "", salt or "")
+        self.draw()
+
+    def draw(self) -> None:
+        """What the room ticker does each second: the pool's draw once opensAt has come."""
+        self.engine.draw(self.room)
+        self.model.draw()
 
     @rule(dice=st.integers(0, 2))
     def pause(self, dice: int) -> None:
@@ -121,6 +129,7 @@ class EngineAgainstModel(RuleBasedStateMachine):
     def jump(self, ms: int) -> None:
         self.engine.shift_clock(self.room, ms)
         self.model.now += ms
+        self.draw()
 
     @rule(hold=st.sampled_from([5, 50, 70, 90]))
     def hold_score(self, hold: int) -> None:

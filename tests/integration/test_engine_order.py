@@ -1,4 +1,5 @@
-"""Fair order: the pre-queue lottery, post-open arrivals, held spots and holdScore changes."""
+"""Fair order: the pre-queue (a lottery until its draw), post-open arrivals, held spots and
+holdScore changes."""
 
 from __future__ import annotations
 
@@ -62,13 +63,16 @@ def test_post_open_arrivals_queue_behind_the_whole_pool(engine: Engine) -> None:
     assert [a.position for a in answers] == list(range(21 - admitted, 31 - admitted))
 
 
-def test_pool_drains_in_lottery_order_when_it_opens(engine: Engine) -> None:
+def test_pool_waits_for_its_draw_then_drains_in_drawn_order(engine: Engine) -> None:
     room, _ = prequeue(engine, ratePerMinute=60)
     for i in range(10):
         engine.enter(room, f"v{i}", f"s{i}", 10)
-    expected = drain_order(engine, room)
     tickets = {e.visitor: e.ticket for e in engine.line(room)}
-    engine.shift_clock(room, 60_000)
+    engine.shift_clock(room, 61_000)
+    assert engine.poll(room, "v0", tickets["v0"], 1).admission is None  # nobody before the draw
+    assert engine.stats(room).dealt_total == 0
+    engine.draw(room)  # the room ticker's job at opensAt (test_draw_service.py checks the order)
+    expected = drain_order(engine, room)
     admitted: list[str] = []
     for _ in range(12):
         engine.shift_clock(room, 1_000)

@@ -41,10 +41,11 @@ class KeySpace:
         (scores listed in ``bks``); ``rvk`` is the one store of revocations:
         ``j:<session jti>`` / ``v:<vid>`` → until (ms); ``waits`` counts admissions by their wait
         (field = a bucket's upper bound in seconds, see ``WAIT_BUCKETS`` in room_engine.py);
-        ``blk`` counts the line's live spots per block of order keys (lua/_blocks.lua).
+        ``blk`` counts the line's live spots per block of order keys (lua/_blocks.lua);
+        ``drawn`` lists the opening's entrant ids in drawn order (queue/draw.py).
         """
         base = self.room_base(room_id)
-        names = ("room", "spots", "line", "active", "adm", "rvk", "bks", "waits", "blk")
+        names = ("room", "spots", "line", "active", "adm", "rvk", "bks", "waits", "blk", "drawn")
         return {name: base + name for name in names}
 
     def env_rooms(self, env: str) -> str:

@@ -47,6 +47,10 @@ OPERATIONS = (
     "set_clock",
     # Touches no key (an empty KEYS line): the draw's order keys, until the shuffle carries _draw.
     "draw_keys",
+    "begin_draw",
+    "place_drawn",
+    "finish_draw",
+    "reroll_draw",
 )
 
 # Scripts loaded as written: the room series' sampler and refusal counter, the challenge spend.

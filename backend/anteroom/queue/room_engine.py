@@ -6,6 +6,8 @@ their flat answers and turns their error codes and Redis failures into exception
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import secrets
 from collections.abc import Sequence
@@ -18,6 +20,7 @@ from anteroom.queue import room_config as rooms
 from anteroom.queue.far_poll import Gone, answer_far
 from anteroom.queue.key_layout import DEFAULT_PREFIX, KeySpace
 from anteroom.queue.poll_limit import PollCounter
+from anteroom.queue.room_draw import DrawDone, make_draw
 from anteroom.queue.room_hash import stored
 from anteroom.queue.room_snapshot import SnapshotCache
 from anteroom.queue.script_call import evalsha
@@ -35,6 +38,7 @@ from anteroom.queue.script_replies import (
 )
 from anteroom.queue.seen_bookings import SeenBookings
 from anteroom.queue.storage_errors import StorageError, storage_errors
+from anteroom.sdk import draw as draws
 from anteroom.sdk.tokens import TicketClaims
 
 # Spots this close to the front are answered by the full poll (lua/poll_far.lua's NEAR_HEAD;
@@ -55,7 +59,7 @@ WAIT_BUCKETS = ("1", "2", "5", "10", "20", "30", "60", "120", "300", "600", "120
 # revocations): each is followed by a bump of KeySpace.rooms_version.
 CHANGES_ROOMS = frozenset(
     ("create_room", "update_room", "delete_room", "open_room", "pause_room", "close_room",
-     "revoke", "set_clock", "shift_clock")
+     "revoke", "set_clock", "shift_clock", "finish_draw", "reroll_draw")
 )  # fmt: skip
 
 __all__ = [
@@ -64,9 +68,12 @@ __all__ = [
     "WAIT_BUCKETS",
     "AddressLimited",
     "Admission",
+    "DrawDone",
+    "DrawLost",
     "Engine",
     "EngineError",
     "LineEntry",
+    "NoDraw",
     "NotOpen",
     "QueueAnswer",
     "QueueFull",
@@ -77,6 +84,7 @@ __all__ = [
     "SlugTaken",
     "TickResult",
     "TicketGone",
+    "public_draw",
     "room_from_stored",
 ]
 
@@ -125,6 +133,18 @@ class SlugTaken(EngineError):
     code = "SlugTaken"
 
 
+class DrawLost(EngineError):
+    """Another process took the draw over from this one (its lease ran out)."""
+
+    code = "DrawLost"
+
+
+class NoDraw(EngineError):
+    """No draw waits to be made: nothing to re-roll."""
+
+    code = "NoDraw"
+
+
 _ERRORS: dict[str, type[EngineError]] = {
     cls.code: cls
     for cls in (
@@ -135,6 +155,8 @@ _ERRORS: dict[str, type[EngineError]] = {
         QueueFull,
         SessionRevoked,
         NotOpen,
+        DrawLost,
+        NoDraw,
     )
 }
 
@@ -147,8 +169,31 @@ def _check(result: Any) -> Any:
     return result
 
 
+def public_draw(raw: dict[str, str]) -> dict[str, Any] | None:
+    """What may be published of a room's draw (hash fields → API names), or None: no draw.
+
+    The commitment from the moment it is made; the seed, root and count only once the draw is
+    made (state 'd'); the salt never. Re-rolled commitments are listed as ``withdrawn``.
+    """
+    state = raw.get(stored("drawState"), "")
+    if state not in ("c", "r", "d"):
+        return None
+    out: dict[str, Any] = {
+        "commitment": raw.get(stored("commitment"), ""),
+        "committedAt": int(raw.get(stored("committedAt"), 0) or 0),
+    }
+    withdrawn = raw.get(stored("withdrawn"), "")
+    if withdrawn:
+        out["withdrawn"] = json.loads(withdrawn)
+    if state == "d":
+        out["seed"] = raw.get(stored("drawSeed"), "")
+        out["root"] = raw.get(stored("drawRoot"), "")
+        out["entrants"] = int(raw.get(stored("drawEntrants"), 0) or 0)
+    return out
+
+
 def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
-    """A room's hash → its configuration and status (API names)."""
+    """A room's hash → its configuration and status (API names), and its draw's public part."""
     room = rooms.from_stored(raw)
     room.update(
         id=raw[stored("id")],
@@ -156,6 +201,7 @@ def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
         status=raw[stored("status")],
         opensAt=int(raw.get(stored("opensAt"), 0)) or None,
         generation=int(raw.get(stored("generation"), 1)),
+        draw=public_draw(raw),
     )
     return room
 
@@ -308,10 +354,40 @@ class Engine:
                 self.redis.hdel(env_rooms, room["slug"])
 
     def open(self, room_id: str, opens_at_ms: int | None = None) -> str:
-        """Open an idle room (optionally at ``opens_at_ms``) or resume a paused one."""
-        seed = secrets.token_hex(16)
-        result = self._run("open_room", room_id, "" if opens_at_ms is None else opens_at_ms, seed)
+        """Open an idle room (optionally at ``opens_at_ms``) or resume a paused one.
+
+        A future ``opens_at_ms`` commits the opening's draw at once: its seed (kept secret until
+        the draw) and its commitment (public) are stored with the opening.
+        """
+        lottery, seed = secrets.token_hex(16), draws.new_seed()
+        at = "" if opens_at_ms is None else opens_at_ms
+        salt = secrets.token_hex(32)
+        result = self._run("open_room", room_id, at, lottery, seed, salt, draws.commitment(seed))
         return result[1]
+
+    def reroll_draw(self, room_id: str) -> dict[str, Any]:
+        """A new seed and commitment for a draw not yet made; the old one is listed withdrawn.
+
+        :class:`NoDraw` when the room has no draw waiting. Returns the draw's public part.
+        """
+        seed = draws.new_seed()
+        self._run("reroll_draw", room_id, seed, draws.commitment(seed))
+        draw = self.get_room(room_id)["draw"]
+        assert draw is not None  # just committed
+        return draw
+
+    def draw(self, room_id: str) -> DrawDone:
+        """Make the room's draw if opensAt has come and no process makes it (queue/room_draw.py).
+
+        The room ticker calls it through :meth:`tick`; :class:`DrawLost` when another process
+        took it over midway.
+        """
+        return make_draw(self.redis, self.keys, room_id, self._run)
+
+    def drawn_entrants(self, room_id: str) -> list[str]:
+        """The entrant ids of the room's last draw in drawn order ([] before it is made)."""
+        with storage_errors():
+            return list(self.redis.lrange(self.keys.room_keys(room_id)["drawn"], 0, -1))
 
     def pause(self, room_id: str) -> None:
         """Pause an open room (:class:`NotOpen` otherwise)."""
@@ -528,9 +604,15 @@ class Engine:
         """The service's tick of an open room: sweep step, regrouping step and drain.
 
         Only the first call per ``every_ms`` of the room's clock works, whichever instance makes
-        it (``ran``); the others read one field and return.
+        it (``ran``); the others read one field and return. When the tick finds opensAt come
+        and the pool waiting for its draw, this process makes the draw (:meth:`draw`).
         """
-        return tick_result(self._run("tick", room_id, int(every_ms)))
+        result = tick_result(self._run("tick", room_id, int(every_ms)))
+        if result.draw_due:
+            # DrawLost: another process took it over, and it makes the draw
+            with contextlib.suppress(DrawLost):
+                self.draw(room_id)
+        return result
 
     def set_clock(self, room_id: str, epoch_ms: int) -> None:
         """Pin a room's clock at ``epoch_ms`` (0 unpins). Tests only; no HTTP route calls this."""

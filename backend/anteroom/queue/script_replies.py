@@ -78,6 +78,7 @@ class TickResult:
     now_ms: int
     dealt: int
     swept: int
+    draw_due: bool = False  # opensAt has come and the pool waits for its draw
 
 
 def _none(value: Any) -> int | None:
@@ -147,8 +148,14 @@ def line_entries(raw: list[Any]) -> list[LineEntry]:
 
 def tick_result(raw: list[Any]) -> TickResult:
     """The reply of lua/tick.lua."""
-    ran, now, dealt, swept = raw
-    return TickResult(ran=bool(int(ran)), now_ms=int(now), dealt=int(dealt), swept=int(swept))
+    ran, now, dealt, swept, due = raw
+    return TickResult(
+        ran=bool(int(ran)),
+        now_ms=int(now),
+        dealt=int(dealt),
+        swept=int(swept),
+        draw_due=bool(int(due)),
+    )
 
 
 def sweep_result(raw: list[Any]) -> tuple[int, bool]:

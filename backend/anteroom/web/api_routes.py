@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from anteroom.web import api_models as shapes
 from anteroom.web import audit_models as audit
+from anteroom.web import fairness_models as fairness
 from anteroom.web import management_models as management
 from anteroom.web import series_models as series
 from anteroom.web import visitor_models as visitor
@@ -36,7 +37,7 @@ from anteroom.web.api_models import Body
 Schema = dict[str, Any]
 View = Callable[..., ResponseReturnValue]
 # A path parameter's name in the document -> in the Flask rule.
-PATH_PARAMETERS = {"{id}": "<room_id>"}
+PATH_PARAMETERS = {"{id}": "<room_id>", "{slug}": "<slug>"}
 
 RETRY_AFTER: Schema = {"description": "Seconds to wait before asking again."}
 RETRY_AFTER["schema"] = {"type": "integer", "minimum": 1}
@@ -110,6 +111,11 @@ ALIVE = Reply("Alive", "Up.", model=shapes.Alive)
 READY = Reply("Ready", "Ready.", model=shapes.Ready)
 NOT_READY = Reply("NotReady", "Not ready.", model=shapes.NotReady)
 DOCUMENT = Reply("Document", "The OpenAPI 3.1 document.", any_object=True)
+FAIRNESS = Reply("Fairness", "The opening's fairness document.", model=fairness.Fairness)
+DRAWN_ENTRANTS = Reply("DrawnEntrants", "The entrant ids in drawn order.",
+                       model=fairness.Entrants)
+NO_DRAW = Reply("NoDraw", "No such room, or no draw (for the list: not made yet).",
+                ("RoomNotFound", "NotFound"))
 # fmt: on
 
 # The refusals every route of a kind may give, by status.
@@ -128,7 +134,7 @@ class Route:
     operation_id: str
     summary: str
     answers: dict[int, Reply]
-    tag: str = "management"  # visitor, management, health or docs
+    tag: str = "management"  # visitor, management, fairness, health or docs
     scope: str | None = None  # the key's scope a management route needs
     body: type[Body] | None = None  # the JSON body's model
     query: type[Body] | None = None  # the query string's model
@@ -215,6 +221,15 @@ LIST_AUDIT_EVENTS = Route(
     "/api/management/v1/audit", "get", "listAuditEvents",
     "The environment's audit events, newest first", READ | {200: AUDIT_PAGE, 400: BAD_REQUEST},
     scope="audit:read", query=audit.AuditQuery)
+PUBLIC = {401: VISITOR_UNAUTHORIZED, 404: NO_DRAW, 429: BUSY, 503: UNAVAILABLE}
+GET_FAIRNESS = Route(
+    "/queue/{slug}/fairness.json", "get", "getFairness",
+    "A room's draw: its commitment from scheduling on, its seed, root and count once drawn",
+    PUBLIC | {200: FAIRNESS}, tag="fairness", query=fairness.FairnessQuery)
+GET_DRAWN_ENTRANTS = Route(
+    "/queue/{slug}/fairness/entrants.json", "get", "getDrawnEntrants",
+    "A drawn room's entrant ids (salted hashes) in drawn order",
+    PUBLIC | {200: DRAWN_ENTRANTS}, tag="fairness", query=fairness.FairnessQuery)
 HEALTHZ = Route("/healthz", "get", "healthz", "Liveness: the process is up", {200: ALIVE},
                 tag="health")
 READYZ = Route("/readyz", "get", "readyz",
@@ -226,7 +241,7 @@ OPENAPI = Route("/api/openapi.json", "get", "openapi", "This document", {200: DO
 ROUTES = (
     CREATE_CHALLENGE, IDENTIFY, ENTER_QUEUE, POLL_QUEUE, LEAVE_QUEUE, REFRESH_ADMISSION,
     REVOKE_SESSION, LIST_QUEUES, CREATE_QUEUE, GET_QUEUE, GET_QUEUE_SERIES, UPDATE_QUEUE,
-    DELETE_QUEUE, LIST_AUDIT_EVENTS, HEALTHZ, READYZ, OPENAPI,
+    DELETE_QUEUE, LIST_AUDIT_EVENTS, GET_FAIRNESS, GET_DRAWN_ENTRANTS, HEALTHZ, READYZ, OPENAPI,
 )
 # fmt: on
 

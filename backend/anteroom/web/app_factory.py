@@ -111,7 +111,7 @@ def create_app(
     app.before_request(services.on_request)
 
     from anteroom.web import api_docs as docs
-    from anteroom.web import console, front_door, metrics, request_log
+    from anteroom.web import console, fairness, front_door, metrics, request_log
     from anteroom.web import demo_shop as demo
     from anteroom.web import health_probes as health
     from anteroom.web import hosted_pages as pages
@@ -129,6 +129,7 @@ def create_app(
     app.register_blueprint(management.bp)
     app.register_blueprint(docs.bp)
     app.register_blueprint(pages.bp)
+    app.register_blueprint(fairness.bp)
     app.register_blueprint(plain.bp)
     app.register_blueprint(console.bp)
     app.register_blueprint(front_door.bp)

@@ -110,7 +110,7 @@ def public(room: dict[str, Any]) -> dict[str, Any]:
     """A room as the API shows it: id, environment, configuration, status, opensAt."""
     out = {"id": room["id"], "environment": room["environment"]}
     out |= {f.api: room[f.api] for f in rooms.FIELDS}
-    out |= {"status": room["status"], "opensAt": room["opensAt"]}
+    out |= {"status": room["status"], "opensAt": room["opensAt"], "draw": room.get("draw")}
     return out
 
 
@@ -251,14 +251,23 @@ def _act(room: dict[str, Any], action: str, opens_at: int | None) -> None:
     if action == "open" and opens_at is not None and status != "idle":
         fields = {"opensAt": f"is only taken by an idle room (this one is {status})"}
         raise errors.BadRequest("The room cannot do that now.", fields=fields)
+    if action == "reroll" and (room.get("draw") is None or room["draw"].get("seed")):
+        fields = {"action": "reroll needs a draw committed and not yet made"}
+        raise errors.BadRequest("The room cannot do that now.", fields=fields)
     with storage():
         try:
             if action == "open":
                 s.engine.open(room["id"], opens_at)
+            elif action == "reroll":
+                s.engine.reroll_draw(room["id"])
             elif action == "pause":
                 s.engine.pause(room["id"])
             else:
                 s.engine.close(room["id"])
+        except eng.NoDraw:
+            # Drawn (or closed) between our read and this call.
+            fields = {"action": "reroll needs a draw committed and not yet made"}
+            raise errors.BadRequest("The room cannot do that now.", fields=fields) from None
         except eng.NotOpen:
             # Another call changed the status between our read and this one.
             fields = {"action": "pause needs an open room"}
@@ -279,7 +288,8 @@ def update_queue(call: Call[Any], room_id: str) -> ResponseReturnValue:
     if action:
         _act(before, action, opens_at)
     after = engine_call(lambda: s.engine.update_room(room_id, changes))
-    names = [*changes, "status", "opensAt"]
+    # The draw's commitment goes on record when made, and a re-roll's before and after.
+    names = [*changes, "status", "opensAt", "draw"]
     record = {"name": action, "opensAt": opens_at} if action else None
     with storage():
         AuditLog(s.redis, s.keys).record(

@@ -15,10 +15,11 @@ from pydantic import ConfigDict, Field, create_model
 from anteroom.queue import room_config as rooms
 from anteroom.store import keystore
 from anteroom.web.api_models import Answer, Body, Wording, checked, schema_extra
+from anteroom.web.fairness_models import Draw
 from anteroom.web.visitor_models import ROOM_STATUSES, VisitorText
 
 ROOM_ID = re.compile(r"^q[0-9a-f]{16}$")
-ACTIONS = ("open", "pause", "close")
+ACTIONS = ("open", "pause", "close", "reroll")
 MAX_OPENS_AT = 253_402_300_799_999  # the last millisecond of year 9999
 
 FIELD_DOCS = {
@@ -132,7 +133,7 @@ def _opens_at(value: Any) -> str:
 
 class _PatchRules(_RoomBody):
     messages: ClassVar[dict[str, Wording]] = _RoomBody.messages | {
-        "action": 'must be "open", "pause" or "close"',
+        "action": 'must be "open", "pause", "close" or "reroll"',
         "opensAt": _opens_at,
     }
     model_config = ConfigDict(
@@ -161,7 +162,11 @@ RoomPatch = create_model(
     **_room_fields(create=False, answer=False),
     action=(
         Literal[ACTIONS] | None,  # type: ignore[valid-type]
-        Field(None, description="open (resume a paused room), pause (only from open), close."),
+        Field(
+            None,
+            description="open (resume a paused room), pause (only from open), close, reroll (a "
+            "new seed and commitment for a draw not yet made; the old one is listed withdrawn).",
+        ),
     ),
     opensAt=(
         int | None,
@@ -182,6 +187,14 @@ Room = create_model(
     **_room_fields(create=False, answer=True),
     status=(Literal[ROOM_STATUSES], ...),  # type: ignore[valid-type]
     opensAt=(int | None, Field(description="Epoch ms; null: not set.")),
+    draw=(
+        Draw | None,
+        Field(
+            None,
+            description="The opening's draw when it has a pre-queue (opened at a future "
+            "opensAt): its commitment at once, its seed, root and count once drawn.",
+        ),
+    ),
 )
 
 

@@ -54,6 +54,7 @@ ENVIRONMENT: Schema = {"name": "environment", "in": "query", "required": False}
 ENVIRONMENT["description"] = "Must be the key's environment (the default)."
 ENVIRONMENT["schema"] = {"type": "string"}
 ROOM_ID: Schema = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+SLUG: Schema = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
 
 
 def _answer(reply: routes.Reply) -> Schema:
@@ -113,6 +114,8 @@ def _paths() -> dict[str, Schema]:
         item = paths.setdefault(route.path, {})
         if "{id}" in route.path:
             item.setdefault("parameters", [room_id])
+        if "{slug}" in route.path:
+            item.setdefault("parameters", [SLUG])
         item[route.method] = _operation(route)
     return paths
 
@@ -143,6 +146,7 @@ def _build() -> Schema:
             {"name": "visitor", "description": "Called by the browser agent and API clients."},
             {"name": "management", "description": "Called by operators with a secret key."},
             {"name": "health", "description": "Probes for load balancers and orchestrators."},
+            {"name": "fairness", "description": "A room's draw, public: what anyone checks."},
             {"name": "docs", "description": "This document."},
         ],
         "paths": _paths(),

@@ -1,0 +1,53 @@
+"""Shapes of a draw's public answers (SPEC "A draw anyone can check"): what a room's JSON says of
+its draw, and the fairness document ``anteroom verify-draw`` checks."""
+
+from __future__ import annotations
+
+from pydantic import Field, RootModel
+
+from anteroom.web.api_models import Answer, Body
+
+HEX64 = r"^[0-9a-f]{64}$"
+
+
+class WithdrawnCommitment(Answer):
+    """A commitment a re-roll replaced before the draw: kept public, so a re-roll is seen."""
+
+    commitment: str = Field(pattern=HEX64)
+    committedAt: int = Field(description="Room clock, epoch ms.")
+    withdrawnAt: int = Field(description="Room clock, epoch ms.")
+
+
+class Draw(Answer):
+    """A room's draw: the commitment from scheduling on; seed, root and count once drawn."""
+
+    commitment: str = Field(pattern=HEX64, description="SHA-256 hex of the seed's hex text.")
+    committedAt: int = Field(description="Room clock, epoch ms.")
+    withdrawn: list[WithdrawnCommitment] = Field(default_factory=list)
+    seed: str | None = Field(None, pattern=HEX64, description="Revealed once drawn.")
+    root: str | None = Field(None, pattern=HEX64, description="Merkle root, once drawn.")
+    entrants: int | None = Field(None, ge=0, description="Entrants drawn, once drawn.")
+
+
+class Fairness(Answer):
+    """One opening's fairness document: what ``anteroom verify-draw --fairness`` reads."""
+
+    room: str = Field(description="The room's slug.")
+    opensAt: int | None = Field(description="Epoch ms of the opening.")
+    commitment: str = Field(pattern=HEX64)
+    committedAt: int
+    withdrawn: list[WithdrawnCommitment]
+    seed: str | None = Field(description="null until the draw is made.")
+    root: str | None = Field(description="null until the draw is made.")
+    entrants: int | None = Field(description="null until the draw is made.")
+    entrantsUrl: str | None = Field(description="The entrant ids in drawn order, once drawn.")
+
+
+class Entrants(RootModel[list[str]]):
+    """The entrant ids (salted hashes) of a draw, in drawn order."""
+
+
+class FairnessQuery(Body):
+    """The room's environment, named by one of its public keys, as the hosted page takes it."""
+
+    key: str = Field(description="A public key (pk_…) of the room's environment.")

@@ -1,0 +1,138 @@
+"""The service's draw (queue/room_draw.py) over a pre-queue of 100,000, on an embedded Redis.
+
+What it costs, in one run: ``draw_s`` the whole draw's wall time (opensAt to the seed revealed:
+the time the drain waits), split into ``read_s`` (the frozen pool's vids, one ZRANGEBYSCORE per
+line and held bucket), ``order_s`` (sdk/draw.drawn_order, in Python), ``ids_and_root_s`` (the
+rest in Python: salted entrant ids, the Merkle root) and ``write_s`` (the place_drawn batches and
+finish_draw). ``batch_ms_max``/``_p99``/``_median``: single place_drawn calls as the client saw
+them; ``redis_batch_ms_max``/``_median``: the same calls as Redis timed them (SLOWLOG), i.e. the
+longest Redis is held at once by the draw. Beside them ``enter_ms_median``, one entry's call in
+the same run, so ``batch_to_enter`` says how many entries' worth of time one batch takes.
+Run: ``python bench/draw_service.py [--entrants 100000] [--out FILE]``; writes
+``bench/results/draw_service.json`` by default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "backend"))
+
+import redis  # noqa: E402
+
+from anteroom.engine import Engine  # noqa: E402
+from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
+from anteroom.queue import room_draw  # noqa: E402
+from anteroom.sdk import draw  # noqa: E402
+
+START = 1_800_000_000_000
+
+
+def fill(engine: Engine, room: str, entrants: int) -> None:
+    """``entrants`` pool entries, pipelined 1,000 at a time (the enter script itself)."""
+    script, keys = engine._scripts["enter"], engine.script_keys("enter", room)
+    for start in range(0, entrants, 1_000):
+        pipe = engine.redis.pipeline(transaction=False)
+        for i in range(start, min(start + 1_000, entrants)):
+            script(keys=keys, args=[f"v{i:07d}", "s", 10, "", "", 0], client=pipe)
+        pipe.execute()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--entrants", type=int, default=100_000)
+    parser.add_argument("--out", default=str(ROOT / "bench/results/draw_service.json"))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as data:
+        server = EmbeddedRedis(data, port=0).start()
+        try:
+            client = redis.Redis.from_url(server.url, decode_responses=True)
+            engine = Engine(client)
+            room = engine.create_room(
+                "bench", {"slug": "drop", "name": "Drop", "maxWaiting": 1_000_000,
+                          "redirectUrl": "https://shop.example/"},
+            )["id"]  # fmt: skip
+            engine.set_clock(room, START)
+            engine.open(room, START + 60_000)
+            enters = []
+            for i in range(200):  # one entry's call, timed alone
+                began = time.perf_counter()
+                engine.enter(room, f"e{i}", "s", 10)
+                enters.append(time.perf_counter() - began)
+            fill(engine, room, args.entrants - 200)
+            engine.shift_clock(room, 60_000)
+
+            calls: dict[str, list[float]] = {}
+
+            def run(op: str, *call: Any) -> Any:
+                began = time.perf_counter()
+                result = engine._run(op, *call)
+                calls.setdefault(op, []).append(time.perf_counter() - began)
+                return result
+
+            pure_order = draw.drawn_order
+            order_s = [0.0]
+
+            def timed_order(*a: Any, **k: Any) -> list[str]:
+                began = time.perf_counter()
+                out = pure_order(*a, **k)
+                order_s[0] += time.perf_counter() - began
+                return out
+
+            read = room_draw.pool_vids
+            read_s = [0.0]
+
+            def timed_read(*a: Any) -> list[str]:
+                began = time.perf_counter()
+                out = read(*a)
+                read_s[0] += time.perf_counter() - began
+                return out
+
+            room_draw.draw.drawn_order = timed_order  # type: ignore[assignment]
+            room_draw.pool_vids = timed_read  # type: ignore[assignment]
+            # Redis's own time per call (not the client's, which a busy machine stretches).
+            client.config_set("slowlog-log-slower-than", 1_000)  # calls over 1 ms
+            client.config_set("slowlog-max-len", 10_000)
+            client.slowlog_reset()
+            began = time.perf_counter()
+            done = room_draw.make_draw(client, engine.keys, room, run)
+            draw_s = time.perf_counter() - began
+            sha = engine._scripts["place_drawn"].sha
+            logged = [(e["duration"], e["command"].split()) for e in client.slowlog_get(10_000)]
+            held = [us / 1000 for us, words in logged if words[1:2] == [sha.encode()]]
+            room_draw.draw.drawn_order = pure_order  # type: ignore[assignment]
+        finally:
+            server.stop()
+    batches = calls["place_drawn"]
+    write_s = sum(batches) + sum(calls["finish_draw"])
+    result = {
+        "entrants": done.entrants,
+        "batch": room_draw.BATCH,
+        "draw_s": round(draw_s, 3),
+        "read_s": round(read_s[0], 3),
+        "order_s": round(order_s[0], 3),
+        "ids_and_root_s": round(draw_s - read_s[0] - order_s[0] - write_s, 3),
+        "write_s": round(write_s, 3),
+        "batch_ms_max": round(max(batches) * 1000, 2),
+        "batch_ms_median": round(statistics.median(batches) * 1000, 2),
+        "batch_ms_p99": round(sorted(batches)[int(len(batches) * 0.99)] * 1000, 2),
+        "redis_batch_ms_max": round(max(held), 2),
+        "redis_batch_ms_median": round(statistics.median(held), 2),
+        "redis_batches": len(held),
+        "enter_ms_median": round(statistics.median(enters) * 1000, 3),
+    }
+    result["batch_to_enter"] = round(result["batch_ms_median"] / result["enter_ms_median"], 1)
+    print(json.dumps(result, indent=2))
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,17 @@
+-- Re-roll a committed draw before it is made: a new seed and a new, published commitment; the old
+-- commitment stays listed as withdrawn (field `dwd`, a JSON list), so a re-roll is visible.
+-- needs: _base, _room
+-- KEYS: room
+-- ARGV: the new seed (64 hex), its commitment (SHA-256 hex).
+-- Reply: {'OK', committedAt ms} or {'ERR', 'NoDraw', 0} when no draw waits to be made.
+local seed, commitment = ARGV[1], ARGV[2]
+local room = load_room()
+if not room then return err('RoomNotFound') end
+if room.draw_state ~= 'c' then return err('NoDraw') end
+local now = clock(room)
+local v = redis.call('HMGET', ROOM, 'dcm', 'dca', 'dwd')
+local withdrawn = (v[3] and v[3] ~= '') and cjson.decode(v[3]) or {}
+withdrawn[#withdrawn + 1] = {commitment = v[1], committedAt = tonumber(v[2]), withdrawnAt = now}
+redis.call('HSET', ROOM, 'dsd', seed, 'dcm', commitment, 'dca', fmt(now),
+  'dwd', cjson.encode(withdrawn))
+return {'OK', fmt(now)}
