@@ -28,6 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anteroom.sdk import draw, merkle
+from anteroom.sdk import verify_draw as checker
 from anteroom.sdk.draw import ReceiptClaims
 from anteroom.sdk.tokens import b64url_encode
 from fixtures.make_draw_fixtures import genuine, sign
@@ -436,3 +437,13 @@ def test_the_command_fetches_a_report_and_its_entrants_by_url(tmp_path: Path, se
     assert done.returncode == 0, done.stderr
     missing = verify_draw("--fairness", served + "queue/none.json")
     assert missing.returncode == 1 and "FAILED unreadable" in missing.stderr
+
+
+def test_a_fetched_report_names_its_list_on_its_own_host_never_a_local_file() -> None:
+    base = "https://shop.example/queue/drop/fairness.json?key=pk_1"
+    assert checker.beside(base, "/queue/drop/fairness/entrants.json") == (
+        "https://shop.example/queue/drop/fairness/entrants.json"
+    )
+    assert checker.beside(base, "fairness/entrants.json").startswith("https://shop.example/")
+    assert checker.beside(base, "/etc/passwd") == "https://shop.example/etc/passwd"
+    assert checker.beside("/tmp/report/fairness.json", "list.json") == "/tmp/report/list.json"

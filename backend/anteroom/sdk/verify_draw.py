@@ -50,11 +50,15 @@ def fetch(source: str) -> bytes:
 
 
 def beside(base: str, reference: str) -> str:
-    """``reference`` read relative to ``base`` (a URL, or a file's folder)."""
-    if _is_url(reference) or Path(reference).is_absolute():
-        return reference
+    """``reference`` read relative to ``base`` (a URL, or a file's folder).
+
+    Beside a fetched document, every reference is a URL (``/queue/...`` is on its host): a
+    document from the network never makes the checker read a local file.
+    """
     if _is_url(base):
         return urllib.parse.urljoin(base, reference)
+    if _is_url(reference) or Path(reference).is_absolute():
+        return reference
     return str(Path(base).parent / reference)
 
 
