@@ -10,6 +10,7 @@
  * renew an admission). A `call` names the request and what to do with the answer: the adapter
  * makes it (`edge-client.js`'s `settle`) and feeds the answer to `call.then`, which decides.
  */
+import { match as matchBypass, parseCookies } from "./bypass-rules.js";
 import { quote, urlencode, parseQsl } from "./url.js";
 import { verifyAdmission } from "./verify.js";
 
@@ -67,6 +68,7 @@ const MAX_VERIFIED = 4_096;
  * @property {string | null} reason
  * @property {Claims | null} claims
  * @property {Call | null} call for `call`: what to ask Anteroom first
+ * @property {number} [bypassRule] `pass` by a bypass rule: its index in the config's `bypass`
  */
 
 /**
@@ -81,6 +83,7 @@ const MAX_VERIFIED = 4_096;
  * @property {number} pauseAfterFailure
  * @property {Record<string, string | string[]>} [preflightHeaders]
  * @property {boolean} [appAnswersOptions]
+ * @property {import("./bypass-rules.js").Rule[]} [bypass] the room's bypass rules, checked
  */
 
 /**
@@ -367,6 +370,10 @@ export function decide(facts, config, state) {
   if (match.room === null) return PASS;
   const room = match.room;
   if (match.ambiguous) return ambiguous(room);
+  if (config.bypass?.length) {
+    const bypassed = bypassedBy(facts, config);
+    if (bypassed !== null) return decision("pass", { bypassRule: bypassed });
+  }
   if (facts.method === "OPTIONS" && header(facts, "access-control-request-method")) {
     // A CORS preflight never carries the admission it asks about: refusing it would lock out
     // every cross-origin app. Passed on, it would reach handlers that answer any method with
@@ -386,6 +393,20 @@ export function decide(facts, config, state) {
   }
   if (ticket) return queueThrough(facts, config, state, room, ticket);
   return refuse(facts, config, room, "queue:no-admission");
+}
+
+/**
+ * Index of the first bypass rule the request matches, or null. Called only once the path is
+ * known unambiguous, and prefixes are matched on its one plain reading.
+ * @param {Facts} facts
+ * @param {DecisionConfig} config
+ * @returns {number | null}
+ */
+export function bypassedBy(facts, config) {
+  const reading = config.routeTable.plainReading(facts.path, facts.rawPath, facts.scriptName ?? "");
+  const cookies = parseCookies(header(facts, "cookie"));
+  const found = matchBypass(config.bypass ?? [], reading, facts.clientIp, facts.headers, cookies);
+  return found === null ? null : found[0];
 }
 
 /**

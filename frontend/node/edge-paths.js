@@ -161,6 +161,25 @@ export class RouteTable {
   }
 
   /**
+   * The one reading of a plain path (the fast path's: mount included, slashes collapsed, case
+   * kept), or null when the path is not plain and so may be read more than one way. Bypass rules
+   * match path prefixes on it (`bypass-rules.js`).
+   * @param {string} path
+   * @param {string | null} [rawPath]
+   * @param {string} [scriptName]
+   * @returns {string | null}
+   */
+  plainReading(path, rawPath = null, scriptName = "") {
+    const raw = rawPath ?? path;
+    const routed = this.mount + path;
+    const otherMount = this.mount !== "" && scriptName.replace(/\/+$/, "") !== this.mount;
+    if (!PLAIN.test(routed) || routed.includes("/.") || ENCODED_SEPARATOR.test(raw) || BAD_ESCAPE.test(raw) || otherMount) {
+      return null;
+    }
+    return collapse(routed);
+  }
+
+  /**
    * Match `path` (decoded, as the app routes it: PATH_INFO) spelled `rawPath` on the wire, below
    * `scriptName` (SCRIPT_NAME).
    * @param {string} path

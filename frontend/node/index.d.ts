@@ -85,6 +85,10 @@ export function verifyAdmission(token: unknown, keys: Keys, options?: VerifyAdmi
 /** Verify a session token (`st1.…`) offline; reasons as for `verifyAdmission`. */
 export function verifySession(token: unknown, keys: Keys, options?: { now?: number }): VerifyResult;
 
+export type BypassRule =
+  | { kind: "path-prefix" | "address-range"; value: string }
+  | { kind: "header" | "cookie"; name: string; secret: string };
+
 export interface EdgeOptions {
   keys: Keys;
   /** Where Anteroom is, e.g. `https://queue.example.com`. */
@@ -124,6 +128,13 @@ export interface EdgeOptions {
   preflightHeaders?: Record<string, string | string[]>;
   /** Pass preflights to the app, which answers OPTIONS itself (default false: the edge does). */
   appAnswersOptions?: boolean;
+  /**
+   * The room's bypass rules (SPEC "Room policies"), secrets in clear: a protected request the
+   * first matching rule lets through goes to the app with no admission check, e.g.
+   * `[{kind: "path-prefix", value: "/static/"}, {kind: "address-range", value: "203.0.113.0/24"},
+   * {kind: "header", name: "X-Monitor", secret: process.env.MONITOR_SECRET}]`.
+   */
+  bypass?: BypassRule[];
   /** The client's address (default `req.socket.remoteAddress`); behind a proxy, read it here. */
   clientIp?: (req: IncomingMessage) => string | null | undefined;
   /** The session `jti` an admission must match (default: none is checked). */

@@ -23,7 +23,7 @@ export function stripPythonSpace(text) {
  * The four bytes of a dotted-quad IPv4 address, or null.
  * @param {string} text
  */
-function parseIPv4(text) {
+export function parseIPv4(text) {
   const octets = text.split(".");
   if (octets.length !== 4) return null;
   const bytes = [];
@@ -50,7 +50,7 @@ function parseHextet(hextet) {
  * The eight 16-bit groups of an IPv6 address (scope id allowed and ignored), or null.
  * @param {string} text
  */
-function parseIPv6(text) {
+export function parseIPv6(text) {
   if (text.includes("/")) return null;
   const percent = text.indexOf("%");
   if (percent >= 0) {

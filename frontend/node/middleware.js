@@ -15,6 +15,7 @@
  * This module only reads the request and applies the decision; what to decide is
  * `edge-decision.js`, and `edge-client.js` makes the calls to Anteroom it asks for.
  */
+import { RuleError, parseRules } from "./bypass-rules.js";
 import { AnteroomClient, httpTransport, settle } from "./edge-client.js";
 import { EdgeState, decide } from "./edge-decision.js";
 import { RouteTable, rawPathOf } from "./edge-paths.js";
@@ -100,6 +101,13 @@ export function edgeConfig(options) {
   for (const name of /** @type {const} */ (["clientIp", "sessionJti", "clock", "fetch"])) {
     if (options[name] !== undefined && typeof options[name] !== "function") throw badOption(name, "must be a function");
   }
+  let bypass;
+  try {
+    bypass = parseRules(options.bypass ?? []);
+  } catch (error) {
+    if (error instanceof RuleError) throw badOption("bypass", error.message);
+    throw error;
+  }
   return {
     keys: Keyring.coerce(options.keys),
     baseUrl: options.baseUrl.replace(/\/+$/, ""),
@@ -107,6 +115,9 @@ export function edgeConfig(options) {
     routeTable: new RouteTable(routes, options.caseSensitive, { mount: options.mount, languages: options.languages }),
     preflightHeaders: { ...options.preflightHeaders },
     appAnswersOptions: options.appAnswersOptions,
+    bypass,
+    // The request headers the decision reads: the edge's own and those of the bypass rules.
+    readHeaders: [...new Set([...READ_HEADERS, ...bypass.flatMap((rule) => (rule.kind === "header" ? [rule.name] : []))])],
     refreshAfter: options.refreshAfter,
     timeout: options.timeout,
     pauseAfterFailure: options.pauseAfterFailure,
@@ -149,7 +160,7 @@ export function factsOf(req, config) {
   const fallbackHost = `${local.includes(":") ? `[${local}]` : local}:${socket?.localPort ?? ""}`;
   /** @type {Record<string, string>} */
   const headers = {};
-  for (const name of READ_HEADERS) {
+  for (const name of config.readHeaders) {
     if (req.headers[name] !== undefined) headers[name] = header(req, name);
   }
   // What the mount took off the front (Express `app.use("/shop", …)`), as SCRIPT_NAME.

@@ -8,6 +8,9 @@ import pytest
 import redis
 from flask.testing import FlaskClient
 
+from anteroom.queue import room_config as rooms
+from anteroom.queue.room_hash import stored as stored_name
+from anteroom.sdk import bypass_rules
 from anteroom.service_container import Services
 from visitor_client import Visitor
 
@@ -351,3 +354,62 @@ def test_a_json_body_without_a_json_content_type_is_read(op: Operator) -> None:
     )
     assert response.status_code == 201, response.json
     assert response.json["slug"] == "curl-room"
+
+
+MONITOR = "monitor-secret-0123456789"
+BYPASS = [
+    {"kind": "path-prefix", "value": "/static/"},
+    {"kind": "address-range", "value": "2001:DB8::/32"},
+    {"kind": "header", "name": "X-Monitor", "secret": MONITOR},
+]
+
+
+@pytest.mark.parametrize(
+    ("rules", "why"),
+    [
+        ([{"kind": "address-range", "value": "203.0.113.0/33"}], "bypass[0].value: not a CIDR"),
+        ([BYPASS[0], {"kind": "path-prefix", "value": ""}], "bypass[1].value: must be a path"),
+        ([{"kind": "cookie", "name": "m", "secret": "short"}], "bypass[0].secret: must be"),
+        ("/static/", "bypass: must be a list of rules"),
+        ([{"kind": "path-prefix", "value": f"/p{i}"} for i in range(51)], "bypass: at most 50"),
+    ],
+)
+def test_a_bad_bypass_rule_is_a_400_naming_the_field(op: Operator, rules: Any, why: str) -> None:
+    room = op.create()
+    response = op.patch(room["id"], {"bypass": rules})
+    assert response.status_code == 400
+    assert response.json["fields"]["bypass"].startswith(why)
+    created = op.call("POST", "/queues", ROOM | {"slug": "other-room", "bypass": rules})
+    assert created.status_code == 400 and created.json["fields"]["bypass"].startswith(why)
+    assert op.get(room["id"])["bypass"] == []
+
+
+def test_bypass_secrets_are_stored_hashed_and_never_shown(op: Operator, services: Services) -> None:
+    room = op.create()
+    answer = op.patch(room["id"], {"bypass": BYPASS})
+    assert answer.status_code == 200, answer.json
+    for shown in (answer.json, op.get(room["id"]), op.call("GET", "/queues").json["queues"][0]):
+        assert shown["bypass"][:2] == [
+            BYPASS[0],
+            {"kind": "address-range", "value": "2001:db8::/32"},
+        ]
+        header = shown["bypass"][2]
+        assert header["secret"] is None and header["name"] == "x-monitor" and header["secretId"]
+        assert MONITOR not in str(shown)
+    stored = services.redis.hget(services.keys.room(room["id"]), stored_name("bypass"))
+    assert MONITOR not in stored
+    rules = rooms.stored_bypass(stored)
+    assert bypass_rules.match(rules, None, None, {"x-monitor": MONITOR}, {}) == (2, rules[2])
+    assert bypass_rules.match(rules, None, None, {"x-monitor": MONITOR + "!"}, {}) is None
+
+
+def test_the_audit_log_records_a_bypass_change_without_its_secret(op: Operator) -> None:
+    room = op.create()
+    op.patch(room["id"], {"bypass": BYPASS})
+    op.patch(room["id"], {"bypass": BYPASS})  # the same rules, the secret set again
+    first, second = op.call("GET", "/audit", limit="2").json["events"][::-1]
+    assert first["changes"]["bypass"]["before"] == []
+    assert first["changes"]["bypass"]["after"][0] == BYPASS[0]
+    change = second["changes"]["bypass"]
+    assert change["before"][2]["secretId"] != change["after"][2]["secretId"]
+    assert MONITOR not in str(first) + str(second)

@@ -59,6 +59,7 @@ function checkDecision(decision, expect) {
   if ("body" in expect) assert.deepEqual(decision.body, expect.body);
   for (const [name, value] of Object.entries(expect.bodyIncludes ?? {})) assert.deepEqual(decision.body?.[name], value, name);
   for (const [name, value] of Object.entries(expect.claims ?? {})) assert.deepEqual(decision.claims?.[name], value, name);
+  if ("bypassRule" in expect) assert.equal(decision.bypassRule, expect.bypassRule);
 }
 
 const ALL_REASONS = [
@@ -99,5 +100,12 @@ for (const kase of table.cases) {
         throw error;
       }
     }
+  });
+}
+
+for (const bad of table.bypassErrors) {
+  test(`a bad bypass rule is refused naming its field: ${bad.error}`, () => {
+    const options = { ...table.config, bypass: bad.bypass };
+    assert.throws(() => edgeConfig(options), (error) => error instanceof TypeError && error.message.includes(`\`bypass\` ${bad.error}`));
   });
 }

@@ -366,3 +366,20 @@ test("bad options throw a TypeError naming the option", () => {
   assert.throws(() => anteroomMiddleware({ ...good, caseSensitive: 1 }), /`caseSensitive`/);
   assert.throws(() => anteroomMiddleware({ ...good, pauseAfterFailure: "5" }), /`pauseAfterFailure`/);
 });
+
+test("a bypass header rule is read off a real request and lets it through to the app", async () => {
+  const monitor = "monitor-secret-0123456789";
+  const bypass = [{ kind: "header", name: "X-Monitor", secret: monitor }];
+  const guard = anteroomMiddleware({ keys: KEYS, baseUrl: "http://127.0.0.1:9", publicKey: "pk_test",
+    routes: { "/checkout": "drop" }, clock: () => NOW + 1, bypass });
+  const { server, url } = await listen((req, res) => guard(req, res, () => res.end("PROTECTED checkout")));
+  try {
+    const through = await rawRequest(url, "/checkout", { "X-Monitor": monitor });
+    assert.deepEqual([through.status, through.body], [200, "PROTECTED checkout"]);
+    assert.equal((await rawRequest(url, "/checkout", { "X-Monitor": `${monitor}!` })).status, 429);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+  assert.throws(() => anteroomMiddleware({ keys: KEYS, baseUrl: "https://q.example", publicKey: "pk", routes: {},
+    bypass: [{ kind: "address-range", value: "10.0.0.0/33" }] }), /`bypass` bypass\[0\]\.value: not a CIDR/);
+});

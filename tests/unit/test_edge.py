@@ -156,3 +156,16 @@ def test_flask_extension_reads_its_config_and_names_what_is_missing() -> None:
     assert extension.middleware and extension.middleware.config.secure_cookie is False
     with pytest.raises(ValueError, match="ANTEROOM_EDGE_PUBLIC_KEY"):
         AnteroomEdge(Flask("bare"), keys=TEST_KEYS, base_url="http://q.example", routes={"/": "x"})
+
+
+def test_bypass_rules_from_the_flask_config_read_their_header_off_the_request() -> None:
+    monitor = "monitor-secret-0123456789"
+    app = Flask(__name__)
+    app.config |= {"ANTEROOM_EDGE_" + name.upper(): value for name, value in OPTIONS.items()} | {
+        "ANTEROOM_EDGE_BYPASS": [{"kind": "header", "name": "X-Monitor", "secret": monitor}]
+    }
+    app.add_url_rule("/checkout", "checkout", lambda: "checkout")
+    AnteroomEdge(app)
+    client = app.test_client()
+    assert client.get("/checkout", headers={"X-Monitor": monitor}).get_data() == b"checkout"
+    assert client.get("/checkout", headers={"X-Monitor": monitor[:-1]}).status_code == 429

@@ -14,6 +14,7 @@ from urllib.parse import unquote_to_bytes
 
 import pytest
 
+from anteroom.sdk.bypass_rules import RuleError
 from anteroom.sdk.edge_decision import Decision, EdgeConfig, EdgeState, Facts, decide
 from anteroom.sdk.edge_paths import raw_path_of
 from fixtures import make_edge_fixtures
@@ -91,6 +92,7 @@ def config_of(case: dict[str, Any], clock: list[float]) -> EdgeConfig:
         languages=c["languages"],
         preflight_headers=c["preflightHeaders"],
         app_answers_options=c["appAnswersOptions"],
+        bypass=c["bypass"],
         clock=lambda: clock[0],
     )
 
@@ -110,6 +112,8 @@ def check_decision(decision: Decision, expect: dict[str, Any]) -> None:
         assert (decision.body or {}).get(name) == value, name
     for name, value in expect.get("claims", {}).items():
         assert (decision.claims or {}).get(name) == value, name
+    if "bypassRule" in expect:
+        assert decision.bypass_rule == expect["bypassRule"]
 
 
 @pytest.mark.parametrize("case", TABLE["cases"], ids=[c["name"] for c in TABLE["cases"]])
@@ -130,3 +134,10 @@ def test_edge_case(case: dict[str, Any]) -> None:
                 assert state.verifications == step["expect"]["verifications"]
         except AssertionError as error:
             raise AssertionError(f"step {number}: {decision}") from error
+
+
+@pytest.mark.parametrize("bad", TABLE["bypassErrors"], ids=lambda b: b["error"])
+def test_a_bad_bypass_rule_is_refused_naming_its_field(bad: dict[str, Any]) -> None:
+    with pytest.raises(RuleError) as caught:
+        config_of({"config": {"bypass": bad["bypass"]}}, [0.0])
+    assert str(caught.value).startswith(bad["error"])

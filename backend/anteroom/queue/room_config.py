@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from anteroom.queue import room_hash
 from anteroom.queue.poll_cadence import DEFAULT_POLL_BUDGET, longest_unpolled_ms
+from anteroom.sdk import bypass_rules
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9-]{3,64}$")
 NAME_MAX_LENGTH = 200
@@ -235,6 +236,31 @@ def _from_json_or_empty(stored: str) -> Any:
     return json.loads(stored) if stored else None
 
 
+def bypass_problem(value: Any) -> str | None:
+    """Why ``value`` is not a list of bypass rules (``bypass[2].value: not a CIDR``), or None."""
+    try:
+        bypass_rules.parse_rules(value)
+    except bypass_rules.RuleError as exc:
+        return str(exc)
+    return None
+
+
+def _bypass_stored(value: Any) -> str:
+    """The rules as the room hash keeps them: secrets hashed (scrypt), '' for none."""
+    rules = [rule.stored() for rule in bypass_rules.parse_rules(value)]
+    return _json_or_empty(rules or None)
+
+
+def _bypass_shown(stored: str) -> list[dict[str, Any]]:
+    """The rules as the API shows them: never a secret nor its hash (``Rule.public``)."""
+    return [rule.public() for rule in stored_bypass(stored)]
+
+
+def stored_bypass(stored: str) -> list[bypass_rules.Rule]:
+    """The rules of a room hash's ``bypass`` field, secrets as hashes (to match requests)."""
+    return bypass_rules.parse_rules(json.loads(stored), stored=True) if stored else []
+
+
 @dataclass(frozen=True)
 class Field:
     """One configuration field; ``encode``/``decode`` store a value that is not a scalar.
@@ -288,6 +314,8 @@ FIELDS: tuple[Field, ...] = (
         _from_json_or_empty,
     ),
     Field("theme", None, theme_problem, False, _json_or_empty, _from_json_or_empty),
+    # Stored with the secrets hashed; read back as the API shows them (web tier and edge only).
+    Field("bypass", [], bypass_problem, False, _bypass_stored, _bypass_shown),
 )
 BY_API = {f.api: f for f in FIELDS}
 MUTABLE = frozenset(f.api for f in FIELDS if f.api != "slug")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote, unquote_plus, urlencode
 
+from anteroom.sdk import bypass_rules
 from anteroom.sdk.edge_paths import PathMatch, RouteTable
 from anteroom.sdk.tokens import Keyring
 from anteroom.sdk.verification import verify_admission
@@ -72,6 +73,12 @@ class EdgeConfig:
     answered by the edge (``204``, ``preflight_headers``, no body) unless the app says it
     answers ``OPTIONS`` itself (``app_answers_options``). In ``preflight_headers`` an
     ``Access-Control-Allow-Origin`` may list origins: the request's is echoed when listed.
+
+    ``bypass`` is the room's bypass rules (SPEC "Room policies"), in the format the management
+    API takes, with the secrets in clear (the site's own config, like ``keys``): a protected
+    request a rule matches passes to the app with no admission check. The service never hands
+    out the secrets nor their hashes; see ``bypass_rules`` for why the edge compares them in
+    clear, in constant time.
     """
 
     keys: str | Mapping[str, bytes] | Keyring
@@ -90,7 +97,9 @@ class EdgeConfig:
     languages: Sequence[str] = ()
     preflight_headers: Mapping[str, str | Sequence[str]] = field(default_factory=dict)
     app_answers_options: bool = False
+    bypass: Sequence[Mapping[str, Any] | bypass_rules.Rule] = ()
     route_table: RouteTable = field(init=False, repr=False)
+    bypass_rules: tuple[bypass_rules.Rule, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.keys = Keyring.coerce(self.keys)
@@ -116,6 +125,15 @@ class EdgeConfig:
         self.route_table = RouteTable(
             self.routes, self.case_sensitive, mount=self.mount, languages=self.languages
         )
+        given = list(self.bypass)
+        if all(isinstance(rule, bypass_rules.Rule) for rule in given):
+            self.bypass_rules = tuple(given)  # type: ignore[arg-type]
+        else:
+            self.bypass_rules = tuple(bypass_rules.parse_rules(given))  # RuleError names it
+
+    def bypass_headers(self) -> tuple[str, ...]:
+        """The request headers the bypass rules read (lower-case), beyond the edge's own."""
+        return tuple(r.name for r in self.bypass_rules if r.kind == "header" and r.name)
 
 
 @dataclass(slots=True)
@@ -169,6 +187,7 @@ class Decision:
     reason: str | None = None
     claims: dict[str, Any] | None = None
     call: Call | None = None
+    bypass_rule: int | None = None  # ``pass`` by a bypass rule: its index in ``config.bypass``
 
 
 def _pass() -> Decision:
@@ -377,6 +396,10 @@ def decide(
     room = match.room
     if match.ambiguous:
         return ambiguous(room)
+    if config.bypass_rules:
+        bypassed = bypassed_by(facts, config)
+        if bypassed is not None:
+            return Decision("pass", bypass_rule=bypassed)
     if facts.method == "OPTIONS" and facts.header("access-control-request-method"):
         # A CORS preflight never carries the admission it asks about: refusing it would lock
         # out every cross-origin app. Passed on, it would reach views that answer any method
@@ -398,6 +421,17 @@ def decide(
     if ticket:
         return queue_through(facts, config, state, room, ticket)
     return refuse(facts, config, room, "queue:no-admission")
+
+
+def bypassed_by(facts: Facts, config: EdgeConfig) -> int | None:
+    """Index of the first bypass rule the request matches, or None. Called only once the path
+    is known unambiguous, and prefixes are matched on its one plain reading."""
+    reading = config.route_table.plain_reading(facts.path, facts.raw_path, facts.script_name)
+    cookies = bypass_rules.parse_cookies(facts.header("cookie"))
+    found = bypass_rules.match(
+        config.bypass_rules, reading, facts.client_ip, facts.headers, cookies
+    )
+    return None if found is None else found[0]
 
 
 def hand_over(

@@ -158,6 +158,23 @@ class RouteTable:
         """Slug protecting ``path`` (decoded, slashes collapsed, mount included), or None."""
         return self._lookup(self._fold(path))
 
+    def plain_reading(
+        self, path: str, raw_path: str | None = None, script_name: str = ""
+    ) -> str | None:
+        """The one reading of a plain path (the fast path's: mount included, slashes collapsed,
+        case kept), or None when the path is not plain and so may be read more than one way.
+        Bypass rules match path prefixes on it (``bypass_rules``)."""
+        raw = path if raw_path is None else raw_path
+        routed = self.mount + path if self.mount else path
+        if (
+            _PLAIN.fullmatch(routed) is None
+            or "/." in routed
+            or _SUSPICIOUS_RAW.search(raw) is not None
+            or (bool(self.mount) and script_name.rstrip("/") != self.mount)
+        ):
+            return None
+        return _collapse(routed)
+
     def match(self, path: str, raw_path: str | None = None, script_name: str = "") -> PathMatch:
         """Match ``path`` (decoded, as the app routes it: ``PATH_INFO``) spelled ``raw_path`` on
         the wire, below ``script_name`` (``SCRIPT_NAME``)."""

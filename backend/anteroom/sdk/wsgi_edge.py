@@ -121,6 +121,10 @@ class AnteroomMiddleware:
         self.app = app
         self.config = config or EdgeConfig(**options)
         self.state = EdgeState()
+        # The edge's own headers, and those the bypass rules read.
+        self.read_headers = _HEADERS | {
+            name: "HTTP_" + name.upper().replace("-", "_") for name in self.config.bypass_headers()
+        }
         self.anteroom = AnteroomClient(
             http_transport(self.config.base_url, self.config.timeout), self.config.clock
         )
@@ -137,7 +141,7 @@ class AnteroomMiddleware:
             method=str(environ.get("REQUEST_METHOD", "GET")),
             path=str(environ.get("PATH_INFO", "")),
             query=str(environ.get("QUERY_STRING", "")),
-            headers={name: environ[key] for name, key in _HEADERS.items() if key in environ},
+            headers={n: environ[key] for n, key in self.read_headers.items() if key in environ},
             raw_path=raw_path_of(raw) if raw else None,
             url_path=_url_path(environ, raw),
             scheme=str(environ.get("wsgi.url_scheme", "http")),
@@ -189,8 +193,9 @@ class AnteroomEdge:
     Options not given are read from ``app.config["ANTEROOM_EDGE_KEYS"]`` (``…_BASE_URL``,
     ``…_PUBLIC_KEY``, ``…_ROUTES``, and optionally ``…_SECURE_COOKIE``,
     ``…_CASE_SENSITIVE``, ``…_MOUNT``, ``…_LANGUAGES``, ``…_PREFLIGHT_HEADERS``,
-    ``…_APP_ANSWERS_OPTIONS``). It only wraps ``app.wsgi_app`` with :class:`AnteroomMiddleware`,
-    so it needs no Flask import; views read the admission with ``admission(request.environ)``.
+    ``…_APP_ANSWERS_OPTIONS``, ``…_BYPASS``). It only wraps ``app.wsgi_app`` with
+    :class:`AnteroomMiddleware`, so it needs no Flask import; views read the admission with
+    ``admission(request.environ)``.
     """
 
     def __init__(self, app: Any = None, **options: Any) -> None:
@@ -212,7 +217,7 @@ class AnteroomEdge:
             setting = "ANTEROOM_EDGE_" + name.upper()
             if name not in options and app.config.get(setting) is not None:
                 options[name] = bool(app.config[setting])
-        for name in ("mount", "languages", "preflight_headers"):
+        for name in ("mount", "languages", "preflight_headers", "bypass"):
             setting = "ANTEROOM_EDGE_" + name.upper()
             if name not in options and app.config.get(setting) is not None:
                 options[name] = app.config[setting]

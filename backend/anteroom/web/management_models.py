@@ -13,6 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import ConfigDict, Field, create_model
 
 from anteroom.queue import room_config as rooms
+from anteroom.sdk import bypass_rules
 from anteroom.store import keystore
 from anteroom.web.api_models import Answer, Body, Wording, checked, schema_extra
 from anteroom.web.fairness_models import Draw
@@ -56,7 +57,47 @@ FIELD_DOCS = {
     "4.5:1 contrast on the background (defaults #2a5bd7 on #ffffff); `title`: shown instead of "
     "`name` (1 to 200 characters). A PATCH replaces the whole theme: fields left out go back "
     "to the defaults.",
+    "bypass": "Requests that pass without queueing, an ordered list of at most 50 rules: "
+    '`{"kind": "path-prefix", "value": "/static/"}` (the path or below it, matched on the '
+    "edge's one reading of a plain path), "
+    '`{"kind": "address-range", "value": "203.0.113.0/24"}` (the client address the edge '
+    "trusts, IPv4 or IPv6), "
+    '`{"kind": "header" | "cookie", "name": …, "secret": …}` (that header or cookie equal to '
+    "the secret, 16 to 256 printable ASCII characters). Secrets are stored hashed and never "
+    'shown again: an answer has `"secret": null` and a `secretId` that changes whenever the '
+    "secret is set. A PATCH replaces the whole list, so send the secrets again. The edge "
+    "middleware is given the same rules, secrets in clear, in its own configuration.",
 }
+_RULE_KINDS = {"kind": {"enum": ["path-prefix", "address-range"]}}
+_SECRET_KINDS = {"kind": {"enum": ["header", "cookie"]}}
+_RULE_NAME = {"type": "string", "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$"}
+_RULE_VALUE = {"type": "string", "minLength": 1, "maxLength": bypass_rules.MAX_VALUE_LENGTH}
+
+
+def _bypass_type(secret: dict[str, Any], secret_id: bool) -> Any:
+    """The bypass list: rules with a ``value``, or a ``name`` and a ``secret``."""
+    secret_rule = {"name": _RULE_NAME, "secret": secret}
+    if secret_id:
+        secret_rule["secretId"] = {"type": ["string", "null"]}
+    rules = [
+        {"properties": _RULE_KINDS | {"value": _RULE_VALUE}, "required": ["kind", "value"]},
+        {"properties": _SECRET_KINDS | secret_rule, "required": ["kind", *secret_rule]},
+    ]
+    items = {"oneOf": [r | {"type": "object", "additionalProperties": False} for r in rules]}
+    extra = {"maxItems": bypass_rules.MAX_RULES, "items": items}
+    return Annotated[list[Any], Field(json_schema_extra=extra)]
+
+
+# The bypass rules as written (secrets in clear) and as answered (no secret).
+BYPASS_IN = _bypass_type(
+    {
+        "type": "string",
+        "minLength": bypass_rules.MIN_SECRET_LENGTH,
+        "maxLength": bypass_rules.MAX_SECRET_LENGTH,
+    },
+    secret_id=False,
+)
+BYPASS_OUT = _bypass_type({"type": "null"}, secret_id=True)
 # The shape of each room rule that is not an integer range (a new field must be added here).
 FIELD_TYPES: dict[str, Any] = {
     "slug": Annotated[str, Field(pattern=rooms.SLUG_PATTERN.pattern)],
@@ -90,7 +131,10 @@ FIELD_TYPES: dict[str, Any] = {
         ),
     ]
     | None,
+    "bypass": BYPASS_IN,
 }
+# Fields answered in another shape than they are written.
+ANSWER_TYPES: dict[str, Any] = {"bypass": BYPASS_OUT}
 
 
 def field_type(field: rooms.Field) -> Any:
@@ -107,7 +151,11 @@ def _room_fields(*, create: bool, answer: bool) -> dict[str, Any]:
     for f in rooms.FIELDS:
         if f.api == "slug" and not (create or answer):
             continue  # fixed once the room is created: refused by RoomPatch.cross_check
-        kind = field_type(f) if answer else Annotated[field_type(f), checked(f.check)]
+        kind = (
+            ANSWER_TYPES.get(f.api, field_type(f))
+            if answer
+            else Annotated[field_type(f), checked(f.check)]
+        )
         if answer or (create and f.required):
             default: Any = ...
         else:
