@@ -179,6 +179,7 @@ class RoomDirectory:
         self.companions: list[Callable[[], None]] = []
         self._stop = threading.Event()
         self._round_done = threading.Condition()
+        self._pid = os.getpid()
         # When the copy in hand began to be read, and when this process last changed what it
         # holds: a copy read before a change made here is not current (see outdated).
         self._read_since = 0.0
@@ -244,6 +245,10 @@ class RoomDirectory:
         The refresher holds the directory weakly, so it ends with its app; the companions (the
         room ticker) start with it.
         """
+        if self._pid != os.getpid():
+            # A fork copies a lock as it was: held, if the parent's refresher was finishing a
+            # round at that instant, and then never released in the child.
+            self._pid, self._round_done = os.getpid(), threading.Condition()
         if self._thread.ensure(_run, (weakref.ref(self), self._stop, self.interval)):
             for start in self.companions:
                 start()
