@@ -8,6 +8,14 @@ finish_draw). ``batch_ms_max``/``_p99``/``_median``: single place_drawn calls as
 them; ``redis_batch_ms_max``/``_median``: the same calls as Redis timed them (SLOWLOG), i.e. the
 longest Redis is held at once by the draw. Beside them ``enter_ms_median``, one entry's call in
 the same run, so ``batch_to_enter`` says how many entries' worth of time one batch takes.
+
+Receipts (queue/room_receipts.py), after the draw, in the same run: ``receipts_load_s`` the first
+receipt a process makes (the drawn list and salt read, the tree and index built, one signed),
+``receipts_opening_mb`` what the process then keeps for the opening (tracemalloc),
+``receipt_us_median`` a receipt made for an entrant (proof, JSON, Ed25519 signature),
+``receipt_cached_us_median`` the same entrant's next answer, ``later_arrival_us_median`` a
+visitor who is not an entrant (one HMAC, a miss), ``no_draw_us_median`` a room without a draw,
+and ``receipt_bytes`` one receipt's length.
 Run: ``python bench/draw_service.py [--entrants 100000] [--out FILE]``; writes
 ``bench/results/draw_service.json`` by default.
 """
@@ -20,6 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +40,10 @@ import redis  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
 from anteroom.queue import room_draw  # noqa: E402
+from anteroom.queue.receipt_keys import ReceiptSigner  # noqa: E402
+from anteroom.queue.room_receipts import ReceiptBook  # noqa: E402
 from anteroom.sdk import draw  # noqa: E402
+from anteroom.sdk.tokens import Keyring  # noqa: E402
 
 START = 1_800_000_000_000
 
@@ -44,6 +56,46 @@ def fill(engine: Engine, room: str, entrants: int) -> None:
         for i in range(start, min(start + 1_000, entrants)):
             script(keys=keys, args=[f"v{i:07d}", "s", 10, "", "", 0], client=pipe)
         pipe.execute()
+
+
+def per_call_us(fn: Any, items: list[str]) -> float:
+    """The median of one call of ``fn`` per item, in microseconds."""
+    times = []
+    for item in items:
+        began = time.perf_counter()
+        fn(item)
+        times.append(time.perf_counter() - began)
+    return round(statistics.median(times) * 1e6, 1)
+
+
+def receipts(client: redis.Redis, engine: Engine, room_id: str) -> dict[str, Any]:
+    """What receipts cost a process after the draw (see the module's docstring)."""
+    room = engine.get_room(room_id)
+    book = ReceiptBook(client, engine.keys, ReceiptSigner(Keyring.generate("k1")))
+    began = time.perf_counter()
+    first = book.receipt(room, "v0000000")
+    load_s = time.perf_counter() - began
+    assert first is not None
+    entrants = [f"v{i:07d}" for i in range(1, 99_000, 97)]
+    made = per_call_us(lambda vid: book.receipt(room, vid), entrants)
+    cached = per_call_us(lambda vid: book.receipt(room, vid), entrants)
+    later = per_call_us(lambda vid: book.receipt(room, vid), [f"late{i}" for i in range(1_000)])
+    undrawn = room | {"draw": None}
+    no_draw = per_call_us(lambda vid: book.receipt(undrawn, vid), entrants)
+    book._openings.clear()
+    tracemalloc.start()
+    book.receipt(room, "v0000000")
+    kept, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {
+        "receipts_load_s": round(load_s, 3),
+        "receipts_opening_mb": round(kept / 1e6, 1),
+        "receipt_us_median": made,
+        "receipt_cached_us_median": cached,
+        "later_arrival_us_median": later,
+        "no_draw_us_median": no_draw,
+        "receipt_bytes": len(first),
+    }
 
 
 def main() -> None:
@@ -109,6 +161,7 @@ def main() -> None:
             logged = [(e["duration"], e["command"].split()) for e in client.slowlog_get(10_000)]
             held = [us / 1000 for us, words in logged if words[1:2] == [sha.encode()]]
             room_draw.draw.drawn_order = pure_order  # type: ignore[assignment]
+            made = receipts(client, engine, room)
         finally:
             server.stop()
     batches = calls["place_drawn"]
@@ -130,6 +183,7 @@ def main() -> None:
         "enter_ms_median": round(statistics.median(enters) * 1000, 3),
     }
     result["batch_to_enter"] = round(result["batch_ms_median"] / result["enter_ms_median"], 1)
+    result |= made
     print(json.dumps(result, indent=2))
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
 

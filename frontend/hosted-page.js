@@ -21,6 +21,7 @@ import {
   observedRates,
   pageState,
   progressValue,
+  receiptDownload,
   shouldAnnounce,
   statusText,
   withAdmission,
@@ -39,7 +40,8 @@ const IDLE_RECHECK_MS = 30_000;
  * that element and fills, when present, #room-name, #position, #ahead, #estimate (shown while
  * the place is the agent's estimate between polls), #eta, #countdown,
  * #progress, #status-text, #notice (shown with its section, `.notice`, when the room has one),
- * #announce (aria-live) and #retry-at, with textContent only.
+ * #announce (aria-live) and #retry-at, with textContent only; #receipt (a link whose parent
+ * is shown once an answer carries a draw receipt) gets the receipt as a download.
  *
  * In a background tab it calls the visitor back (callback.js): title and favicon at the front
  * ten and on admission, a notification and a sound if they asked with a click on #alert.
@@ -222,6 +224,17 @@ export function startHostedPage(environment = {}) {
     if (spoken.length) setText("announce", spoken.join(" "));
     shownNow = { state, position, sentence };
     callback.show(callState(hidden(), state, position), sentence);
+
+    // The draw receipt, once an answer carries one, as a file (the link text is the catalog's).
+    const proof = receiptDownload(answer?.receipt, config.room);
+    const link = /** @type {HTMLAnchorElement | null} */ (byId("receipt"));
+    if (link?.parentElement) {
+      if (proof) {
+        link.href = proof.href;
+        link.download = proof.filename;
+      }
+      link.parentElement.hidden = proof === null;
+    }
 
     const retryAt = byId("retry-at");
     if (retryAt) {

@@ -226,3 +226,31 @@ export function withAdmission(url, token) {
   const separator = !base.includes("?") ? "?" : base.endsWith("?") || base.endsWith("&") ? "" : "&";
   return `${base}${separator}abq=${encodeURIComponent(token)}${fragment}`;
 }
+
+/**
+ * The "proof of your place" download of a draw receipt (`rc1.<kid>.<payload>.<signature>`, on
+ * a pre-queue entrant's answers after the draw): a data: URL of the receipt's text and a file
+ * name with the room and the drawn rank, or null when there is none this page can read.
+ * @param {unknown} receipt
+ * @param {string} room
+ * @returns {{href: string, filename: string} | null}
+ */
+export function receiptDownload(receipt, room) {
+  if (typeof receipt !== "string") return null;
+  const parts = receipt.split(".");
+  if (parts.length !== 4 || parts[0] !== "rc1") return null;
+  let rank;
+  try {
+    const base64 = parts[2].replace(/-/g, "+").replace(/_/g, "/");
+    rank = JSON.parse(atob(base64 + "=".repeat((4 - (base64.length % 4)) % 4))).rank;
+  } catch {
+    return null;
+  }
+  if (!Number.isInteger(rank) || rank < 1) return null;
+  // The slug is the room's own ([a-z0-9-]); anything else stays out of a file name.
+  const name = room.replace(/[^A-Za-z0-9_-]/g, "") || "room";
+  return {
+    href: `data:text/plain;charset=utf-8,${encodeURIComponent(`${receipt}\n`)}`,
+    filename: `receipt-${name}-${rank}.txt`,
+  };
+}

@@ -10,9 +10,11 @@ from anteroom.identity.dependencies import IdentityServices
 from anteroom.queue.breaker import Breaker
 from anteroom.queue.fail_open_ledger import FailOpenLedger
 from anteroom.queue.key_layout import KeySpace
+from anteroom.queue.receipt_keys import ReceiptSigner
 from anteroom.queue.redis_link import Client, Links
 from anteroom.queue.room_directory import RoomDirectory, StaleCache
 from anteroom.queue.room_engine import Engine
+from anteroom.queue.room_receipts import ReceiptBook
 from anteroom.queue.room_series import RoomSeries
 from anteroom.queue.room_ticker import RoomTicker
 from anteroom.queue.series_sampler import SamplerThread
@@ -71,6 +73,11 @@ class Services:
     def keys(self) -> KeySpace:
         """Redis key names."""
         return self.engine.keys
+
+    @cached_property
+    def receipts(self) -> ReceiptBook:
+        """The draw receipts this process signs for pre-queue entrants (built once)."""
+        return ReceiptBook(self.redis, self.keys, ReceiptSigner(self.keyring))
 
     @cached_property
     def identity(self) -> IdentityServices:

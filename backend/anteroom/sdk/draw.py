@@ -31,10 +31,11 @@ nobody knows at commitment. Cost (bench/draw.py): about 8 us of Redis a key, twi
 entrants as they enter, or in batches, not in one call.
 
 Receipts are ``rc1.<kid>.<payload>.<sig>`` like the service's tokens: ``payload`` is base64url of
-compact JSON ``{"room", "opening", "entrant", "rank", "proof"}``. Today tokens are HMACs with the
-site's keyring, which the public cannot check, so the signature check is a hook: pass
-``verify_signature`` (a function of the receipt text); without one the signature is not checked
-and :attr:`Verdict.signature_checked` says so. A later slice picks a public-key scheme.
+compact JSON ``{"room", "opening", "entrant", "rank", "proof"}``; ``sig`` is the Ed25519
+signature (RFC 8032) of the text before its last dot, by the key the fairness document publishes
+as ``receiptKeys[kid]`` (base64url of the 32-byte public key). The check is a hook: pass
+``verify_signature`` (a function of the receipt text, e.g. :func:`signature_checker`); without
+one the signature is not checked and :attr:`Verdict.signature_checked` says so.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from anteroom.sdk import ed25519
 from anteroom.sdk.merkle import inclusion_proof, inclusion_proofs, root, verify_inclusion
 from anteroom.sdk.tokens import b64url_decode, b64url_encode
 
@@ -69,6 +71,7 @@ __all__ = [
     "order_key",
     "read_receipt",
     "root",
+    "signature_checker",
     "tree_root",
     "verify_inclusion",
 ]
@@ -278,6 +281,26 @@ def read_receipt(text: str) -> ReceiptClaims:
     ):
         raise ValueError("a receipt field has the wrong form")
     return claims
+
+
+def signature_checker(receipt_keys: Mapping[str, Any]) -> Callable[[str], bool]:
+    """A ``verify_signature`` hook: True when a receipt is signed by ``receipt_keys[kid]``.
+
+    ``receipt_keys`` maps key ids to base64url Ed25519 public keys (a fairness document's
+    ``receiptKeys``); a receipt of a kid not listed, or a key of the wrong form, fails.
+    """
+
+    def verify(receipt: str) -> bool:
+        signed_part, _, signature = receipt.rpartition(".")
+        kid = signed_part.split(".")[1] if signed_part.count(".") == 2 else ""
+        key = receipt_keys.get(kid)
+        try:
+            public = b64url_decode(key) if isinstance(key, str) else b""
+            return ed25519.verify(public, signed_part.encode("ascii"), b64url_decode(signature))
+        except (ValueError, UnicodeEncodeError):
+            return False
+
+    return verify
 
 
 def check_receipt(

@@ -16,7 +16,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-__all__ = ["inclusion_proof", "inclusion_proofs", "leaf_hash", "root", "verify_inclusion"]
+__all__ = [
+    "Tree",
+    "inclusion_proof",
+    "inclusion_proofs",
+    "leaf_hash",
+    "root",
+    "verify_inclusion",
+]
 
 _LEAF = b"\x00"
 _NODE = b"\x01"
@@ -74,6 +81,35 @@ def inclusion_proofs(leaves: Sequence[bytes]) -> tuple[str, list[list[str]]]:
         return root(leaves), []
     levels = _levels(leaves)
     return levels[-1][0].hex(), [_path(levels, i) for i in range(len(leaves))]
+
+
+class Tree:
+    """A tree built once, kept compact (each level one ``bytes``), whose audit paths are read
+    in O(log n) on demand: what a service answering many entrants' receipts keeps."""
+
+    __slots__ = ("_levels", "size")
+
+    def __init__(self, leaves: Sequence[bytes]) -> None:
+        self.size = len(leaves)
+        # 32 bytes a node in one buffer per level: a third of a list of bytes objects' memory.
+        self._levels = [b"".join(level) for level in _levels(leaves)] if leaves else []
+
+    @property
+    def root(self) -> str:
+        """The tree head (hex)."""
+        return self._levels[-1].hex() if self._levels else hashlib.sha256(b"").hexdigest()
+
+    def proof(self, index: int) -> list[str]:
+        """The audit path of leaf ``index`` (0-based), as :func:`inclusion_proof` gives it."""
+        if not 0 <= index < self.size:
+            raise IndexError(f"leaf {index} is not in a tree of {self.size}")
+        proof = []
+        for level in self._levels[:-1]:
+            sibling = index ^ 1
+            if sibling * 32 < len(level):  # a lone last node has no sibling: it rises
+                proof.append(level[sibling * 32 : sibling * 32 + 32].hex())
+            index //= 2
+        return proof
 
 
 def verify_inclusion(leaf: bytes, index: int, size: int, proof: Sequence[str], head: str) -> bool:

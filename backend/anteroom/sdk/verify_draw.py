@@ -1,11 +1,13 @@
 """``anteroom verify-draw``: check a published draw, and a receipt, with the standard library only.
 
-Usage: ``python -m anteroom.sdk.verify_draw --fairness FILE|URL [--receipt rc1.…]
+Usage: ``python -m anteroom.sdk.verify_draw --fairness FILE|URL [--receipt rc1.…|FILE]
 [--entrants FILE|URL]``. The fairness document is one opening's report (``commitment``, ``seed``,
-``root``, ``entrants``, ``entrantsUrl``, optional ``beacon``, ``room``, ``opensAt``) or an object
-listing them under ``openings`` (its ``room`` applies to each). The entrant ids come from
-``--entrants`` or the opening's ``entrantsUrl`` (relative to the document), as a JSON array or
-one id a line, in drawn order. Exit 0 when every check passes; 1 naming the first failure.
+``root``, ``entrants``, ``entrantsUrl``, optional ``beacon``, ``room``, ``opensAt``,
+``receiptKeys``) or an object listing them under ``openings`` (its ``room`` and ``receiptKeys``
+apply to each). A receipt's signature is checked with the document's ``receiptKeys``. The
+entrant ids come from ``--entrants`` or the opening's ``entrantsUrl`` (relative to the
+document), as a JSON array or one id a line, in drawn order. Exit 0 when every check passes;
+1 naming the first failure.
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from anteroom.sdk.draw import FAILURES, Verdict, check_draw, check_receipt, read_receipt
+from anteroom.sdk.draw import (
+    FAILURES,
+    Verdict,
+    check_draw,
+    check_receipt,
+    read_receipt,
+    signature_checker,
+)
 
 # 100,000 ids of 64 hex characters are 6.7 MB; refuse what cannot be an honest list.
 MAX_BYTES = 64 * 1024 * 1024
@@ -88,8 +97,8 @@ def openings(document: Any) -> list[Mapping[str, Any]]:
         return [document]
     if not isinstance(listed, list) or not all(isinstance(o, Mapping) for o in listed):
         raise Unreadable("openings is not a list of objects")
-    room = document.get("room")
-    return [{"room": room, **o} if room is not None and "room" not in o else o for o in listed]
+    shared = {name: document[name] for name in ("room", "receiptKeys") if name in document}
+    return [shared | dict(o) for o in listed]
 
 
 def chosen(reports: Sequence[Mapping[str, Any]], receipt: str | None) -> list[Mapping[str, Any]]:
@@ -120,10 +129,24 @@ def verify(source: str, receipt: str | None, entrants_source: str | None) -> lis
         entrants = parse_entrants(fetch(beside(source, listed) if not entrants_source else listed))
         verdicts.append(check_draw(report, entrants))
         if verdicts[-1].ok and receipt is not None:
-            verdicts.append(check_receipt(report, entrants, receipt))
+            keys = report.get("receiptKeys")
+            hook = signature_checker(keys) if isinstance(keys, Mapping) else None
+            verdicts.append(check_receipt(report, entrants, receipt, hook))
         if not verdicts[-1].ok:
             break
     return verdicts
+
+
+def receipt_text(given: str) -> str:
+    """The receipt itself (``rc1.…``), or the text of a file holding one (the hosted page's
+    "proof of your place" download), surrounding whitespace dropped."""
+    if given.startswith("rc1."):
+        return given
+    try:
+        with open(given, encoding="ascii") as fh:
+            return fh.read(64 * 1024).strip()
+    except (OSError, ValueError) as exc:
+        raise Unreadable(f"the receipt is neither rc1.… nor a readable file: {exc}") from exc
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,7 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Check a published draw: commitment, order, Merkle root, and a receipt.",
     )
     parser.add_argument("--fairness", required=True, help="fairness JSON: a file or a URL")
-    parser.add_argument("--receipt", help="a receipt (rc1.…) to check against the draw")
+    parser.add_argument(
+        "--receipt", help="a receipt (rc1.…), or a file holding one, to check against the draw"
+    )
     parser.add_argument("--entrants", help="the entrant ids in drawn order, if not entrantsUrl")
     return parser
 
@@ -142,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the checks; print what passed, or the first failure. Exit 0, or 1 on a failure."""
     args = build_parser().parse_args(argv)
     try:
-        verdicts = verify(args.fairness, args.receipt, args.entrants)
+        receipt = None if args.receipt is None else receipt_text(args.receipt)
+        verdicts = verify(args.fairness, receipt, args.entrants)
     except Unreadable as exc:
         print(f"verify-draw: FAILED unreadable: {exc} ({FAILURES['unreadable']})", file=sys.stderr)
         return 1
@@ -152,9 +178,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"verify-draw: FAILED {verdict.detail} ({meaning})", file=sys.stderr)
             return 1
         print(f"ok: {verdict.detail}")
-    if args.receipt is not None:
-        # No public key signs receipts yet: say plainly what was not checked.
-        print("note: the receipt's signature was not checked (the room signs with a secret key)")
+    if args.receipt is not None and not verdicts[-1].signature_checked:
+        # A document without receiptKeys: say plainly what was not checked.
+        print("note: the receipt's signature was not checked (the document has no receiptKeys)")
     return 0
 
 

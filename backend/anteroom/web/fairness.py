@@ -63,6 +63,7 @@ def fairness(slug: str) -> ResponseReturnValue:
         root=draw.get("root"),
         entrants=draw.get("entrants"),
         entrantsUrl=listed if drawn else None,
+        receiptKeys=services().receipts.signer.public_keys,
     )
 
 

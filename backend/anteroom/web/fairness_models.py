@@ -41,6 +41,9 @@ class Fairness(Answer):
     root: str | None = Field(description="null until the draw is made.")
     entrants: int | None = Field(description="null until the draw is made.")
     entrantsUrl: str | None = Field(description="The entrant ids in drawn order, once drawn.")
+    receiptKeys: dict[str, str] = Field(
+        description="The Ed25519 public keys (base64url, by key id) that sign entrants' receipts."
+    )
 
 
 class Entrants(RootModel[list[str]]):

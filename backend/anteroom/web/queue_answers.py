@@ -115,6 +115,9 @@ def render(
     if answer.status == "idle":
         return body, None
     body["queueToken"] = queue_token(room, services, vid, answer, polled)
+    receipt = services.receipts.receipt(room, vid, answer.order_key)
+    if receipt is not None:
+        body["receipt"] = receipt
     if answer.admission is not None:
         a = answer.admission
         claims: dict[str, Any] = {"qj": a.session_jti, "jti": a.jti}

@@ -165,4 +165,13 @@ class QueueAnswer(Answer):
     failOpen: Literal[True] = Field(
         default=True, description="Only on admissions given while Redis was unreachable."
     )
+    receipt: str = Field(
+        default="",
+        pattern=r"^rc1\.[A-Za-z0-9_-]{1,32}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$",
+        description=(
+            "Only for a pre-queue entrant, once the draw is made: the signed receipt of their "
+            "drawn rank (rc1.<kid>.<payload>.<signature>), which `anteroom verify-draw "
+            "--receipt` checks against the room's fairness document."
+        ),
+    )
     model_config = ConfigDict(json_schema_extra=schema_extra())
