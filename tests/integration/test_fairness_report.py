@@ -193,3 +193,25 @@ def test_the_page_tells_a_visitor_how_to_check_and_escapes_the_room_name(
     # In the visitor's language, through the hosted page's catalogs.
     arabic = client.get(f"/queue/drop/fairness?key={room.key}&lang=ar").get_data(as_text=True)
     assert 'dir="rtl"' in arabic and "تحقق بنفسك" in arabic
+
+
+def test_the_console_links_each_rooms_report(client: FlaskClient, services: Services) -> None:
+    room = Opening(client, services)
+    console_key, secret = services.keystore.create("shop")
+    signed = client.post(
+        "/console/sign-in", data={"secret": secret}, headers={"Sec-Fetch-Site": "same-origin"}
+    )
+    assert signed.status_code in (302, 303)
+    page = client.get(f"/console/rooms/{room.id}").get_data(as_text=True)
+    # With the signed-in key's own public key, which names the same environment.
+    link = f"/queue/drop/fairness?key={console_key.public_key}"
+    public = f'href="{link}"'
+    assert public in page
+    # The link leads to the report, and the console's own copy answers with the session.
+    assert client.get(link).status_code == 200
+    copy = client.get(f"/console/api/queues/{room.id}/fairness")
+    assert copy.status_code == 200 and copy.json["commitment"] == room.public()["commitment"]
+    room.patch({"publicFairness": False})
+    page = client.get(f"/console/rooms/{room.id}").get_data(as_text=True)
+    assert public not in page and "publicFairness is off" in page
+    assert client.get(f"/console/api/queues/{room.id}/fairness").status_code == 200
