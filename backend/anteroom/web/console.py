@@ -22,6 +22,7 @@ from anteroom.queue import room_series
 from anteroom.queue.storage_errors import StorageError
 from anteroom.service_container import Services
 from anteroom.web import console_session as sessions
+from anteroom.web import fairness
 from anteroom.web import http_errors as errors
 from anteroom.web import management_api as management
 
@@ -196,4 +197,4 @@ bp.add_url_rule(
     endpoint="console_held",
 )
 bp.add_url_rule("/api/audit", view_func=_as_key(management.audit))
-bp.add_url_rule("/api/queues/<room_id>/fairness", view_func=_as_key(management.queue_fairness))
+bp.add_url_rule("/api/queues/<room_id>/fairness", view_func=_as_key(fairness.queue_fairness))

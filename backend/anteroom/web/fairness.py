@@ -22,10 +22,10 @@ from anteroom.web import api_routes as routes
 from anteroom.web import hosted_pages as pages
 from anteroom.web import http_errors as errors
 from anteroom.web import room_lookup
-from anteroom.web.fairness_models import Entrants
-from anteroom.web.fairness_report import report
+from anteroom.web.fairness_models import Entrants, Fairness
+from anteroom.web.fairness_report import figures
 from anteroom.web.http_errors import ApiError
-from anteroom.web.management_api import engine_call, storage
+from anteroom.web.management_api import Call, engine_call, load_room, management_call, storage
 
 bp = Blueprint("fairness", __name__)
 
@@ -57,11 +57,37 @@ def drawn_room(slug: str) -> tuple[dict[str, Any], dict[str, Any]]:
 @routes.view(bp, routes.GET_FAIRNESS)
 def fairness(slug: str) -> ResponseReturnValue:
     """The opening's fairness document: commitment at once; seed, root and list once drawn."""
-    room, _ = drawn_room(slug)
+    room, draw = drawn_room(slug)
     # Relative to this document (/queue/<slug>/fairness.json), as verify-draw resolves it.
     listed = f"fairness/entrants.json?{urlencode({'key': request.args.get('key', '')})}"
+    return document(room, draw, listed)
+
+
+def document(room: dict[str, Any], draw: dict[str, Any], listed: str | None) -> Fairness:
+    """The fairness document of ``room``'s opening; ``listed``: its list's URL, once drawn."""
+    drawn = draw.get("seed") is not None
     with storage():
-        return report(services(), room, listed)
+        return Fairness(
+            room=room["slug"],
+            opensAt=room["opensAt"],
+            commitment=draw["commitment"],
+            committedAt=draw["committedAt"],
+            withdrawn=draw.get("withdrawn", []),
+            seed=draw.get("seed"),
+            root=draw.get("root"),
+            entrants=draw.get("entrants"),
+            entrantsUrl=listed if drawn else None,
+            **figures(services(), room),
+        )
+
+
+@management_call(routes.GET_QUEUE_FAIRNESS)
+def queue_fairness(call: Call[None], room_id: str) -> ResponseReturnValue:
+    """The opening's fairness document, public or not (404 for a room with no draw)."""
+    room = load_room(call.key, room_id)
+    if room.get("draw") is None:
+        raise errors.NotFound("This room's opening has no draw (it has no pre-queue).")
+    return document(room, room["draw"], None)
 
 
 @routes.view(bp, routes.GET_DRAWN_ENTRANTS)
@@ -88,9 +114,8 @@ def fairness_page(slug: str) -> ResponseReturnValue:
     """The opening's fairness report as a page in the visitor's language, with how to check it
     (the same document as fairness.json; 404 where that answers 404)."""
     try:
-        room, _ = drawn_room(slug)
-        with storage():
-            doc = report(services(), room, None)
+        room, draw = drawn_room(slug)
+        doc = document(room, draw, None)
     except ApiError as exc:
         if exc.code == 404:
             return pages.error_page(404, "missing", "NotFound", home=True)

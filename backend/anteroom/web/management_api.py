@@ -29,7 +29,6 @@ from anteroom.web import api_routes as routes
 from anteroom.web import http_errors as errors
 from anteroom.web.api_models import Body
 from anteroom.web.audit_models import AuditPage, AuditQuery, Revocation, RevokeRequest
-from anteroom.web.fairness_report import report
 from anteroom.web.json_body import parse, parse_query
 from anteroom.web.management_models import ROOM_ID, Room, RoomDetail, RoomList
 from anteroom.web.series_models import SeriesQuery, resolve
@@ -240,16 +239,6 @@ def queue_series(call: Call[SeriesQuery], room_id: str) -> ResponseReturnValue:
         samples = series.samples(room_id, rng.from_ms, rng.to_ms, rng.coarse)
     window = aggregate(samples, rng.from_ms, rng.to_ms, rng.step_ms)
     return series_answer(room_id, window, rng, now_ms)
-
-
-@management_call(routes.GET_QUEUE_FAIRNESS)
-def queue_fairness(call: Call[None], room_id: str) -> ResponseReturnValue:
-    """The opening's fairness report, public or not (404 for a room with no draw)."""
-    room = load_room(call.key, room_id)
-    if room.get("draw") is None:
-        raise errors.NotFound("This room's opening has no draw (it has no pre-queue).")
-    with storage():
-        return report(call.services, room, None)
 
 
 def _act(room: dict[str, Any], action: str, opens_at: int | None) -> None:
