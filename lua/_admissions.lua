@@ -1,4 +1,4 @@
--- needs: _base, _room, _spot
+-- needs: _base, _room, _spot, _blocks
 -- Admissions dealt per second in a 60-slot ring (ADM), for admittedLastMinute and capacity ETAs.
 local function count_admissions(now, count)
   local second = math.floor(now / 1000)
@@ -45,11 +45,13 @@ end
 
 -- Admissions are dealt in a batch: the batch's spot records, active slots, admission count,
 -- waits and peak are then booked with one command each.
-local function new_batch() return {records = {}, slots = {}, waits = {}} end
+local function new_batch() return {records = {}, slots = {}, waits = {}, order = {}} end
 
 -- One admission into the batch: its admitted record, its slot until `expires` (ms, formatted),
--- its wait from `entered` (ms; 0 or nil in records older than the histogram: not counted).
-local function book_deal(batch, vid, record, expires, entered, now)
+-- its wait from `entered` (ms; 0 or nil in records older than the histogram: not counted),
+-- its order key (a number) for the opening's fairness counts.
+local function book_deal(batch, vid, record, expires, entered, now, order_key)
+  batch.order[#batch.order + 1] = order_key
   if entered and entered > 0 then
     local wait = wait_bucket(now - entered)
     batch.waits[wait] = (batch.waits[wait] or 0) + 1
@@ -61,12 +63,35 @@ local function book_deal(batch, vid, record, expires, entered, now)
   slots[#slots + 1] = vid
 end
 
-local function deal(room, vid, spot, now, batch)
+local function deal(room, vid, spot, now, batch, order_key)
   local entered = spot.since
   room.dealt = room.dealt + 1
   spot.state, spot.since, spot.expires = 'a', now, now + room.admission_ttl * 1000
   spot.deal_number = room.dealt
-  book_deal(batch, vid, spot_record(spot), fmt(spot.expires), entered, now)
+  book_deal(batch, vid, spot_record(spot), fmt(spot.expires), entered, now, order_key)
+end
+
+-- The opening's fairness counts (SPEC "A draw anyone can check"), booked once per batch:
+-- admissions from the pre-queue (order key below POST_OPEN_KEY: drawn or lottery keys) and
+-- of later arrivals, and `nooo`, later arrivals admitted out of arrival order: one whose order
+-- key is below the highest later arrival's admitted so far (`lak`). The drain admits from the
+-- head of the line and a later arrival's key is POST_OPEN_KEY + its ticket, so this stays 0
+-- unless some script files a spot behind its arrival: counted rather than assumed.
+local function book_order(order_keys)
+  local last = tonumber(redis.call('HGET', ROOM, 'lak')) or -1
+  local before, pre, later, out = last, 0, 0, 0
+  for _, key in ipairs(order_keys) do
+    if key < POST_OPEN_KEY then
+      pre = pre + 1
+    else
+      later = later + 1
+      if key < last then out = out + 1 else last = key end
+    end
+  end
+  if pre > 0 then redis.call('HINCRBY', ROOM, 'npre', pre) end
+  if later > 0 then redis.call('HINCRBY', ROOM, 'nlate', later) end
+  if last ~= before then redis.call('HSET', ROOM, 'lak', fmt(last)) end
+  if out > 0 then redis.call('HINCRBY', ROOM, 'nooo', out) end
 end
 
 local function book_dealt(room, now, batch)
@@ -75,14 +100,16 @@ local function book_dealt(room, now, batch)
   redis.call('ZADD', ACTIVE, unpack(batch.slots))
   count_admissions(now, #batch.slots / 2)
   for wait, count in pairs(batch.waits) do redis.call('HINCRBY', WAITS, wait, count) end
+  book_order(batch.order)
   if room.capacity > 0 then
     local active = redis.call('ZCARD', ACTIVE)
     if active > room.peak then room.peak = active end
   end
 end
 
+-- (enter's straight-in admission: a later arrival, at the order key its ticket would have had)
 local function admit(room, vid, spot, now)
   local batch = new_batch()
-  deal(room, vid, spot, now, batch)
+  deal(room, vid, spot, now, batch, POST_OPEN_KEY + spot.ticket)
   book_dealt(room, now, batch)
 end

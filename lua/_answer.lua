@@ -1,4 +1,4 @@
--- needs: _base, _admissions, _cadence, _blocks, _bucket, _spot
+-- needs: _base, _admissions, _cadence, _blocks, _bucket, _spot, _regroup
 -- The pace of admissions (a second) and the ETA of a position: the room's rate, or, when the
 -- capacity is full, the pace admissions were seen at over the last minute (none: no honest ETA,
 -- and the cadence keeps the rate's).
@@ -48,6 +48,7 @@ local function answer(room, vid, spot, now)
       redis.call('ZADD', LINE, order_key, vid)
       count_block(block_of(order_key), 1)
       rank = redis.call('ZRANK', LINE, vid)
+      book_released({order_key})
     end
   end
   local position = (rank or 0) + 1

@@ -9,7 +9,7 @@ local WAITING_PATTERN = '^([^|]*|([^|]*)|)w(|([^|]*)|([^|]*)|[^|]*|)([^|]*)||$'
 -- The drain: admit in drain order from the head of LINE, as many as the bank (and capacity)
 -- allows, at most MAX_ADMIT per call. Every spot read leaves the line: admitted, dropped
 -- (abandoned or revoked, at no cost to the budget, counted in `nswept`), or filed as held (its
--- score is at or above holdScore and no regrouping step has reached it yet).
+-- score is at or above holdScore and no regrouping step has reached it yet, counted in `nheld`).
 -- Returns the number admitted.
 local MAX_SCAN = 1000
 local function drain(room, now)
@@ -27,8 +27,8 @@ local function drain(room, now)
   if budget < 1 then return 0 end
   local check_revoked = redis.call('HLEN', RVK) > 0
   local admitted_at, expires = fmt(now), fmt(now + room.admission_ttl * 1000)
-  local admitted, scanned, dropped, batch = 0, 0, 0, new_batch()
-  local records, slots, waits = batch.records, batch.slots, batch.waits
+  local admitted, scanned, dropped, held, batch = 0, 0, 0, 0, new_batch()
+  local records, slots, waits, order = batch.records, batch.slots, batch.waits, batch.order
   local n = 0 -- entries in `records` and `slots`, counted here (# walks the table)
   local hold_score, abandon_ms, deal_number = room.hold_score, room.abandon_after * 1000, room.dealt
   while admitted < budget and scanned < MAX_SCAN do
@@ -49,12 +49,13 @@ local function drain(room, now)
         if spot.score >= hold_score then
           redis.call('ZADD', bucket(spot.score), order_keys[i], vid)
           redis.call('SADD', BKS, spot.score)
+          held = held + 1
         elseif abandoned(spot.seen, room.abandon_after, now) then
           redis.call('HDEL', SPOTS, vid)
           dropped = dropped + 1
         else
           room.dealt = deal_number
-          deal(room, vid, spot, now, batch)
+          deal(room, vid, spot, now, batch, tonumber(order_keys[i]))
           deal_number = room.dealt
           n = #slots
           admitted = admitted + 1
@@ -62,6 +63,7 @@ local function drain(room, now)
       elseif tonumber(score) >= hold_score then
         redis.call('ZADD', bucket(score), order_keys[i], vid)
         redis.call('SADD', BKS, score)
+        held = held + 1
       elseif tonumber(seen) + abandon_ms <= now -- abandoned (see _expiry.lua), inlined
           or (check_revoked and revoked(vid, session_jti, now, true)) then
         redis.call('HDEL', SPOTS, vid)
@@ -73,6 +75,7 @@ local function drain(room, now)
         slots[n + 1] = expires
         slots[n + 2] = vid
         n = n + 2
+        order[#order + 1] = tonumber(order_keys[i])
         local entered = tonumber(since)
         if entered and entered > 0 then
           local wait = wait_bucket(now - entered)
@@ -91,5 +94,6 @@ local function drain(room, now)
   room.bank = room.bank - admitted * UNIT
   book_dealt(room, now, batch)
   if dropped > 0 then redis.call('HINCRBY', ROOM, 'nswept', dropped) end
+  if held > 0 then redis.call('HINCRBY', ROOM, 'nheld', held) end
   return admitted
 end

@@ -1,4 +1,4 @@
--- needs: _room, _spot, _blocks, _bucket, _due
+-- needs: _base, _room, _spot, _blocks, _bucket, _due
 -- Regrouping after a holdScore change, a bounded step at a time, every spot at its original
 -- order key. `releasing` ('rel') = '1' while held buckets under holdScore may still hold spots
 -- (a raise); `convict_key` ('cvk') is the order key a conviction pass (a lowering) has reached
@@ -8,6 +8,20 @@
 -- once regrouped.
 local REGROUP_STEP, REGROUP_CARRIED = 1000, 200
 local SCORE_PATTERN = '^[^|]*|([^|]*)|'
+
+-- Released spots are counted (`nrel`) and, being admitted behind later arrivals by the
+-- operator's choice (a raised holdScore), lower the mark out-of-order admissions are measured
+-- against (`lak`, see book_order in _admissions.lua) to the lowest released later arrival's key.
+local function book_released(order_keys)
+  redis.call('HINCRBY', ROOM, 'nrel', #order_keys)
+  local lowest = nil
+  for _, key in ipairs(order_keys) do
+    local k = tonumber(key)
+    if k >= POST_OPEN_KEY and (lowest == nil or k < lowest) then lowest = k end
+  end
+  local last = tonumber(redis.call('HGET', ROOM, 'lak'))
+  if lowest and last and lowest < last then redis.call('HSET', ROOM, 'lak', fmt(lowest)) end
+end
 
 local function release_step(room, count)
   local pending = false
@@ -27,6 +41,7 @@ local function release_step(room, count)
         count_keys(order_keys, 1)
         redis.call('ZREM', held, unpack(vids))
         count = count - #vids
+        book_released(order_keys)
       end
       if redis.call('EXISTS', held) == 1 then pending = true end
     end

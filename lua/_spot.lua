@@ -45,7 +45,10 @@ local function place(hold_score, vid, score, order_key)
     redis.call('ZADD', LINE, order_key, vid)
     count_block(block_of(order_key), 1)
   else
-    redis.call('ZADD', bucket(score), order_key, vid)
+    -- counted once per spot and bucket (a repeated entry at the same score adds nothing)
+    if redis.call('ZADD', bucket(score), order_key, vid) == 1 then
+      redis.call('HINCRBY', ROOM, 'nheld', 1)
+    end
     redis.call('SADD', BKS, score)
   end
 end

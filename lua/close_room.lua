@@ -2,7 +2,7 @@
 -- generation makes every queue token of the old one answer TicketGone. The life counters
 -- (nent, nfull, nleft, nswept) and the wait histogram are kept, and so is a finished draw (its
 -- report stays public until the next opening); a draw not yet made is dropped with the pool.
--- needs: _base, _room, _bucket, _blocks
+-- needs: _base, _room, _bucket, _blocks, _pause
 -- KEYS: room spots line active adm bks blk drawn
 -- ARGV: none. Reply: {'OK'} or {'ERR', 'RoomNotFound', 0}.
 local room = load_room()
@@ -11,6 +11,7 @@ for _, score in ipairs(redis.call('SMEMBERS', BKS)) do redis.call('UNLINK', buck
 redis.call('UNLINK', SPOTS, ACTIVE, ADM, BKS, LINE, BLOCKS)
 redis.call('HSET', ROOM, 'st', 'idle', 'gen', room.generation + 1, 'tk', 0, 'dealt', 0,
   'bank', 0, 'last', 0, 'oa', 0, 'peak', 0, 'seed', '', 'swc', '0', 'rel', '0', 'cvk', '', 'blkz', 1)
+if room.status == 'paused' then end_pause(clock(room)) end -- a close ends a pause
 if room.draw_state ~= 'd' then
   redis.call('UNLINK', DRAWN)
   redis.call('HSET', ROOM, 'dst', '', 'dsd', '', 'dsl', '', 'dcm', '', 'dca', 0, 'dwd', '',

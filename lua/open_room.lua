@@ -1,7 +1,7 @@
 -- Open (or resume) a room. Resuming a paused room keeps its counters, shuffle, opensAt and draw;
 -- paused time earns nothing. Opening an idle room at a future opensAt commits its draw at once
 -- (SPEC "A draw anyone can check"): the seed is stored, secret, beside its published commitment.
--- needs: _base, _room
+-- needs: _base, _room, _pause
 -- KEYS: room drawn
 -- ARGV: opensAt (epoch ms, '' for now), a fresh random seed (the pre-open lottery's), the draw's
 --   seed (64 hex), the opening's entrant-id salt (hex), the seed's commitment (SHA-256 hex).
@@ -13,11 +13,15 @@ if not room then return err('RoomNotFound') end
 local now = clock(room)
 if room.status == 'paused' then
   redis.call('HSET', ROOM, 'st', 'open', 'last', fmt(now))
+  end_pause(now)
 elseif room.status == 'idle' then
   opens_at = opens_at or now
   -- a past opensAt is taken as given: accrual starts there (capped like any other quiet time)
   redis.call('HSET', ROOM, 'st', 'open', 'oa', fmt(opens_at), 'last',
     fmt(math.min(opens_at, now)), 'bank', 0, 'seed', seed)
+  -- the opening's fairness counts start afresh (a close keeps the last opening's for its report)
+  redis.call('HSET', ROOM, 'npre', 0, 'nlate', 0, 'nooo', 0, 'lak', '', 'nheld', 0, 'nrel', 0,
+    'pat', 0, 'lps', 0)
   -- the last opening's draw gives way to this one's; only a future opensAt has a pool to draw
   redis.call('UNLINK', DRAWN)
   redis.call('HSET', ROOM, 'dst', '', 'dsd', '', 'dsl', '', 'dcm', '', 'dca', 0, 'dwd', '',

@@ -5,7 +5,9 @@
 local room = load_room()
 if not room then return err('RoomNotFound') end
 if room.status ~= 'open' then return err('NotOpen') end
-accrue(room, clock(room))
+local now = clock(room)
+accrue(room, now)
 save_room(room)
-redis.call('HSET', ROOM, 'st', 'paused')
+-- `pat`: when this pause began (room clock), for the opening's longest pause (`lps`)
+redis.call('HSET', ROOM, 'st', 'paused', 'pat', fmt(now))
 return {'OK'}

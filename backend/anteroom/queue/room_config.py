@@ -298,6 +298,9 @@ FIELDS: tuple[Field, ...] = (
         lambda stored: int(stored) if stored else None,
     ),
     Field("bindIp", False, _bool),
+    # The opening's fairness report at /queue/<slug>/fairness(.json); the management API has it
+    # whatever this says.
+    Field("publicFairness", True, _bool),
     Field("redirectUrl", None, redirect_url_problem, required=True),
     Field("maxWaiting", 100_000, IntRange(1, 10_000_000)),
     Field("abandonAfterSec", 300, IntRange(60, 86_400)),
@@ -375,7 +378,7 @@ def from_stored(raw: Mapping[str, str]) -> dict[str, Any]:
             out[f.api] = f.default
         elif f.decode is not None:
             out[f.api] = f.decode(value)
-        elif f.api in ("bindIp",):
+        elif f.api in ("bindIp", "publicFairness"):
             out[f.api] = value == "1"
         elif f.api == "capacity":
             out[f.api] = int(value) or None

@@ -84,6 +84,17 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("refusedBusy", "nbusy", "Busy refusals (counted by the web tier)"),
     RoomField("leaves", "nleft", "spots and slots freed by leave"),
     RoomField("abandoned", "nswept", "spots dropped as abandoned, expired or revoked"),
+    # The opening's fairness counts (SPEC "A draw anyone can check"): reset when an idle room
+    # opens, kept by a close so the last opening's report stays whole.
+    RoomField("admittedFromPreQueue", "npre", "admissions of order keys below 2^52 (the pool)"),
+    RoomField("admittedLater", "nlate", "admissions of later arrivals (order key from 2^52)"),
+    RoomField("outOfOrder", "nooo", "later arrivals admitted below `lak` (must stay 0)"),
+    RoomField("lastLaterKey", "lak", "highest later arrival's order key admitted ('' none)"),
+    RoomField("heldCount", "nheld", "spots filed as held by score"),
+    RoomField("releasedCount", "nrel", "held spots released by a raised holdScore"),
+    RoomField("pausedAt", "pat", "room clock ms the pause in progress began (0: none)"),
+    RoomField("longestPause", "lps", "longest pause of the opening, ms"),
+    RoomField("publicFairness", "pfr", "1 when the fairness report is public (room_config)"),
 )
 
 STORED: dict[str, str] = {f.name: f.stored for f in FIELDS}

@@ -221,6 +221,12 @@ LIST_AUDIT_EVENTS = Route(
     "/api/management/v1/audit", "get", "listAuditEvents",
     "The environment's audit events, newest first", READ | {200: AUDIT_PAGE, 400: BAD_REQUEST},
     scope="audit:read", query=audit.AuditQuery)
+GET_QUEUE_FAIRNESS = Route(
+    ROOM_PATH + "/fairness", "get", "getQueueFairness",
+    "The opening's fairness report, public or not",
+    READ | {200: FAIRNESS, 404: NO_DRAW}, scope="queues:read",
+    notes=" The same document as /queue/{slug}/fairness.json, whatever the room's"
+    " publicFairness says; entrantsUrl is null here (the list is public with the report).")
 PUBLIC = {401: VISITOR_UNAUTHORIZED, 404: NO_DRAW, 429: BUSY, 503: UNAVAILABLE}
 GET_FAIRNESS = Route(
     "/queue/{slug}/fairness.json", "get", "getFairness",
@@ -241,7 +247,8 @@ OPENAPI = Route("/api/openapi.json", "get", "openapi", "This document", {200: DO
 ROUTES = (
     CREATE_CHALLENGE, IDENTIFY, ENTER_QUEUE, POLL_QUEUE, LEAVE_QUEUE, REFRESH_ADMISSION,
     REVOKE_SESSION, LIST_QUEUES, CREATE_QUEUE, GET_QUEUE, GET_QUEUE_SERIES, UPDATE_QUEUE,
-    DELETE_QUEUE, LIST_AUDIT_EVENTS, GET_FAIRNESS, GET_DRAWN_ENTRANTS, HEALTHZ, READYZ, OPENAPI,
+    DELETE_QUEUE, LIST_AUDIT_EVENTS, GET_QUEUE_FAIRNESS, GET_FAIRNESS, GET_DRAWN_ENTRANTS,
+    HEALTHZ, READYZ, OPENAPI,
 )
 # fmt: on
 

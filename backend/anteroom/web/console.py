@@ -12,7 +12,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from flask import Blueprint, Response, current_app, g, redirect, render_template, request
 from flask.typing import ResponseReturnValue
@@ -22,6 +22,7 @@ from anteroom.queue import room_series
 from anteroom.queue.storage_errors import StorageError
 from anteroom.service_container import Services
 from anteroom.web import console_session as sessions
+from anteroom.web import fairness
 from anteroom.web import http_errors as errors
 from anteroom.web import management_api as management
 
@@ -91,15 +92,22 @@ def room_page(room_id: str) -> ResponseReturnValue:
         return redirect("/console", code=303)
     try:
         g.console_key = session.key
-        management.load_room(session.key, room_id)
+        room = management.load_room(session.key, room_id)
     except (errors.RoomNotFound, errors.Forbidden):
         return _page("console.html", status=404, session=session, page="missing", room_id="")
+    # The report's public page, as visitors reach it (with the environment's public key), when
+    # the room shows it; the console's JSON copy is there either way.
+    public_report = None
+    if room["publicFairness"]:
+        query = urlencode({"key": session.key.public_key})
+        public_report = f"/queue/{quote(room['slug'])}/fairness?{query}"
     return _page(
         "console.html",
         session=session,
         page="room",
         room_id=room_id,
         languages=" ".join(rooms.PAGE_LANGUAGES),
+        public_report=public_report,
     )
 
 
@@ -189,3 +197,4 @@ bp.add_url_rule(
     endpoint="console_held",
 )
 bp.add_url_rule("/api/audit", view_func=_as_key(management.audit))
+bp.add_url_rule("/api/queues/<room_id>/fairness", view_func=_as_key(fairness.queue_fairness))

@@ -9,18 +9,23 @@ drawn. The salt behind the entrant ids is never in one.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Blueprint, current_app, request
+from flask import Blueprint, Response, current_app, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
+from anteroom.queue.storage_errors import StorageError
 from anteroom.service_container import Services
 from anteroom.web import api_routes as routes
+from anteroom.web import hosted_pages as pages
 from anteroom.web import http_errors as errors
 from anteroom.web import room_lookup
 from anteroom.web.fairness_models import Entrants, Fairness
-from anteroom.web.management_api import engine_call, storage
+from anteroom.web.fairness_report import figures
+from anteroom.web.http_errors import ApiError
+from anteroom.web.management_api import Call, engine_call, load_room, management_call, storage
 
 bp = Blueprint("fairness", __name__)
 
@@ -41,6 +46,9 @@ def drawn_room(slug: str) -> tuple[dict[str, Any], dict[str, Any]]:
         env = room_lookup.environment_of(s, request.args.get("key", ""))
         room_id = room_lookup.room_by_slug(s, env, slug)["id"]
     room = engine_call(lambda: s.engine.get_room(room_id))
+    if not room["publicFairness"]:
+        # The operator keeps this room's report to the management API: as if there were none.
+        raise errors.NotFound("This room's fairness report is not public.")
     if room.get("draw") is None:
         raise errors.NotFound("This room's opening has no draw (it has no pre-queue).")
     return room, room["draw"]
@@ -50,21 +58,37 @@ def drawn_room(slug: str) -> tuple[dict[str, Any], dict[str, Any]]:
 def fairness(slug: str) -> ResponseReturnValue:
     """The opening's fairness document: commitment at once; seed, root and list once drawn."""
     room, draw = drawn_room(slug)
-    drawn = draw.get("seed") is not None
     # Relative to this document (/queue/<slug>/fairness.json), as verify-draw resolves it.
     listed = f"fairness/entrants.json?{urlencode({'key': request.args.get('key', '')})}"
-    return Fairness(
-        room=slug,
-        opensAt=room["opensAt"],
-        commitment=draw["commitment"],
-        committedAt=draw["committedAt"],
-        withdrawn=draw.get("withdrawn", []),
-        seed=draw.get("seed"),
-        root=draw.get("root"),
-        entrants=draw.get("entrants"),
-        entrantsUrl=listed if drawn else None,
-        receiptKeys=services().receipts.signer.public_keys,
-    )
+    return document(room, draw, listed)
+
+
+def document(room: dict[str, Any], draw: dict[str, Any], listed: str | None) -> Fairness:
+    """The fairness document of ``room``'s opening; ``listed``: its list's URL, once drawn."""
+    drawn = draw.get("seed") is not None
+    with storage():
+        return Fairness(
+            room=room["slug"],
+            opensAt=room["opensAt"],
+            commitment=draw["commitment"],
+            committedAt=draw["committedAt"],
+            withdrawn=draw.get("withdrawn", []),
+            seed=draw.get("seed"),
+            root=draw.get("root"),
+            entrants=draw.get("entrants"),
+            entrantsUrl=listed if drawn else None,
+            receiptKeys=services().receipts.signer.public_keys,
+            **figures(services(), room),
+        )
+
+
+@management_call(routes.GET_QUEUE_FAIRNESS)
+def queue_fairness(call: Call[None], room_id: str) -> ResponseReturnValue:
+    """The opening's fairness document, public or not (404 for a room with no draw)."""
+    room = load_room(call.key, room_id)
+    if room.get("draw") is None:
+        raise errors.NotFound("This room's opening has no draw (it has no pre-queue).")
+    return document(room, room["draw"], None)
 
 
 @routes.view(bp, routes.GET_DRAWN_ENTRANTS)
@@ -75,3 +99,43 @@ def entrants(slug: str) -> ResponseReturnValue:
         raise errors.NotFound("The draw is not made yet: its entrants are listed after opensAt.")
     with storage():
         return Entrants(services().engine.drawn_entrants(room["id"]))
+
+
+def _moment(ms: int | None) -> str | None:
+    """An epoch-ms time as ISO 8601 UTC (the page is no place for a visitor's time zone)."""
+    if not ms:
+        return None
+    return (
+        datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    )
+
+
+@bp.get("/queue/<slug>/fairness")
+def fairness_page(slug: str) -> ResponseReturnValue:
+    """The opening's fairness report as a page in the visitor's language, with how to check it
+    (the same document as fairness.json; 404 where that answers 404)."""
+    try:
+        room, draw = drawn_room(slug)
+        doc = document(room, draw, None)
+    except ApiError as exc:
+        if exc.code == 404:
+            return pages.error_page(404, "missing", "NotFound", home=True)
+        if exc.code == 401:
+            return pages.error_page(401, "badkey", "Unauthorized")
+        return pages.error_page(503, "unavailable", "Unavailable")
+    except StorageError:
+        return pages.error_page(503, "unavailable", "Unavailable")
+    key = request.args.get("key", "")
+    json_url = url_for("fairness.fairness", slug=slug, key=key, _external=True)
+    waits = doc.waitSeconds
+    html = render_template(
+        "fairness.html",
+        room_name=(room.get("theme") or {}).get("title") or room["name"],
+        doc=doc,
+        opens_at=_moment(doc.opensAt),
+        committed_at=_moment(doc.committedAt),
+        waits=" / ".join("—" if w is None else f"{w:g}" for w in (waits.p50, waits.p90, waits.p99)),
+        json_url=json_url,
+        **pages.language_context(pages.page_language()),
+    )
+    return pages.secure(Response(html, mimetype="text/html"))

@@ -29,6 +29,18 @@ class Draw(Answer):
     entrants: int | None = Field(None, ge=0, description="Entrants drawn, once drawn.")
 
 
+class WaitSeconds(Answer):
+    """Seconds from ticket to admission of this opening's admitted visitors, by quantile.
+
+    Bucketed: read from the wait histogram (bounds 1, 2, 5, 10 … 7200 s), interpolated inside
+    a bucket; null with nobody admitted yet.
+    """
+
+    p50: float | None
+    p90: float | None
+    p99: float | None
+
+
 class Fairness(Answer):
     """One opening's fairness document: what ``anteroom verify-draw --fairness`` reads."""
 
@@ -43,6 +55,22 @@ class Fairness(Answer):
     entrantsUrl: str | None = Field(description="The entrant ids in drawn order, once drawn.")
     receiptKeys: dict[str, str] = Field(
         description="The Ed25519 public keys (base64url, by key id) that sign entrants' receipts."
+    )
+    admittedFromPreQueue: int = Field(ge=0, description="Admitted from the drawn pre-queue.")
+    admittedLater: int = Field(ge=0, description="Admitted after arriving once open (FIFO).")
+    outOfOrder: int = Field(
+        ge=0,
+        description="Later arrivals admitted before one who arrived earlier and was not held "
+        "(must be 0).",
+    )
+    waitSeconds: WaitSeconds
+    held: int = Field(ge=0, description="Spots held by their signal score (holdScore).")
+    released: int = Field(ge=0, description="Held spots released by a raised holdScore.")
+    longestPauseSec: float = Field(ge=0, description="The opening's longest pause (room clock).")
+    ratePerMinute: int = Field(description="The rate promised: the room's ratePerMinute.")
+    mostDealtInMinute: int | None = Field(
+        description="The most admissions dealt in any clock minute (the series); null before "
+        "a minute is sampled."
     )
 
 

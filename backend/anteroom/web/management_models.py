@@ -34,6 +34,8 @@ FIELD_DOCS = {
     "plain path, no proof of work); null: holdScore - 1, so they queue. Set it at or above "
     "holdScore to hold them instead.",
     "bindIp": "Admissions carry a keyed tag of the entering network.",
+    "publicFairness": "The opening's fairness report is public at /queue/{slug}/fairness and "
+    "its .json; false: both answer 404 (the management API always has it).",
     "redirectUrl": "Where the hosted page sends admitted visitors: an absolute https URL "
     "(http only for localhost, 127.0.0.1 and [::1]).",
     "maxWaiting": "Longest line; beyond it entries get QueueFull.",
@@ -103,6 +105,7 @@ FIELD_TYPES: dict[str, Any] = {
     "slug": Annotated[str, Field(pattern=rooms.SLUG_PATTERN.pattern)],
     "name": Annotated[str, Field(min_length=1, max_length=rooms.NAME_MAX_LENGTH, pattern=r"\S")],
     "bindIp": bool,
+    "publicFairness": bool,
     "redirectUrl": Annotated[
         str,
         Field(
