@@ -88,6 +88,8 @@ def one_drain(
     engine.open(room, now + 1_000 if pool else now)
     engine_bench.fill(engine, room, line)
     engine.shift_clock(room, 1_500)
+    if pool:  # since draws are checkable, nobody leaves a pool before its draw is made
+        engine.draw(room)
     client.config_resetstat()
     cpu = on_cpu_ns(pid)
     engine.tick(room)
