@@ -23,6 +23,8 @@ export const AMBIGUOUS_PATH = "queue:ambiguous-path";
 export const QUEUE_RETRY_SEC = 5;
 export const POLL_PATH = "/api/v1/queue/poll";
 export const REFRESH_PATH = "/api/v1/admission/refresh";
+// The admission claim of a room with sessionRenewal off (anteroom.sdk.tokens.NOT_RENEWABLE).
+export const NOT_RENEWABLE = "nr";
 // Renewal attempts remembered per admission (jti), so a burst of requests renews once.
 const MAX_TRACKED_RENEWALS = 10_000;
 // Admissions already verified, kept so a visitor's next requests skip the signature and parsing.
@@ -433,7 +435,9 @@ function handOver(facts, config, state, room, token, clean) {
 }
 
 /**
- * Let the request through; renew an old admission on the way (best effort).
+ * Let the request through; renew an old admission on the way (best effort), unless it says it
+ * is not renewable: then it ends at its expiry, and `check` sends its visitor back to the line,
+ * with no call to Anteroom either way.
  * @param {Facts} facts
  * @param {DecisionConfig} config
  * @param {EdgeState} state
@@ -445,6 +449,7 @@ function handOver(facts, config, state, room, token, clean) {
 function admit(facts, config, state, token, claims, room) {
   const issuedAt = typeof claims.iat === "number" ? claims.iat : 0;
   if (facts.now - issuedAt < config.refreshAfter) return decision("admit", { claims }); // the fast path
+  if (claims[NOT_RENEWABLE]) return decision("admit", { claims });
   const jti = String(claims.jti || token);
   if (state.paused(facts.now) || !state.renewalDue(jti, facts.now, config.refreshAfter)) {
     return decision("admit", { claims });

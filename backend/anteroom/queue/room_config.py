@@ -301,6 +301,9 @@ FIELDS: tuple[Field, ...] = (
     # The opening's fairness report at /queue/<slug>/fairness(.json); the management API has it
     # whatever this says.
     Field("publicFairness", True, _bool),
+    # false: admissions say they are not renewable (tokens.NOT_RENEWABLE) and end at their
+    # expiry; read by the web tier only (the refresh is refused before the engine is called).
+    Field("sessionRenewal", True, _bool),
     Field("redirectUrl", None, redirect_url_problem, required=True),
     Field("maxWaiting", 100_000, IntRange(1, 10_000_000)),
     Field("abandonAfterSec", 300, IntRange(60, 86_400)),
@@ -378,7 +381,7 @@ def from_stored(raw: Mapping[str, str]) -> dict[str, Any]:
             out[f.api] = f.default
         elif f.decode is not None:
             out[f.api] = f.decode(value)
-        elif f.api in ("bindIp", "publicFairness"):
+        elif isinstance(f.default, bool):
             out[f.api] = value == "1"
         elif f.api == "capacity":
             out[f.api] = int(value) or None

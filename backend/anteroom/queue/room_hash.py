@@ -43,6 +43,7 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("closedMessage", "cmsg", "message shown while closed, JSON ('' for none)"),
     RoomField("theme", "thm", "waiting page theme, JSON ('' for none)"),
     RoomField("bypass", "byp", "bypass rules, JSON, secrets as scrypt hashes ('' for none)"),
+    RoomField("sessionRenewal", "srn", "0 when admissions end at their expiry (never renewed)"),
     # State of the room and of its current opening.
     RoomField("status", "st", "idle, open or paused"),
     RoomField("generation", "gen", "opening number: a close starts the next"),

@@ -23,7 +23,7 @@ from urllib.parse import quote, unquote_plus, urlencode
 
 from anteroom.sdk import bypass_rules
 from anteroom.sdk.edge_paths import PathMatch, RouteTable
-from anteroom.sdk.tokens import Keyring
+from anteroom.sdk.tokens import NOT_RENEWABLE, Keyring
 from anteroom.sdk.verification import verify_admission
 
 COOKIE = "_abq"
@@ -459,9 +459,13 @@ def admit(
     claims: dict[str, Any],
     room: str,
 ) -> Decision:
-    """Let the request through; renew an old admission on the way (best effort)."""
+    """Let the request through; renew an old admission on the way (best effort), unless it
+    says it is not renewable: then it ends at its expiry, and ``check`` sends its visitor back
+    to the line, with no call to Anteroom either way."""
     if facts.now - (claims.get("iat") or 0) < config.refresh_after:
         return Decision("admit", claims=claims)  # the fast path: nothing to add
+    if claims.get(NOT_RENEWABLE):
+        return Decision("admit", claims=claims)
     jti = str(claims.get("jti") or token)
     if state.paused(facts.now) or not state.renewal_due(jti, facts.now, config.refresh_after):
         return Decision("admit", claims=claims)

@@ -27,6 +27,7 @@ __all__ = [
     "CHALLENGE",
     "MAX_TOKEN_LENGTH",
     "NETWORK_TAG",
+    "NOT_RENEWABLE",
     "SESSION",
     "TICKET",
     "TOKEN_TYPES",
@@ -61,6 +62,10 @@ SESSION = "st1"
 TICKET = "qt1"
 ADMISSION = "ab1"
 TOKEN_TYPES = frozenset({CHALLENGE, SESSION, TICKET, ADMISSION})
+# The admission claim (``1`` when present) of a room with ``sessionRenewal: false``: the edges
+# never ask to renew it and the service refuses to. Absent means renewable, so every admission
+# signed before the claim existed keeps being renewed.
+NOT_RENEWABLE = "nr"
 
 # Not a token type: the derivation label of the key behind network tags (the `qi` claim), kept
 # apart from every signing key so a tag can never be replayed as a signature.
@@ -466,5 +471,6 @@ class AdmissionClaims(_Claims):
     session_id: str | None = _claim("qj", None)  # the session it was dealt to (refresh binds it)
     network_tag: str | None = _claim("qi", None)  # bindIp rooms: the network it must come from
     fail_open: bool = _claim("fo", False, flag=True)  # dealt without Redis (an outage)
+    not_renewable: bool = _claim(NOT_RENEWABLE, False, flag=1)  # ends at its expiry
     issued_at: int | None = _claim("iat", None)
     expires_at: int | None = _claim("exp", None)

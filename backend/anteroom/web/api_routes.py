@@ -77,6 +77,11 @@ ENTER_FORBIDDEN = Reply(
 SPOT_FORBIDDEN = Reply(
     "SpotForbidden", "The session has been revoked, or (while Redis is unreachable) a bindIp "
     "room sees no client address.", ("SessionRevoked", "AddressRequired"))
+REFRESH_FORBIDDEN = Reply(
+    "RefreshForbidden", "NotRenewable: the admission ends at its exp, as its room's "
+    "sessionRenewal is off (its token has the claim nr, or the room turned it off since); queue "
+    "again. Or the session has been revoked, or (while Redis is unreachable) a bindIp room sees "
+    "no client address.", ("NotRenewable", "SessionRevoked", "AddressRequired"))
 ROOM_NOT_FOUND = Reply("RoomNotFound", "No such room.", ("RoomNotFound", "NotFound"))
 TICKET_GONE = Reply("TicketGone", "The spot or its room is gone; enter again.", ("TicketGone",))
 PAYLOAD_TOO_LARGE = Reply("PayloadTooLarge", "The body is larger than 16 KiB.",
@@ -180,8 +185,8 @@ LEAVE_QUEUE = Route(
 REFRESH_ADMISSION = Route(
     "/api/v1/admission/refresh", "post", "refreshAdmission",
     "A fresh admission; extends the active slot",
-    SPOT | {200: QUEUE_ANSWER, 403: SPOT_FORBIDDEN}, tag="visitor", body=visitor.RefreshRequest,
-    token="token")
+    SPOT | {200: QUEUE_ANSWER, 403: REFRESH_FORBIDDEN}, tag="visitor",
+    body=visitor.RefreshRequest, token="token")
 REVOKE_SESSION = Route(
     "/api/management/v1/sessions/revoke", "post", "revokeSession",
     "Revoke a session (jti) or visitor (vid) in every room of the environment",

@@ -170,8 +170,11 @@ def _poll(services: Services, fields: tuple[str, str]) -> Answer:
 def _refresh(services: Services, fields: tuple[str, str]) -> Answer:
     """As ``visitor_api.refresh``, while Redis answers."""
     claims = _checked(services, *fields, tokens.ADMISSION)
+    if claims.get(tokens.NOT_RENEWABLE):
+        raise HandOver()  # refused by the view: the edges never ask, so this is rare
     qr, vid, jti, qj = claims["qr"], claims["vid"], claims["jti"], str(claims.get("qj", ""))
-    return _answer(services, qr, vid, lambda: services.engine.refresh(qr, vid, None, jti, qj))
+    renew = lambda: services.engine.refresh(qr, vid, None, jti, qj)  # noqa: E731
+    return _answer(services, qr, vid, renew, renewing=True)
 
 
 def _answer(
@@ -180,11 +183,15 @@ def _answer(
     vid: str,
     call: Callable[[], Any],
     polled: tuple[str, tokens.TicketClaims] | None = None,
+    renewing: bool = False,
 ) -> Answer:
     """The engine's answer for the room, rendered as the views render it (``polled``: the
-    ticket polled and its claims, see ``queue_answers.queue_token``)."""
+    ticket polled and its claims, see ``queue_answers.queue_token``; ``renewing``: an
+    admission's refresh, refused in a room whose ``sessionRenewal`` is off)."""
     try:
         room = room_lookup.room_by_id(services, room_id)
+        if renewing:
+            visitor.check_renewable(room)
         result = visitor.engine_call(services, call, room_id)
     except StorageUnavailable:
         raise HandOver() from None  # the room's fail mode is the views' to apply

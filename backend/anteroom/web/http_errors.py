@@ -80,6 +80,11 @@ class AddressRequired(ApiError):
     description = "This room needs the client's network address, and none is visible."
 
 
+class NotRenewable(ApiError):
+    code, error = 403, "NotRenewable"
+    description = "This room's admissions end at their expiry (sessionRenewal is off); queue again."
+
+
 class NotFound(ApiError):
     code, error, description = 404, "NotFound", "Nothing here."
 

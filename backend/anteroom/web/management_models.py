@@ -36,6 +36,12 @@ FIELD_DOCS = {
     "bindIp": "Admissions carry a keyed tag of the entering network.",
     "publicFairness": "The opening's fairness report is public at /queue/{slug}/fairness and "
     "its .json; false: both answer 404 (the management API always has it).",
+    "sessionRenewal": "true: an admission is renewed (through /api/v1/admission/refresh, by the "
+    "edge middleware every 15 s of activity) for another admissionTtlSec while its visitor stays "
+    "active. false: it ends at its expiry and the edge sends the visitor back to the line; its "
+    "token says so (claim nr), so the edge decides without calling the service, and a refresh "
+    "answers 403 NotRenewable. A change applies to admissions dealt from then on, and refreshes "
+    "are refused at once.",
     "redirectUrl": "Where the hosted page sends admitted visitors: an absolute https URL "
     "(http only for localhost, 127.0.0.1 and [::1]).",
     "maxWaiting": "Longest line; beyond it entries get QueueFull.",
@@ -106,6 +112,7 @@ FIELD_TYPES: dict[str, Any] = {
     "name": Annotated[str, Field(min_length=1, max_length=rooms.NAME_MAX_LENGTH, pattern=r"\S")],
     "bindIp": bool,
     "publicFairness": bool,
+    "sessionRenewal": bool,
     "redirectUrl": Annotated[
         str,
         Field(

@@ -30,9 +30,20 @@ def engine_call(services: Services, fn: Any, room_id: str | None = None) -> Any:
 def admission_token(
     services: Services, room: dict[str, Any], vid: str, claims: dict[str, Any]
 ) -> str:
-    """Sign an admission for ``vid`` in ``room`` with the given extra claims."""
+    """Sign an admission for ``vid`` in ``room`` with the given extra claims; a room with
+    ``sessionRenewal: false`` marks it not renewable."""
     base = {"q": room["slug"], "qr": room["id"], "vid": vid, "env": room["environment"]}
+    if not room.get("sessionRenewal", True):
+        base[tokens.NOT_RENEWABLE] = 1
     return tokens.sign(services.keyring, tokens.ADMISSION, base | claims)
+
+
+def check_renewable(room: dict[str, Any]) -> None:
+    """Raise NotRenewable once ``room``'s ``sessionRenewal`` is off: its admissions dealt
+    before then (not marked :data:`tokens.NOT_RENEWABLE`) end at their expiry too. Those marked
+    are refused from their claim alone, before this."""
+    if not room.get("sessionRenewal", True):
+        raise errors.NotRenewable()
 
 
 def queue_token(

@@ -286,9 +286,13 @@ def leave(call: Call[TicketRequest]) -> ResponseReturnValue:
 @visitor_call(routes.REFRESH_ADMISSION)
 def refresh(call: Call[RefreshRequest]) -> ResponseReturnValue:
     s, claims = call.services, call.claims_as(tokens.AdmissionClaims)
+    if claims.not_renewable:
+        # The token says so: refused before anything else, so no outage admission renews it.
+        raise errors.NotRenewable()
     room = None
     try:
         room = room_lookup.room_by_id(s, claims.room_id)
+        visitor.check_renewable(room)
         qr, vid, jti, qj = claims.room_id, claims.visitor_id, claims.admission_id, claims.session_id
         answer = visitor.engine_call(s, lambda: s.engine.refresh(qr, vid, None, jti, qj or ""), qr)
     except StorageUnavailable:
