@@ -155,9 +155,20 @@ def test_verify_draw_checks_the_order_with_the_published_beacon_value(
     assert before["guarantee"] == "commitment + beacon"
     for i in range(30):
         services.engine.enter(room["id"], f"v{i}", "s", 10)
-    beacon.values[round_number] = "c3" * 32
     services.engine.shift_clock(room["id"], MINUTE)
+    services.engine.tick(room["id"])  # the round is not out yet: the draw waits, and says so
+    waiting = f"waiting for beacon round {round_number}"
+    detail = client.get(f"{API}/queues/{room['id']}", headers=headers).json
+    assert detail["draw"]["waiting"] == waiting
+    signed = client.post(
+        "/console/sign-in", data={"secret": secret}, headers={"Sec-Fetch-Site": "same-origin"}
+    )
+    assert signed.status_code in (302, 303)
+    assert waiting in client.get(f"/console/rooms/{room['id']}").get_data(as_text=True)
+    beacon.values[round_number] = "c3" * 32
+    services.engine.shift_clock(room["id"], 1_000)
     services.engine.tick(room["id"])
+    assert waiting not in client.get(f"/console/rooms/{room['id']}").get_data(as_text=True)
     document = client.get(url).json
     assert document["beacon"]["value"] == "c3" * 32 and document["entrants"] == 30
     listed = client.get("/queue/drop/" + document["entrantsUrl"]).json
