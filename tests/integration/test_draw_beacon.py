@@ -171,6 +171,9 @@ def test_verify_draw_checks_the_order_with_the_published_beacon_value(
     assert waiting not in client.get(f"/console/rooms/{room['id']}").get_data(as_text=True)
     document = client.get(url).json
     assert document["beacon"]["value"] == "c3" * 32 and document["entrants"] == 30
+    page = client.get(f"/queue/drop/fairness?key={public.public_key}").get_data(as_text=True)
+    assert f"The commitment and public beacon round {round_number}" in page
+    assert '<code id="beacon-value">' + "c3" * 32 in page
     listed = client.get("/queue/drop/" + document["entrantsUrl"]).json
     (tmp_path / "entrants.json").write_text(json.dumps(listed))
 
