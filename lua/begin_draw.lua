@@ -4,7 +4,8 @@
 -- KEYS: room drawn
 -- ARGV: the caller's token (any string unique to this attempt), lease (ms).
 -- Reply: {1, seed, salt, beacon ('' for none)} when the caller now draws; {0, state} when
---   nothing is to be drawn by it (state: '' no draw, 'c' not due yet, 'r' another draws, 'd').
+--   nothing is to be drawn by it (state: '' no draw, 'c' not due yet, 'r' another draws, 'd',
+--   'b' the beacon round named at commitment has not been fetched: lua/set_beacon.lua first).
 local token, lease = ARGV[1], tonumber(ARGV[2])
 local room = load_room()
 if not room then return err('RoomNotFound') end
@@ -13,7 +14,9 @@ local state = room.draw_state
 if room.status ~= 'open' or now < room.opens_at then return {0, state} end
 if state == 'r' and (tonumber(redis.call('HGET', ROOM, 'dls')) or 0) > now then return {0, state} end
 if state ~= 'c' and state ~= 'r' then return {0, state} end
+local beacon = redis.call('HMGET', ROOM, 'dbu', 'dbv')
+if (beacon[1] or '') ~= '' and (beacon[2] or '') == '' then return {0, 'b'} end
 redis.call('HSET', ROOM, 'dst', 'r', 'dlk', token, 'dls', fmt(now + lease))
 redis.call('UNLINK', DRAWN)
 local v = redis.call('HMGET', ROOM, 'dsd', 'dsl')
-return {1, v[1], v[2], ''}
+return {1, v[1], v[2], beacon[2] or ''}

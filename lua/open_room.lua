@@ -4,10 +4,12 @@
 -- needs: _base, _room, _pause
 -- KEYS: room drawn
 -- ARGV: opensAt (epoch ms, '' for now), a fresh random seed (the pre-open lottery's), the draw's
---   seed (64 hex), the opening's entrant-id salt (hex), the seed's commitment (SHA-256 hex).
+--   seed (64 hex), the opening's entrant-id salt (hex), the seed's commitment (SHA-256 hex),
+--   the beacon's base URL ('' for none) and its round (queue/draw_beacon.py; '' for none).
 -- Reply: {'OK', status now} or {'ERR', 'RoomNotFound', 0}.
 local opens_at, seed = tonumber(ARGV[1]), ARGV[2]
 local draw_seed, salt, commitment = ARGV[3], ARGV[4], ARGV[5]
+local beacon_url, beacon_round = ARGV[6] or '', ARGV[7] or ''
 local room = load_room()
 if not room then return err('RoomNotFound') end
 local now = clock(room)
@@ -25,10 +27,11 @@ elseif room.status == 'idle' then
   -- the last opening's draw gives way to this one's; only a future opensAt has a pool to draw
   redis.call('UNLINK', DRAWN)
   redis.call('HSET', ROOM, 'dst', '', 'dsd', '', 'dsl', '', 'dcm', '', 'dca', 0, 'dwd', '',
-    'dlk', '', 'dls', 0, 'drt', '', 'dnn', 0)
+    'dlk', '', 'dls', 0, 'drt', '', 'dnn', 0, 'dbu', '', 'dbr', 0, 'dbv', '', 'dbw', 0)
   if opens_at > now then
+    -- the beacon round is named with the commitment, and like the seed never changes after
     redis.call('HSET', ROOM, 'dst', 'c', 'dsd', draw_seed, 'dsl', salt, 'dcm', commitment,
-      'dca', fmt(now))
+      'dca', fmt(now), 'dbu', beacon_url, 'dbr', beacon_url ~= '' and beacon_round or 0)
   end
 end
 return {'OK', redis.call('HGET', ROOM, 'st')}

@@ -3,12 +3,18 @@
 -- needs: _base, _room
 -- KEYS: room
 -- ARGV: the new seed (64 hex), its commitment (SHA-256 hex).
--- Reply: {'OK', committedAt ms} or {'ERR', 'NoDraw', 0} when no draw waits to be made.
+-- Reply: {'OK', committedAt ms} or {'ERR', 'NoDraw', 0} when no draw waits to be made (or it
+--   names a beacon and opensAt has come).
 local seed, commitment = ARGV[1], ARGV[2]
 local room = load_room()
 if not room then return err('RoomNotFound') end
 if room.draw_state ~= 'c' then return err('NoDraw') end
 local now = clock(room)
+-- once opensAt has come the named beacon round may be public: a new seed then could be chosen
+-- against it, so a draw waiting for its beacon keeps its seed
+if now >= room.opens_at and (redis.call('HGET', ROOM, 'dbu') or '') ~= '' then
+  return err('NoDraw')
+end
 local v = redis.call('HMGET', ROOM, 'dcm', 'dca', 'dwd')
 local withdrawn = (v[3] and v[3] ~= '') and cjson.decode(v[3]) or {}
 withdrawn[#withdrawn + 1] = {commitment = v[1], committedAt = tonumber(v[2]), withdrawnAt = now}

@@ -48,7 +48,8 @@ def salt_of(engine: Engine, room: str) -> bytes:
 def test_scheduling_commits_the_draw_at_once_and_keeps_the_seed_secret(engine: Engine) -> None:
     room, _ = scheduled(engine)
     public = engine.get_room(room)["draw"]
-    assert set(public) == {"commitment", "committedAt"}
+    assert set(public) == {"commitment", "committedAt", "beacon"}
+    assert public["beacon"] is None  # the room names none
     assert public["committedAt"] == engine.stats(room).now_ms
     seed = engine.redis.hget(engine.keys.room(room), "dsd")
     assert public["commitment"] == draw.commitment(seed)
@@ -183,9 +184,11 @@ def test_the_commitment_is_published_at_scheduling_and_the_seed_nowhere(
     room = schedule_through_api(client, services, headers)
     seed = services.redis.hget(services.keys.room(room["id"]), "dsd")
     commitment = draw.commitment(seed)
-    assert room["draw"] == {"commitment": commitment, "committedAt": START}
+    assert room["draw"] == {"commitment": commitment, "committedAt": START, "beacon": None}
     document = client.get(f"/queue/drop/fairness.json?key={public_key}").json
     assert document["commitment"] == commitment and document["committedAt"] == START
+    # No beacon named: the document says the draw rests on the commitment alone.
+    assert document["beacon"] is None and document["guarantee"] == "commitment"
     assert document["seed"] is None and document["entrantsUrl"] is None
     # The audit log records the commitment with the opening.
     events = client.get(f"{API}/audit", headers=headers).json["events"]

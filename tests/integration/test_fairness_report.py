@@ -190,6 +190,8 @@ def test_the_page_tells_a_visitor_how_to_check_and_escapes_the_room_name(
     json_url = f"http://localhost/queue/drop/fairness.json?key={room.key}"
     assert f"anteroom verify-draw --fairness {json_url}" in html
     assert '<dd id="admitted-pre">1</dd>' in html
+    # No beacon named: the page says the draw rests on the commitment alone.
+    assert "The commitment only (the operator knew the seed)" in html
     # In the visitor's language, through the hosted page's catalogs.
     arabic = client.get(f"/queue/drop/fairness?key={room.key}&lang=ar").get_data(as_text=True)
     assert 'dir="rtl"' in arabic and "تحقق بنفسك" in arabic

@@ -48,6 +48,7 @@ OPERATIONS = (
     # Touches no key (an empty KEYS line): the draw's order keys, until the shuffle carries _draw.
     "draw_keys",
     "begin_draw",
+    "set_beacon",
     "place_drawn",
     "finish_draw",
     "reroll_draw",

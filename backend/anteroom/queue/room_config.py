@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from anteroom.queue import room_hash
+from anteroom.queue.draw_beacon import beacon_problem
 from anteroom.queue.poll_cadence import DEFAULT_POLL_BUDGET, longest_unpolled_ms
 from anteroom.sdk import bypass_rules
 
@@ -111,6 +112,11 @@ def redirect_url_problem(value: Any) -> str | None:
     if not REDIRECT_URL_PATTERN.match(value):
         return "must use https (http only for localhost, 127.0.0.1 or [::1])"
     return None
+
+
+def draw_beacon_problem(value: Any) -> str | None:
+    """Why ``value`` is not a ``drawBeacon`` (queue/draw_beacon.py), or None."""
+    return beacon_problem(value, redirect_url_problem)
 
 
 def _plain_text(value: Any) -> str | None:
@@ -322,6 +328,8 @@ FIELDS: tuple[Field, ...] = (
     Field("theme", None, theme_problem, False, _json_or_empty, _from_json_or_empty),
     # Stored with the secrets hashed; read back as the API shows them (web tier and edge only).
     Field("bypass", [], bypass_problem, False, _bypass_stored, _bypass_shown),
+    # A public randomness beacon the next scheduled opening's draw names at commitment.
+    Field("drawBeacon", None, draw_beacon_problem, False, _json_or_empty, _from_json_or_empty),
 )
 BY_API = {f.api: f for f in FIELDS}
 MUTABLE = frozenset(f.api for f in FIELDS if f.api != "slug")

@@ -4,6 +4,8 @@ When an opening with a pool is scheduled, lua/open_room.lua stores its seed (sec
 seed's commitment (published at once). At opensAt the drain admits nobody (lua/_drain.lua) until
 one process has made the draw, here:
 
+0. when the opening named a beacon round at commitment (queue/draw_beacon.py), its value is
+   fetched first; while the beacon does not answer the draw waits, and so does the pre-queue;
 1. ``begin_draw`` gives it the draw for a lease (a process that dies mid-draw is replaced when the
    lease runs out) with the seed and the opening's salt;
 2. the pool's waiting spots are read, frozen: their vids in the line and the held buckets with a
@@ -30,8 +32,10 @@ from typing import Any
 
 import redis
 
+from anteroom.queue import draw_beacon
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.line_blocks import POST_OPEN_KEY
+from anteroom.queue.room_hash import stored
 from anteroom.queue.storage_errors import storage_errors
 from anteroom.sdk import draw
 
@@ -49,6 +53,7 @@ class DrawDone:
     made: bool
     entrants: int = 0
     root: str = ""
+    waiting_for_round: int = 0  # the beacon round the draw waits for (0: none)
 
 
 def drawn_key(rank: int, count: int) -> int:
@@ -70,12 +75,33 @@ def pool_vids(client: redis.Redis, keys: KeySpace, room_id: str) -> list[str]:
     return vids
 
 
+def fetch_beacon(client: redis.Redis, keys: KeySpace, room_id: str, run: Run) -> int:
+    """Fetch the beacon round the draw named at commitment, if it has one not fetched yet.
+
+    Returns the round when the beacon did not answer (the draw waits: the ticker's next tick
+    asks again), else 0. Any process may fetch it: a round's value is the same for all.
+    """
+    with storage_errors():
+        url, round_text, value = client.hmget(
+            keys.room(room_id), [stored("beaconUrl"), stored("beaconRound"), stored("beaconValue")]
+        )
+    if not url or value:
+        return 0
+    round_number = int(round_text or 0)
+    fetched = draw_beacon.fetch_randomness(url, round_number)
+    run("set_beacon", room_id, round_number, fetched or "")
+    return 0 if fetched else round_number
+
+
 def make_draw(client: redis.Redis, keys: KeySpace, room_id: str, run: Run) -> DrawDone:
     """Make the room's draw if it is due and nobody else makes it; ``run`` runs a script.
 
     ``run`` raises (the engine's ``DrawLost``) when another process took the draw over midway;
     that one starts again from the frozen set, which no entry can grow after opensAt.
     """
+    waiting = fetch_beacon(client, keys, room_id, run)
+    if waiting:
+        return DrawDone(made=False, waiting_for_round=waiting)
     token = secrets.token_hex(8)
     began = run("begin_draw", room_id, token, LEASE_MS)
     if int(began[0]) != 1:

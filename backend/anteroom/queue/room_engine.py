@@ -17,6 +17,7 @@ import redis
 
 from anteroom.queue import lua_scripts as scripts
 from anteroom.queue import room_config as rooms
+from anteroom.queue.draw_beacon import round_at
 from anteroom.queue.far_poll import Gone, answer_far
 from anteroom.queue.key_layout import DEFAULT_PREFIX, KeySpace
 from anteroom.queue.poll_limit import PollCounter
@@ -59,7 +60,7 @@ WAIT_BUCKETS = ("1", "2", "5", "10", "20", "30", "60", "120", "300", "600", "120
 # revocations): each is followed by a bump of KeySpace.rooms_version.
 CHANGES_ROOMS = frozenset(
     ("create_room", "update_room", "delete_room", "open_room", "pause_room", "close_room",
-     "revoke", "set_clock", "shift_clock", "finish_draw", "reroll_draw")
+     "revoke", "set_clock", "shift_clock", "finish_draw", "reroll_draw", "set_beacon")
 )  # fmt: skip
 
 __all__ = [
@@ -189,6 +190,14 @@ def public_draw(raw: dict[str, str]) -> dict[str, Any] | None:
         out["seed"] = raw.get(stored("drawSeed"), "")
         out["root"] = raw.get(stored("drawRoot"), "")
         out["entrants"] = int(raw.get(stored("drawEntrants"), 0) or 0)
+    out["beacon"] = None
+    url = raw.get(stored("beaconUrl"), "")
+    if url:
+        round_number = int(raw.get(stored("beaconRound"), 0) or 0)
+        value = raw.get(stored("beaconValue"), "") or None
+        out["beacon"] = {"url": url, "round": round_number, "value": value}
+        if state != "d" and int(raw.get(stored("beaconWaitingSince"), 0) or 0):
+            out["waiting"] = f"waiting for beacon round {round_number}"
     return out
 
 
@@ -357,12 +366,21 @@ class Engine:
         """Open an idle room (optionally at ``opens_at_ms``) or resume a paused one.
 
         A future ``opens_at_ms`` commits the opening's draw at once: its seed (kept secret until
-        the draw) and its commitment (public) are stored with the opening.
+        the draw) and its commitment (public) are stored with the opening, and so is the round
+        of the room's ``drawBeacon`` the draw will take: the first emitted at or after opensAt.
         """
         lottery, seed = secrets.token_hex(16), draws.new_seed()
         at = "" if opens_at_ms is None else opens_at_ms
         salt = secrets.token_hex(32)
-        result = self._run("open_room", room_id, at, lottery, seed, salt, draws.commitment(seed))
+        beacon_url, beacon_round = "", ""
+        if opens_at_ms is not None:
+            beacon = self.get_room(room_id)["drawBeacon"]
+            if beacon is not None:
+                beacon_url, beacon_round = beacon["url"], round_at(beacon, opens_at_ms)
+        result = self._run(
+            "open_room", room_id, at, lottery, seed, salt, draws.commitment(seed),
+            beacon_url, beacon_round,
+        )  # fmt: skip
         return result[1]
 
     def reroll_draw(self, room_id: str) -> dict[str, Any]:

@@ -44,6 +44,7 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("theme", "thm", "waiting page theme, JSON ('' for none)"),
     RoomField("bypass", "byp", "bypass rules, JSON, secrets as scrypt hashes ('' for none)"),
     RoomField("sessionRenewal", "srn", "0 when admissions end at their expiry (never renewed)"),
+    RoomField("drawBeacon", "dbc", "public randomness beacon a draw takes, JSON ('' for none)"),
     # State of the room and of its current opening.
     RoomField("status", "st", "idle, open or paused"),
     RoomField("generation", "gen", "opening number: a close starts the next"),
@@ -60,6 +61,10 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("drawLease", "dls", "room clock ms until which the drawing process holds it"),
     RoomField("drawRoot", "drt", "Merkle root of the entrant ids in drawn order"),
     RoomField("drawEntrants", "dnn", "entrants in the draw"),
+    RoomField("beaconUrl", "dbu", "the beacon's base URL named at commitment ('' for none)"),
+    RoomField("beaconRound", "dbr", "the beacon round named at commitment (0 for none)"),
+    RoomField("beaconValue", "dbv", "that round's randomness (hex), once fetched ('' before)"),
+    RoomField("beaconWaitingSince", "dbw", "room clock ms the draw began waiting for it (0)"),
     RoomField("ticketsTaken", "tk", "tickets handed out in this opening"),
     RoomField("bank", "bank", "admissions earned and not yet dealt (units of 1/60,000)"),
     RoomField("accruedAt", "last", "room clock ms up to which the bank has been earned"),

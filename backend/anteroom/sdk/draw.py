@@ -64,6 +64,7 @@ __all__ = [
     "commitment",
     "drawn_order",
     "entrant_id",
+    "guarantee",
     "inclusion_proof",
     "inclusion_proofs",
     "make_receipt",
@@ -182,6 +183,22 @@ def beacon_value(document: Mapping[str, Any]) -> str | None:
     return beacon
 
 
+def guarantee(document: Mapping[str, Any]) -> str:
+    """Which guarantee a draw had: its seed's commitment alone, or that and a beacon round.
+
+    With the commitment alone, the operator (who knows the seed) could have made identities
+    until one ranked well; a beacon value nobody knew at commitment rules that out. The beacon's
+    own signature (drand's BLS) is not checked here: fetch the round from the beacon to compare.
+    """
+    beacon = document.get("beacon")
+    if not beacon:
+        return "guarantee: commitment only"
+    if isinstance(beacon, Mapping) and "round" in beacon:
+        where = f" of {beacon['url']}" if isinstance(beacon.get("url"), str) else ""
+        return f"guarantee: commitment + beacon round {beacon['round']}{where}"
+    return "guarantee: commitment + beacon"
+
+
 def _first_repeat(entrants: Sequence[str]) -> str:
     seen: set[str] = set()
     for entrant in entrants:
@@ -232,7 +249,7 @@ def check_draw(document: Mapping[str, Any], entrants: Sequence[str]) -> Verdict:
     head = tree_root(entrants)
     if head != document["root"]:
         return _fail("root-mismatch", f"the list's root is {head}")
-    return Verdict(detail=f"draw of {count} entrants checked")
+    return Verdict(detail=f"draw of {count} entrants checked; {guarantee(document)}")
 
 
 @dataclass(frozen=True)

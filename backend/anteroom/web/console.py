@@ -108,6 +108,8 @@ def room_page(room_id: str) -> ResponseReturnValue:
         room_id=room_id,
         languages=" ".join(rooms.PAGE_LANGUAGES),
         public_report=public_report,
+        # "waiting for beacon round N": the pre-queue waits with the draw; the operator sees why
+        draw_waiting=(room.get("draw") or {}).get("waiting"),
     )
 
 

@@ -77,6 +77,8 @@ def document(room: dict[str, Any], draw: dict[str, Any], listed: str | None) -> 
             root=draw.get("root"),
             entrants=draw.get("entrants"),
             entrantsUrl=listed if drawn else None,
+            beacon=draw.get("beacon"),
+            guarantee="commitment + beacon" if draw.get("beacon") else "commitment",
             receiptKeys=services().receipts.signer.public_keys,
             **figures(services(), room),
         )

@@ -18,6 +18,16 @@ class WithdrawnCommitment(Answer):
     withdrawnAt: int = Field(description="Room clock, epoch ms.")
 
 
+class Beacon(Answer):
+    """The public randomness beacon round a draw named at commitment, and its value once fetched."""
+
+    url: str = Field(description="The beacon's base URL: the value is at {url}/public/{round}.")
+    round: int = Field(ge=1, description="The round named at commitment (after opensAt).")
+    value: str | None = Field(
+        None, pattern=r"^(?:[0-9a-f]{2})+$", description="The round's randomness, once fetched."
+    )
+
+
 class Draw(Answer):
     """A room's draw: the commitment from scheduling on; seed, root and count once drawn."""
 
@@ -27,6 +37,10 @@ class Draw(Answer):
     seed: str | None = Field(None, pattern=HEX64, description="Revealed once drawn.")
     root: str | None = Field(None, pattern=HEX64, description="Merkle root, once drawn.")
     entrants: int | None = Field(None, ge=0, description="Entrants drawn, once drawn.")
+    beacon: Beacon | None = Field(None, description="The beacon round named; null: none.")
+    waiting: str | None = Field(
+        None, description='"waiting for beacon round N" while the beacon does not answer.'
+    )
 
 
 class WaitSeconds(Answer):
@@ -53,6 +67,13 @@ class Fairness(Answer):
     root: str | None = Field(description="null until the draw is made.")
     entrants: int | None = Field(description="null until the draw is made.")
     entrantsUrl: str | None = Field(description="The entrant ids in drawn order, once drawn.")
+    beacon: Beacon | None = Field(
+        description="The public beacon round the order takes, named at commitment; null: none."
+    )
+    guarantee: str = Field(
+        description='"commitment" (the seed alone) or "commitment + beacon" (the order also '
+        "takes a beacon value nobody knew at commitment)."
+    )
     receiptKeys: dict[str, str] = Field(
         description="The Ed25519 public keys (base64url, by key id) that sign entrants' receipts."
     )

@@ -65,6 +65,12 @@ FIELD_DOCS = {
     "4.5:1 contrast on the background (defaults #2a5bd7 on #ffffff); `title`: shown instead of "
     "`name` (1 to 200 characters). A PATCH replaces the whole theme: fields left out go back "
     "to the defaults.",
+    "drawBeacon": "A public randomness beacon the draw of an opening scheduled from now on "
+    "takes (drand's HTTP API: `GET {url}/public/{round}`), or null: none. `url`: the beacon's "
+    "base URL (https; http only for localhost); `genesisTime` (epoch seconds) and `period` "
+    "(seconds), as its /info gives them. Scheduling an opening names the first round emitted "
+    "at or after opensAt in the commitment; at opensAt the draw waits for that round's value "
+    "(nobody leaves the pre-queue meanwhile) and orders with it.",
     "bypass": "Requests that pass without queueing, an ordered list of at most 50 rules: "
     '`{"kind": "path-prefix", "value": "/static/"}` (the path or below it, matched on the '
     "edge's one reading of a plain path), "
@@ -142,6 +148,22 @@ FIELD_TYPES: dict[str, Any] = {
     ]
     | None,
     "bypass": BYPASS_IN,
+    # Checked by rooms.draw_beacon_problem; the schema documents it.
+    "drawBeacon": Annotated[
+        dict[str, Any],
+        Field(
+            json_schema_extra={
+                "additionalProperties": False,
+                "required": ["url", "genesisTime", "period"],
+                "properties": {
+                    "url": {"type": "string", "format": "uri"},
+                    "genesisTime": {"type": "integer", "minimum": 0},
+                    "period": {"type": "integer", "minimum": 1, "maximum": 3_600},
+                },
+            },
+        ),
+    ]
+    | None,
 }
 # Fields answered in another shape than they are written.
 ANSWER_TYPES: dict[str, Any] = {"bypass": BYPASS_OUT}
