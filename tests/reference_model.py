@@ -59,6 +59,7 @@ class Model:
     seed: str = ""
     draw_state: str = ""  # '' no draw, 'c' committed (the pool waits for it), 'd' drawn
     draw_seed: str = ""
+    drawn: list[str] = field(default_factory=list)  # entrant ids in drawn order, once drawn
     salt: bytes = b""
     bank: int = 0
     last: int = 0
@@ -297,6 +298,7 @@ class Model:
             if spot.admitted_at is None and spot.key < POST_OPEN
         }
         order = draws.drawn_order(self.draw_seed, list(pool))
+        self.drawn = order
         for rank, entrant in enumerate(order):
             pool[entrant].key = -(2**51) + rank * 2**51 // len(order)
         self.draw_state = "d"

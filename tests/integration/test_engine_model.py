@@ -14,6 +14,7 @@ from anteroom.engine import Engine, QueueAnswer
 from anteroom.queue import room_engine as eng
 from anteroom.queue.line_blocks import block_of
 from anteroom.queue.redis_link import connect
+from anteroom.sdk import draw as draws
 from helpers import make_room
 from reference_model import Model, ModelError
 
@@ -45,15 +46,18 @@ class EngineAgainstModel(RuleBasedStateMachine):
         rate=st.sampled_from([1, 30, 60, 90, 600]),
         capacity=st.sampled_from([None, 1, 2]),
         hold=st.sampled_from([50, 70]),
+        ahead=st.sampled_from([None, None, 30_000]),
     )
-    def create(self, rate: int, capacity: int | None, hold: int) -> None:
+    def create(self, rate: int, capacity: int | None, hold: int, ahead: int | None) -> None:
         self.room = make_room(
             self.engine, ratePerMinute=rate, capacity=capacity, holdScore=hold,
             admissionTtlSec=30, abandonAfterSec=60, maxWaiting=6,
         )  # fmt: skip
         self.engine.set_clock(self.room, START)
         self.model = Model(rate, capacity, 30_000, hold, 60_000, 6, START)
-        self.open(None)  # most runs should exercise an open line
+        # most runs should exercise an open line; a third start with a pre-queue, so a draw
+        # of several entrants is made, published and checked
+        self.open(ahead)
 
     def both(self, engine_call: Any, model_call: Any) -> Any:
         try:
@@ -152,6 +156,17 @@ class EngineAgainstModel(RuleBasedStateMachine):
         line = self.client.zrange(keys["line"], 0, -1, withscores=True)
         counted = {b: int(n) for b, n in self.client.hgetall(keys["blk"]).items() if int(n)}
         assert counted == dict(Counter(block_of(int(key)) for _, key in line))
+        # the draw as published: committed at scheduling, the seed secret until the draw is made,
+        # then the seed, the count and the root of the model's own drawn order
+        if self.model.status != "idle" and self.model.draw_state:
+            published = self.engine.get_room(self.room)["draw"]
+            assert published["commitment"] == draws.commitment(self.model.draw_seed)
+            if self.model.draw_state == "c":
+                assert "seed" not in published and "root" not in published
+            else:
+                assert published["seed"] == self.model.draw_seed
+                assert published["entrants"] == len(self.model.drawn)
+                assert published["root"] == draws.tree_root(self.model.drawn)
 
     def teardown(self) -> None:
         self.client.close()
