@@ -5,10 +5,10 @@ comparison to enter and the drain; a fifo room should pay nothing measurable for
 
 Per round and per side, in a fresh fifo room with its clock pinned: ``enter_queued_us`` (a
 newcomer filed into the line: rate 1, nothing earned), ``enter_straight_in_us`` (a newcomer
-admitted at once: rate 100,000, a second earned), ``poll_full_us`` (poll.lua on a waiting spot)
-and ``drain200_ms`` (the tick admitting 200 from a line of 400). Figures are Redis's own (usec /
-calls of EVALSHA over a batch, ``INFO commandstats``); ratios are after / before per round, and
-medians over rounds.
+admitted at once: rate 100,000, a second earned), ``poll_full_us`` (poll.lua on each waiting
+spot once) and ``drain200_ms`` (the tick admitting 200 from a line of 400). Figures are Redis's
+own (usec / calls of EVALSHA over a batch, ``INFO commandstats``); ratios are after / before
+per round, and medians over rounds.
 
 Run: ``python bench/modes.py [--before REV] [--rounds N] [--batch N]``; writes
 bench/results/modes.json.
@@ -62,9 +62,11 @@ def one_round(engine: Engine, n: int, tag: str, pid: int) -> dict[str, float]:
     out["enter_queued_us"] = per_call_us(
         engine, lambda: [engine.enter(queued, v, "s", 10) for v in vids]
     )
-    line = engine.line(queued, 200)
+    # every spot once (tickets are handed out in entry order): a poll of the same spot again
+    # at once would be its poll limit's refusal, not a poll
     out["poll_full_us"] = per_call_us(
-        engine, lambda: [engine.poll(queued, e.visitor, e.ticket, 1, near_head=True) for e in line]
+        engine,
+        lambda: [engine.poll(queued, v, t, 1, near_head=True) for t, v in enumerate(vids, 1)],
     )
     engine.delete_room(queued)
     straight = pinned_room(engine, f"s-{tag}", 100_000)
@@ -74,7 +76,8 @@ def one_round(engine: Engine, n: int, tag: str, pid: int) -> dict[str, float]:
     )
     assert engine.stats(straight).dealt_total == n  # each went straight in
     engine.delete_room(straight)
-    out["drain200_ms"] = drain.one_drain(engine, f"d-{tag}", False, pid, collections.Counter(), 400)[0]
+    tick = drain.one_drain(engine, f"d-{tag}", False, pid, collections.Counter(), 400)
+    out["drain200_ms"] = tick[0]
     return out
 
 
