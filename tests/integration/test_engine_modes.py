@@ -8,6 +8,7 @@ import pytest
 from anteroom.engine import Engine
 from anteroom.queue import room_config as rooms
 from anteroom.queue import room_engine as eng
+from anteroom.sdk.tokens import TicketClaims
 from helpers import make_room
 
 pytestmark = pytest.mark.redis
@@ -140,3 +141,32 @@ def test_back_to_fifo_from_passthrough_keeps_to_the_rate(engine: Engine) -> None
     # The bank passthrough left (at most a second's worth) is the most that may go at once.
     answers = [engine.enter(room, f"w{i}", f"sw{i}", 10) for i in range(5)]
     assert sum(a.status == "admitted" for a in answers) <= 1
+
+
+def test_a_far_poll_in_a_passthrough_room_moves_the_line(engine: Engine) -> None:
+    # Switched with nothing earned: the far poll must not answer from the bank alone.
+    room = pinned_room(engine, ratePerMinute=1, maxWaiting=10_000)
+    fill(engine, room, 300)
+    engine.update_room(room, {"mode": "passthrough"})
+    answer = engine.poll(room, "v299", 300, 1)  # far from the head: the far poll first
+    assert answer.status == "waiting" and answer.position == 100  # 200 dealt on the way
+    assert engine.stats(room).dealt_total == 200
+
+
+def test_a_passthrough_room_is_never_answered_from_the_snapshot(engine: Engine) -> None:
+    room = pinned_room(engine, ratePerMinute=1, maxWaiting=10_000)
+    answers = {vid: engine.enter(room, vid, "s-" + vid, 10) for vid in fill_ids(2_600)}
+    last = answers["v2599"]
+    carried = TicketClaims(
+        room_id=room, visitor_id="v2599", ticket=last.ticket or 0, generation=1,
+        environment="test", session_id=last.session_jti, score=last.score,
+        order_key=last.order_key, kept_until=last.kept_until_ms,
+    )  # fmt: skip
+    engine.update_room(room, {"mode": "passthrough"})
+    answer = engine.poll(room, "v2599", last.ticket or 0, 1, last.session_jti, carried=carried)
+    assert answer.position == 2_400  # Redis's answer, after its drain of 200
+    assert engine.stats(room).dealt_total == 200
+
+
+def fill_ids(n: int) -> list[str]:
+    return [f"v{i}" for i in range(n)]
