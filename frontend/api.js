@@ -60,6 +60,7 @@ export function createApi({ baseUrl, apiKey, fetch, clock }) {
         code: typeof answer?.error === "string" ? answer.error : `Http${response.status}`,
         status: response.status,
         retryAfter,
+        closedMessage: answer?.closedMessage ?? null,
       },
     );
   }

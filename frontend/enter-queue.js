@@ -173,8 +173,8 @@ function run(slug, options) {
         (answer) => finish(() => resolve(answer)),
         (error) => {
           if (error instanceof AnteroomError) {
-            const { message, code, status, retryAfter } = error;
-            tabs.publish({ type: "failed", error: { message, code, status, retryAfter } });
+            const { message, code, status, retryAfter, closedMessage } = error;
+            tabs.publish({ type: "failed", error: { message, code, status, retryAfter, closedMessage } });
           }
           finish(() => reject(error));
         },

@@ -246,6 +246,13 @@ export function startHostedPage(environment = {}) {
 
   const fail = (/** @type {any} */ error) => {
     if (controller.signal.aborted) return;
+    if (error?.code === "RoomClosed") {
+      // A room taking no new entries (mode reject) reads as a closed one, and is asked again
+      // as one is: its operator may take entries again.
+      render({ status: "idle", closedMessage: error.closedMessage ?? null });
+      recheckTimer = clock.setTimeout(join, IDLE_RECHECK_MS * (1 + Math.random()));
+      return;
+    }
     render({ status: "error", error: error?.code ?? error?.name ?? "Error" });
   };
 

@@ -122,7 +122,8 @@ export interface EnterQueueOptions {
  *   same call: the place in line is kept.
  * - 410 `TicketGone`: enters again. 401 on entry: identifies again.
  * - Rejects with an `AnteroomError` on 400, other 401s, 403 (`QueueDenied`, `SessionRevoked`,
- *   `AddressRequired`) and 404 `RoomNotFound`.
+ *   `AddressRequired`, `RoomClosed` — a room taking no new entries, with its `closedMessage`)
+ *   and 404 `RoomNotFound`.
  * - Tabs of one browser share the session and the spot: one tab (the holder of the Web Lock
  *   `anteroom:<slug>`) talks to the server, the others hear it on the BroadcastChannel
  *   `anteroom:<slug>` and take over when it closes.
@@ -138,7 +139,7 @@ export function enterQueue(slug: string, options: EnterQueueOptions): Promise<Qu
 
 /** Why the agent gave up. */
 export class AnteroomError extends Error {
-  constructor(message: string, details: { code: string; status?: number; retryAfter?: number | null; cause?: unknown });
+  constructor(message: string, details: { code: string; status?: number; retryAfter?: number | null; closedMessage?: string | Record<string, string> | null; cause?: unknown });
   name: "AnteroomError";
   /** The server's error code (`QueueDenied`, `RoomNotFound`, `BadRequest`, …), or `BadResponse`, `BadChallenge`. */
   code: string;
@@ -146,4 +147,6 @@ export class AnteroomError extends Error {
   status: number;
   /** Seconds, when the server named a wait. */
   retryAfter: number | null;
+  /** `RoomClosed`: the room's closed message (text, or texts by language); otherwise null. */
+  closedMessage: string | Record<string, string> | null;
 }

@@ -7,7 +7,7 @@
 local WAITING_PATTERN = '^([^|]*|([^|]*)|)w(|([^|]*)|([^|]*)|[^|]*|)([^|]*)||$'
 
 -- The drain: admit in drain order from the head of LINE, as many as the bank (and capacity)
--- allows, at most MAX_ADMIT per call. Every spot read leaves the line: admitted, dropped
+-- allows (a passthrough room: as capacity allows), at most MAX_ADMIT per call. Every spot read leaves the line: admitted, dropped
 -- (abandoned or revoked, at no cost to the budget, counted in `nswept`), or filed as held (its
 -- score is at or above holdScore and no regrouping step has reached it yet, counted in `nheld`).
 -- Returns the number admitted.
@@ -18,7 +18,9 @@ local function drain(room, now)
   -- (queue/draw.py): nobody is admitted before
   if room.draw_state == 'c' or room.draw_state == 'r' then return 0 end
   accrue(room, now)
-  local budget = math.min(MAX_ADMIT, math.floor(room.bank / UNIT))
+  -- passthrough admits whatever the rate (capacity still bounds it), and spends no bank
+  local passthrough = room.mode == 'passthrough'
+  local budget = passthrough and MAX_ADMIT or math.min(MAX_ADMIT, math.floor(room.bank / UNIT))
   if budget < 1 then return 0 end -- the common case: nothing earned yet, nothing to read
   free_expired(now)
   if room.capacity > 0 then
@@ -91,7 +93,7 @@ local function drain(room, now)
     if first == last then count_block(first, -#vids) else count_keys(order_keys, -1) end
   end
   room.dealt = deal_number
-  room.bank = room.bank - admitted * UNIT
+  if not passthrough then room.bank = room.bank - admitted * UNIT end
   book_dealt(room, now, batch)
   if dropped > 0 then redis.call('HINCRBY', ROOM, 'nswept', dropped) end
   if held > 0 then redis.call('HINCRBY', ROOM, 'nheld', held) end

@@ -8,7 +8,8 @@
 --   ('<generation>:<ticket>:<minute>' of a ticket whose polls this minute are used up, else ''),
 --   the number of limit counters n, then per counter its limit and its window (seconds).
 -- Reply: a queue answer (see `answer` in _answer.lua) or {'ERR', code, retry s}; the address
---   over its limit: {'ERR', 'AddressLimited', s until its window resets}.
+--   over its limit: {'ERR', 'AddressLimited', s until its window resets}; a newcomer to a
+--   room in mode reject: {'ERR', 'RoomClosed', 0}.
 local POST_OPEN = 4503599627370496 -- 2^52: post-open order keys sort behind every pool key
 local POOL_TICKETS = 16777216      -- 2^24 tickets fit beside a 28-bit lottery number
 local vid, session_jti, score, network_tag, spent =
@@ -58,6 +59,8 @@ if spot then -- found again (a second tab, a reload)
   return keep_for_cadence(room, vid, spot, answer(room, vid, spot, now), now)
 end
 
+-- a reject room takes no new entries; those already in it were answered above, as before
+if room.mode == 'reject' then return err('RoomClosed') end
 sweep_step(room, now, SWEEP_STEP) -- before the fullness check: a swept place is free at once
 regroup_step(room, REGROUP_CARRIED)
 drain(room, now)
@@ -73,10 +76,11 @@ redis.call('HINCRBY', ROOM, 'nent', 1)
 spot = {ticket = room.tickets, score = score, state = 'w', seen = now,
   session_jti = session_jti, network_tag = network_tag, since = now}
 local free = room.capacity == 0 or room.capacity - redis.call('ZCARD', ACTIVE) > 0
+local passthrough = room.mode == 'passthrough' -- admitted whatever the rate, within capacity
 if not pool and eligible == 0 and score < room.hold_score and room.status == 'open'
-    and room.bank >= UNIT and free then
+    and (passthrough or room.bank >= UNIT) and free then
   -- nobody eligible is waiting and the budget allows: straight in, no queue jumped
-  room.bank = room.bank - UNIT
+  if not passthrough then room.bank = room.bank - UNIT end
   admit(room, vid, spot, now)
 else
   local order_key

@@ -6,10 +6,11 @@
 -- Reply: {now ms, pinned (1/0), generation, status, opensAt, rate, capacity (0: none),
 --   holdScore, abandonAfterSec, pollBudgetPerSecond, regrouping (1/0), counted (1/0: the room
 --   counts its blocks), rvn, line length, live admissions, admitted last minute,
---   blocks as field, count, ... , revocations as field, until, ... or 0 when rvn is the caller's}
+--   blocks as field, count, ... , revocations as field, until, ... or 0 when rvn is the caller's,
+--   mode ('' for fifo: rooms older than the modes)}
 -- or {} when the room does not exist.
 local v = redis.call('HMGET', ROOM, 'gen', 'st', 'fix', 'clk', 'oa', 'rate', 'cap', 'hold',
-  'aban', 'pbud', 'rel', 'cvk', 'blkz', 'rvn')
+  'aban', 'pbud', 'rel', 'cvk', 'blkz', 'rvn', 'mode')
 if not v[1] then return {} end
 local n = tonumber
 local pinned = n(v[3]) or 0
@@ -21,4 +22,4 @@ if rvn ~= ARGV[1] then revocations = redis.call('HGETALL', RVK) end
 return {fmt(now), pinned > 0 and 1 or 0, v[1], v[2], v[5] or '0', v[6] or '0', v[7] or '0',
   v[8] or '0', v[9] or '0', v[10] or '', regrouping, v[13] == '1' and 1 or 0, rvn,
   redis.call('ZCARD', LINE), active_count(now), admitted_last_minute(now),
-  redis.call('HGETALL', BLOCKS), revocations}
+  redis.call('HGETALL', BLOCKS), revocations, v[15] or ''}

@@ -7,6 +7,8 @@ spots dropped for free when the drain reaches them (last-seen booked half abando
 so a spot goes between 1 and 1.5 x abandonAfterSec after its last poll, or 3 of its own polls
 when that is longer), the poll cadence within a budget, capacity, the
 per-ticket limit, and the sweep that enter and poll carry along at most once a minute.
+Queueing modes (SPEC "Room policies"): ``passthrough`` admits whatever the bank, within capacity,
+and spends none of it; ``reject`` refuses a newcomer (``RoomClosed``) and nobody else.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ class Model:
     dealt: int = 0
     generation: int = 1
     budget: int = 5_000
+    mode: str = "fifo"
     swept: int = 0
     spots: dict[str, Spot] = field(default_factory=dict)
     active: dict[str, int] = field(default_factory=dict)
@@ -105,7 +108,8 @@ class Model:
             return
         self.accrue()
         self.active = {v: e for v, e in self.active.items() if e > self.now}
-        budget = min(200, self.bank // UNIT)
+        passthrough = self.mode == "passthrough"
+        budget = 200 if passthrough else min(200, self.bank // UNIT)
         if self.capacity is not None:
             budget = min(budget, self.capacity - len(self.active))
         for _, vid in self.eligible():
@@ -116,7 +120,8 @@ class Model:
                 del self.spots[vid]
                 continue
             self.admit(vid)
-            self.bank -= UNIT
+            if not passthrough:
+                self.bank -= UNIT
             budget -= 1
 
     def sweep(self) -> None:
@@ -222,6 +227,8 @@ class Model:
             self.sweep()  # after `seen`: a visitor never sweeps itself
             self.drain()
             return self.answered(vid)
+        if self.mode == "reject":
+            raise ModelError("RoomClosed")
         self.sweep()  # before the fullness check
         self.drain()
         if len(self.waiting()) >= self.max_waiting:
@@ -241,10 +248,11 @@ class Model:
             and nobody
             and score < self.hold
             and self.status == "open"
-            and self.bank >= UNIT
+            and (self.mode == "passthrough" or self.bank >= UNIT)
             and free
         ):
-            self.bank -= UNIT
+            if self.mode != "passthrough":
+                self.bank -= UNIT
             self.admit(vid)
         return self.answered(vid)
 

@@ -62,6 +62,22 @@ def test_a_closed_room_says_its_closing_message_and_keeps_no_place(
     nothing_to_keep(page)
 
 
+def test_a_room_taking_no_new_entries_says_its_closing_message_and_keeps_no_place(
+    stack: Stack, new_context: Any
+) -> None:
+    live, engine, api_key = stack
+    slug = "shut-" + secrets.token_hex(4)
+    room = make_room(engine, env="web", slug=slug, redirectUrl=f"{live.url}/healthz",
+                     closedMessage=CLOSED, mode="reject")  # fmt: skip
+    engine.open(room)
+    page = new_context().new_page()
+    visit(page, live, slug, api_key, "idle")  # the visitor API's 403 RoomClosed, read as closed
+    expect(page.locator("#status-text")).to_have_text(CLOSED)
+    expect(page.locator("#anteroom")).not_to_have_attribute("data-error", re.compile("."))
+    nothing_to_keep(page)
+    assert engine.stats(room).waiting == 0
+
+
 def test_a_pre_queue_shows_its_countdown_once_and_no_place(stack: Stack, new_context: Any) -> None:
     live, engine, api_key = stack
     slug = "soon-" + secrets.token_hex(4)

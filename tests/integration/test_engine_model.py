@@ -140,6 +140,11 @@ class EngineAgainstModel(RuleBasedStateMachine):
         self.engine.update_room(self.room, {"holdScore": hold})
         self.model.hold = hold
 
+    @rule(mode=st.sampled_from(["fifo", "fifo", "passthrough", "reject"]))
+    def switch_mode(self, mode: str) -> None:
+        self.engine.update_room(self.room, {"mode": mode})
+        self.model.mode = mode
+
     @invariant()
     def same_figures(self) -> None:
         if not hasattr(self, "room"):

@@ -413,3 +413,24 @@ def test_the_audit_log_records_a_bypass_change_without_its_secret(op: Operator) 
     change = second["changes"]["bypass"]
     assert change["before"][2]["secretId"] != change["after"][2]["secretId"]
     assert MONITOR not in str(first) + str(second)
+
+
+def test_a_mode_switch_is_audited_with_the_key_that_made_it(
+    op: Operator, keys: dict[str, Any]
+) -> None:
+    room = op.create()
+    assert room["mode"] == "fifo"
+    response = op.patch(room["id"], {"mode": "reject"})
+    assert response.status_code == 200 and response.json["mode"] == "reject"
+    event = op.call("GET", "/audit", limit="1").json["events"][0]
+    assert event["type"] == "queue.updated" and event["keyId"] == keys["prod"].id
+    assert event["changes"] == {"mode": {"before": "fifo", "after": "reject"}}
+    assert op.get(room["id"])["mode"] == "reject"
+
+
+@pytest.mark.parametrize("mode", ["random", "lifo", "", None, 3])
+def test_an_unknown_or_unbuilt_mode_is_a_400_naming_the_field(op: Operator, mode: Any) -> None:
+    room = op.create()
+    response = op.patch(room["id"], {"mode": mode})
+    assert response.status_code == 400 and set(response.json["fields"]) == {"mode"}
+    assert op.get(room["id"])["mode"] == "fifo"

@@ -130,3 +130,14 @@ def test_a_bind_ip_room_wants_an_address_here_too(
     refused = visit(client, api_key, address="", slug="bound")
     assert refused.status_code == 403 and "network address" in refused.get_data(as_text=True)
     assert services.engine.line(bound) == []
+
+
+def test_a_reject_room_tells_a_newcomer_it_is_not_open(
+    client: FlaskClient, services: Services, api_key: str, room: str
+) -> None:
+    services.engine.update_room(room, {"mode": "reject"})
+    page = visit(client, api_key)
+    assert page.status_code == 403
+    assert "Spring drop is not open right now." in page.get_data(as_text=True)
+    assert "_abt=;" in page.headers.get("Set-Cookie", "")  # no ticket to keep: nothing to poll
+    assert services.engine.stats(room).waiting == 0

@@ -397,3 +397,32 @@ def test_cors_for_storefronts(client: FlaskClient) -> None:
     assert response.status_code == 200
     assert response.headers["Access-Control-Allow-Origin"] == "*"
     assert "Retry-After" in response.headers["Access-Control-Expose-Headers"]
+
+
+def test_a_reject_room_refuses_newcomers_with_its_closed_message(
+    client: FlaskClient, services: Services, api_key: str, room: str
+) -> None:
+    waiting = Visitor(client, api_key)
+    message = {"en": "Sold out, thank you for waiting", "de": "Ausverkauft"}
+    services.engine.update_room(room, {"ratePerMinute": 1, "closedMessage": message})
+    first = waiting.enter("drop")
+    assert first.status_code == 200
+    services.engine.update_room(room, {"mode": "reject"})
+    answer = Visitor(client, api_key).enter("drop")
+    assert answer.status_code == 403 and error_of(answer) == "RoomClosed"
+    assert answer.json["closedMessage"] == message
+    # Whoever was already in the room keeps their spot (or admission) as it was.
+    again = waiting.enter("drop")
+    assert again.status_code == 200 and again.json["status"] == first.json["status"]
+    assert again.json.get("position") == first.json.get("position")
+
+
+def test_a_passthrough_room_admits_everyone_at_once(
+    client: FlaskClient, services: Services, api_key: str, room: str
+) -> None:
+    services.engine.update_room(room, {"ratePerMinute": 1, "mode": "passthrough"})
+    for _ in range(3):
+        answer = Visitor(client, api_key).enter("drop")
+        assert answer.status_code == 200 and answer.json["status"] == "admitted"
+        assert answer.json["token"].startswith("ab1.")
+    assert services.engine.stats(room).dealt_total == 3

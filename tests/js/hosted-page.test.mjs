@@ -291,6 +291,30 @@ describe("the hosted page", () => {
     assert.equal(view.get("announce").textContent, closedMessage.ja);
   });
 
+  test("a room taking no new entries (RoomClosed) reads as a closed one and is asked again", async () => {
+    const closedMessage = { en: "Sold out — thank you for waiting", de: "Ausverkauft — danke fürs Warten" };
+    const fake = new FakeFetch(clock, {
+      "/api/v1/queue/enter": [
+        { status: 403, body: { error: "RoomClosed", message: "This room takes no new entries.", closedMessage } },
+        { status: 403, body: { error: "RoomClosed", message: "This room takes no new entries.", closedMessage: null } },
+        answer({ status: "admitted", token: "ab1.t" }),
+      ],
+    });
+    const view = page({ room: ROOM, key: "pk_test_1", roomName: "Spring drop" }, "de");
+    start(fake, view);
+    await clock.advance(0);
+    const root = view.get("anteroom");
+    assert.equal(root.dataset.state, "idle");
+    assert.equal(root.dataset.error, undefined, "not shown as trouble");
+    assert.equal(view.get("status-text").textContent, closedMessage.de);
+    await clock.advance(60_000);
+    assert.equal(fake.callsTo("/api/v1/queue/enter").length, 2);
+    assert.equal(root.dataset.state, "idle");
+    assert.match(view.get("status-text").textContent, /Spring drop/, "no message: the idle sentence");
+    await clock.advance(60_000);
+    assert.deepEqual(view.assigned, ["https://shop.example/drop?color=red&abq=ab1.t#top"]);
+  });
+
   test("the ETA becomes a range once the pace seen has varied", async () => {
     const at = (position, etaSeconds) => answer({ position, etaSeconds, pollAfterMs: 30_000 });
     const fake = new FakeFetch(clock, {

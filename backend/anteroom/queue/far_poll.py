@@ -8,8 +8,9 @@ Redis cost per poll — every poll that would get a plain "waiting" answer. Any 
 to the scripts (``None``), so every rule holds as before:
 
 - a newer generation than the snapshot's, a room not open or paused, a regrouping under way, a
-  held score, a revocation of the visitor or its session, a ticket past its ``qu`` (the spot may
-  have been swept), a spot the last batched booking did not find: Redis answers;
+  passthrough room (its line goes at once), a held score, a revocation of the visitor or its
+  session, a ticket past its ``qu`` (the spot may have been swept), a spot the last batched
+  booking did not find: Redis answers;
 - an older generation: ``TicketGone`` (generations only grow);
 - the poll limit is the process's own, as for every poll;
 - near the front — fewer than ``EXACT_WITHIN`` ahead even at the least, after allowing for the
@@ -73,6 +74,7 @@ def answer_far(
         or not snapshot.counted
         or snapshot.status not in ("open", "paused")
         or snapshot.regrouping
+        or snapshot.passthrough
         or score >= snapshot.hold_score
         or now_ms >= kept_until
         or snapshot.revoked(vid, session_jti, now_ms)

@@ -23,6 +23,11 @@ SLUG_PATTERN = re.compile(r"^[a-z0-9-]{3,64}$")
 NAME_MAX_LENGTH = 200
 REDIRECT_URL_MAX_LENGTH = 2000
 FAIL_MODES = ("open", "closed")
+# Queueing modes (SPEC "Room policies"), as the scripts read them (lua/enter.lua, _drain.lua):
+# fifo, today's line; passthrough, everyone admitted at once whatever the rate (within
+# capacity); reject, no new entries (RoomClosed) while those already waiting keep their spots.
+# SPEC's `random` is not built yet: it is refused rather than taken and quietly run as fifo.
+MODES = ("fifo", "passthrough", "reject")
 # The hosted page's languages (its catalogs are translations/<code>.json): a room's texts for
 # visitors (notice, closedMessage) may be given per language in these.
 PAGE_LANGUAGES: tuple[str, ...] = (
@@ -77,6 +82,15 @@ def _name(value: Any) -> str | None:
 
 def _bool(value: Any) -> str | None:
     return None if isinstance(value, bool) else "must be true or false"
+
+
+def _mode(value: Any) -> str | None:
+    if value in MODES:
+        return None
+    listed = ", ".join(f'"{m}"' for m in MODES)
+    if value == "random":
+        return f"random is not available yet; must be one of {listed}"
+    return f"must be one of {listed}"
 
 
 def _fail_mode(value: Any) -> str | None:
@@ -315,6 +329,7 @@ FIELDS: tuple[Field, ...] = (
     Field("abandonAfterSec", 300, IntRange(60, 86_400)),
     Field("pollBudgetPerSecond", DEFAULT_POLL_BUDGET, IntRange(100, 1_000_000)),
     Field("failMode", "closed", _fail_mode),
+    Field("mode", "fifo", _mode),
     # Texts for the waiting page, stored as JSON ("" for none); read by the web tier only.
     Field("notice", None, visitor_text_problem, False, _json_or_empty, _from_json_or_empty),
     Field(

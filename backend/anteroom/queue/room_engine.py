@@ -79,6 +79,7 @@ __all__ = [
     "QueueAnswer",
     "QueueFull",
     "RateLimited",
+    "RoomClosed",
     "RoomNotFound",
     "RoomStats",
     "SessionRevoked",
@@ -122,6 +123,12 @@ class QueueFull(EngineError):
     code = "QueueFull"
 
 
+class RoomClosed(EngineError):
+    """The room's mode is reject: it takes no new entries (those in it keep their spots)."""
+
+    code = "RoomClosed"
+
+
 class SessionRevoked(EngineError):
     code = "SessionRevoked"
 
@@ -154,6 +161,7 @@ _ERRORS: dict[str, type[EngineError]] = {
         RateLimited,
         AddressLimited,
         QueueFull,
+        RoomClosed,
         SessionRevoked,
         NotOpen,
         DrawLost,

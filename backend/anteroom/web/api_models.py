@@ -135,6 +135,11 @@ class Error(Answer):
         description="Each offending field (or body, or parameter) and what is wrong.",
     )
     retryAfter: int = Field(default=1, ge=1, description="Seconds.")
+    closedMessage: str | dict[str, str] | None = Field(
+        default=None,
+        description="RoomClosed only: the room's closedMessage (text, or texts by language; "
+        "null: the page's default).",
+    )
     model_config = ConfigDict(json_schema_extra=schema_extra())
 
 

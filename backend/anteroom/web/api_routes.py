@@ -72,8 +72,9 @@ FORBIDDEN = Reply("Forbidden", "The key lacks the scope, or belongs to another e
                   ("Forbidden",))
 ENTER_FORBIDDEN = Reply(
     "EnterForbidden",
-    "The session is convicted, revoked, or the room needs a visible client address.",
-    ("QueueDenied", "SessionRevoked", "AddressRequired"))
+    "The session is convicted, revoked, the room needs a visible client address, or its mode "
+    "is reject (RoomClosed, with its closedMessage).",
+    ("QueueDenied", "SessionRevoked", "AddressRequired", "RoomClosed"))
 SPOT_FORBIDDEN = Reply(
     "SpotForbidden", "The session has been revoked, or (while Redis is unreachable) a bindIp "
     "room sees no client address.", ("SessionRevoked", "AddressRequired"))

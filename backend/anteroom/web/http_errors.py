@@ -71,6 +71,20 @@ class QueueDenied(ApiError):
     code, error, description = 403, "QueueDenied", "This session may not enter the line."
 
 
+class RoomClosed(ApiError):
+    """A room in mode reject refuses new entries; the body carries its ``closedMessage``."""
+
+    code, error, description = 403, "RoomClosed", "This room takes no new entries."
+
+    def __init__(self, message: str | None = None, *, closed_message: Any = None) -> None:
+        super().__init__(message)
+        self.closed_message = closed_message
+
+    def body(self) -> dict[str, Any]:
+        """The error's JSON body, with the room's closedMessage (null: the page's default)."""
+        return super().body() | {"closedMessage": self.closed_message}
+
+
 class SessionRevoked(ApiError):
     code, error, description = 403, "SessionRevoked", "This session has been revoked."
 
@@ -159,6 +173,8 @@ def from_domain(exc: Exception) -> ApiError:
             return cls(retry_after=exc.retry_after or 60)
         case eng.SessionRevoked():
             return SessionRevoked()
+        case eng.RoomClosed():
+            return RoomClosed()
         case StorageBusy():
             return Busy(retry_after=STORAGE_RETRY_SEC)
     raise TypeError(f"no API error for {type(exc).__name__}") from exc

@@ -54,6 +54,11 @@ FIELD_DOCS = {
     "the expected wait up to 5 minutes, and is stretched beyond when the line is so long that "
     "its polls would exceed this budget.",
     "failMode": "What visitors get while Redis is unreachable: open admits, closed answers 503.",
+    "mode": "How the room queues: `fifo`, one line admitted at ratePerMinute; `passthrough`, "
+    "everyone admitted at once whatever the rate (still within capacity, still counted; a "
+    "switch admits those already waiting in their order at the next tick); `reject`, no new "
+    "entries (403 RoomClosed with the closedMessage) while those already waiting keep their "
+    "spots and are still admitted. `random` is not available yet.",
     "notice": "News for the line, shown on every waiting page within one poll and announced to "
     "screen readers: plain text (up to 500 characters), or such texts by page language "
     '(`{"en": …, "de": …}`: a visitor gets theirs, else English, else the first); null: none.',
@@ -128,6 +133,7 @@ FIELD_TYPES: dict[str, Any] = {
         ),
     ],
     "failMode": Literal[rooms.FAIL_MODES],  # type: ignore[valid-type]
+    "mode": Literal[rooms.MODES],  # type: ignore[valid-type]
     "notice": VisitorText,
     "closedMessage": VisitorText,
     # Checked by rooms.theme_problem (which names the key at fault); the schema documents it.

@@ -32,7 +32,13 @@ from anteroom.web import hosted_pages as pages
 from anteroom.web import page_languages as languages
 from anteroom.web import queue_answers as visitor
 from anteroom.web import room_lookup
-from anteroom.web.http_errors import AddressRequired, ApiError, QueueDenied, RateLimited
+from anteroom.web.http_errors import (
+    AddressRequired,
+    ApiError,
+    QueueDenied,
+    RateLimited,
+    RoomClosed,
+)
 
 bp = Blueprint("plain", __name__)
 COOKIE = "_abt"  # the plain page's queue ticket
@@ -61,6 +67,8 @@ def plain_page(slug: str) -> ResponseReturnValue:
         return _page(room, context, "error.QueueDenied", None, status=403, ticket="")
     except AddressRequired:
         return _page(room, context, "error.AddressRequired", None, status=403, ticket="")
+    except RoomClosed:  # mode reject: said as an idle room says it, asked again later
+        return _page(room, context, "status.idle", MAX_REFRESH_SEC, status=403, ticket="")
     except RateLimited as exc:
         return _page(room, context, "status.queueFull", exc.retry_after, status=429)
     except (ApiError, StorageError) as exc:

@@ -238,6 +238,9 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
     except errors.Busy:
         s.series.tally(room["id"], "nbusy")
         raise
+    except errors.RoomClosed:
+        # the page shows what the operator wrote, as for an idle room
+        raise errors.RoomClosed(closed_message=room.get("closedMessage")) from None
     return reply(*visitor.render(s, room, session.visitor_id, answer))
 
 
