@@ -1,7 +1,8 @@
 -- Close a room: every live spot expires, the opening's counters restart, back to idle. A new
 -- generation makes every queue token of the old one answer TicketGone. The life counters
 -- (nent, nfull, nleft, nswept) and the wait histogram are kept, and so is a finished draw (its
--- report stays public until the next opening); a draw not yet made is dropped with the pool.
+-- report stays public until the next opening); a draw not yet made is dropped with the pool, its
+-- commitment kept as withdrawn.
 -- needs: _base, _room, _bucket, _blocks, _pause
 -- KEYS: room spots line active adm bks blk drawn
 -- ARGV: none. Reply: {'OK'} or {'ERR', 'RoomNotFound', 0}.
@@ -13,8 +14,17 @@ redis.call('HSET', ROOM, 'st', 'idle', 'gen', room.generation + 1, 'tk', 0, 'dea
   'bank', 0, 'last', 0, 'oa', 0, 'peak', 0, 'seed', '', 'swc', '0', 'rel', '0', 'cvk', '', 'blkz', 1)
 if room.status == 'paused' then end_pause(clock(room)) end -- a close ends a pause
 if room.draw_state ~= 'd' then
+  -- A commitment closed before its draw is withdrawn, and stays listed with the next opening's
+  -- commitment: a close and a new opening must not be a re-roll nobody sees.
+  local v = redis.call('HMGET', ROOM, 'dcm', 'dca', 'dwd')
+  local withdrawn = (v[3] and v[3] ~= '') and cjson.decode(v[3]) or {}
+  if room.draw_state == 'c' and v[1] and v[1] ~= '' then
+    withdrawn[#withdrawn + 1] = {commitment = v[1], committedAt = tonumber(v[2]),
+      withdrawnAt = clock(room)}
+  end
   redis.call('UNLINK', DRAWN)
-  redis.call('HSET', ROOM, 'dst', '', 'dsd', '', 'dsl', '', 'dcm', '', 'dca', 0, 'dwd', '',
+  redis.call('HSET', ROOM, 'dst', '', 'dsd', '', 'dsl', '', 'dcm', '', 'dca', 0,
+    'dwd', #withdrawn > 0 and cjson.encode(withdrawn) or '',
     'dlk', '', 'dls', 0, 'drt', '', 'dnn', 0)
 end
 return {'OK'}

@@ -24,9 +24,12 @@ elseif room.status == 'idle' then
   -- the opening's fairness counts start afresh (a close keeps the last opening's for its report)
   redis.call('HSET', ROOM, 'npre', 0, 'nlate', 0, 'nooo', 0, 'lak', '', 'nheld', 0, 'nrel', 0,
     'pat', 0, 'lps', 0)
-  -- the last opening's draw gives way to this one's; only a future opensAt has a pool to draw
+  -- the last opening's draw gives way to this one's; only a future opensAt has a pool to draw.
+  -- Commitments withdrawn by a close before their draw stay listed (close_room.lua) until a
+  -- draw is made: a finished draw's own list went with its report.
+  local withdrawn = room.draw_state == 'd' and '' or (redis.call('HGET', ROOM, 'dwd') or '')
   redis.call('UNLINK', DRAWN)
-  redis.call('HSET', ROOM, 'dst', '', 'dsd', '', 'dsl', '', 'dcm', '', 'dca', 0, 'dwd', '',
+  redis.call('HSET', ROOM, 'dst', '', 'dsd', '', 'dsl', '', 'dcm', '', 'dca', 0, 'dwd', withdrawn,
     'dlk', '', 'dls', 0, 'drt', '', 'dnn', 0, 'dbu', '', 'dbr', 0, 'dbv', '', 'dbw', 0)
   if opens_at > now then
     -- the beacon round is named with the commitment, and like the seed never changes after

@@ -140,10 +140,15 @@ def test_the_drain_admits_in_drawn_order(engine: Engine) -> None:
 
 def test_a_close_keeps_a_made_draw_and_drops_one_not_made(engine: Engine) -> None:
     room, _ = scheduled(engine)
+    first = engine.get_room(room)["draw"]
     engine.enter(room, "a", "s", 10)
     engine.close(room)
     assert engine.get_room(room)["draw"] is None  # withdrawn with its pool
     engine.open(room, engine.stats(room).now_ms + MINUTE)
+    # a close and a new opening is no hidden re-roll: the closed commitment stays in view
+    again = engine.get_room(room)["draw"]
+    assert again["commitment"] != first["commitment"]
+    assert [w["commitment"] for w in again["withdrawn"]] == [first["commitment"]]
     engine.enter(room, "a", "s", 10)
     engine.shift_clock(room, MINUTE)
     engine.tick(room)
