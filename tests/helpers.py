@@ -6,6 +6,8 @@ import secrets
 import socket
 from typing import Any
 
+from flask.testing import FlaskClient
+
 from anteroom.engine import Engine
 
 TEST_KEYS = "k1:" + "a" * 43 + "="
@@ -55,3 +57,39 @@ def waiting_room(engine: Engine, live_url: str, ahead: int = 1, **cfg: Any) -> t
     for i in range(ahead):
         engine.enter(room, f"ahead{i}", "s", 10)
     return room, slug
+
+
+MANAGEMENT_API = "/api/management/v1"
+
+
+class Operator:
+    """A management client holding one secret key; ``room`` is what ``create`` sends by default."""
+
+    def __init__(
+        self, client: FlaskClient, secret: str, room: dict[str, Any] | None = None
+    ) -> None:
+        self.client = client
+        self.headers = {"Authorization": f"Bearer {secret}"}
+        self.room = room or {}
+
+    def call(self, method: str, path: str, body: Any = None, **query: str) -> Any:
+        return self.client.open(
+            MANAGEMENT_API + path, method=method, json=body, headers=self.headers,
+            query_string=query,
+        )  # fmt: skip
+
+    def create(self, **config: Any) -> dict[str, Any]:
+        response = self.call("POST", "/queues", self.room | config)
+        assert response.status_code == 201, response.json
+        return response.json  # type: ignore[no-any-return]
+
+    def patch(self, room_id: str, body: dict[str, Any]) -> Any:
+        return self.call("PATCH", f"/queues/{room_id}", body)
+
+    def get(self, room_id: str) -> dict[str, Any]:
+        response = self.call("GET", f"/queues/{room_id}")
+        assert response.status_code == 200, response.json
+        return response.json  # type: ignore[no-any-return]
+
+    def revoke(self, body: Any, **query: str) -> Any:
+        return self.call("POST", "/sessions/revoke", body, **query)

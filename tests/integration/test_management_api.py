@@ -12,38 +12,13 @@ from anteroom.queue import room_config as rooms
 from anteroom.queue.room_hash import stored as stored_name
 from anteroom.sdk import bypass_rules
 from anteroom.service_container import Services
+from helpers import Operator
 from visitor_client import Visitor
 
 pytestmark = pytest.mark.redis
 
 BASE = "/api/management/v1"
 ROOM = {"slug": "spring-drop", "name": "Spring drop", "redirectUrl": "https://shop.example/co"}
-
-
-class Operator:
-    """A management client holding one secret key."""
-
-    def __init__(self, client: FlaskClient, secret: str) -> None:
-        self.client = client
-        self.headers = {"Authorization": f"Bearer {secret}"}
-
-    def call(self, method: str, path: str, body: Any = None, **query: str) -> Any:
-        return self.client.open(
-            BASE + path, method=method, json=body, headers=self.headers, query_string=query
-        )
-
-    def create(self, **config: Any) -> dict[str, Any]:
-        response = self.call("POST", "/queues", ROOM | config)
-        assert response.status_code == 201, response.json
-        return response.json  # type: ignore[no-any-return]
-
-    def patch(self, room_id: str, body: dict[str, Any]) -> Any:
-        return self.call("PATCH", f"/queues/{room_id}", body)
-
-    def get(self, room_id: str) -> dict[str, Any]:
-        response = self.call("GET", f"/queues/{room_id}")
-        assert response.status_code == 200, response.json
-        return response.json  # type: ignore[no-any-return]
 
 
 @pytest.fixture
@@ -56,7 +31,7 @@ def keys(services: Services) -> dict[str, Any]:
 
 @pytest.fixture
 def op(client: FlaskClient, keys: dict[str, Any]) -> Operator:
-    return Operator(client, keys["secret"])
+    return Operator(client, keys["secret"], ROOM)
 
 
 def test_without_a_valid_key_every_call_is_401(
@@ -82,7 +57,7 @@ def test_scopes_and_environments_are_enforced(
     client: FlaskClient, op: Operator, keys: dict[str, Any]
 ) -> None:
     room = op.create()
-    reader = Operator(client, keys["reader"])
+    reader = Operator(client, keys["reader"], ROOM)
     assert reader.call("GET", f"/queues/{room['id']}").status_code == 200
     for method, path, body in (
         ("POST", "/queues", ROOM | {"slug": "other"}),
@@ -93,7 +68,7 @@ def test_scopes_and_environments_are_enforced(
         assert response.status_code == 403 and response.json["error"] == "Forbidden"
         assert "queues:write" in response.json["message"]
     assert reader.call("GET", "/audit").status_code == 403
-    staging = Operator(client, keys["staging"])
+    staging = Operator(client, keys["staging"], ROOM)
     for method, body in (("GET", None), ("PATCH", {"action": "close"}), ("DELETE", None)):
         assert staging.call(method, f"/queues/{room['id']}", body).status_code == 403
     assert staging.call("GET", "/queues", environment="prod").status_code == 403
@@ -104,7 +79,7 @@ def test_the_same_slug_in_two_environments_is_two_rooms(
     client: FlaskClient, op: Operator, keys: dict[str, Any]
 ) -> None:
     prod_room = op.create()
-    staging = Operator(client, keys["staging"])
+    staging = Operator(client, keys["staging"], ROOM)
     response = staging.call("POST", "/queues", ROOM | {"name": "Staging drop"})
     assert response.status_code == 201
     assert response.json["id"] != prod_room["id"]
@@ -318,7 +293,7 @@ def test_audit_records_every_mutation_newest_first(
     assert created["changes"]["slug"] == {"before": None, "after": "spring-drop"}
     assert all(isinstance(e["at"], int) for e in page["events"] + rest["events"])
     # another environment's log is its own
-    staging = Operator(client, keys["staging"])
+    staging = Operator(client, keys["staging"], ROOM)
     assert staging.call("GET", "/audit").json["events"] == []
     assert staging.call("GET", "/audit", environment="prod").status_code == 403
     for bad in ({"cursor": "x"}, {"limit": "0"}, {"limit": "many"}):

@@ -12,23 +12,12 @@ from anteroom.identity import revocation
 from anteroom.identity import sessions as identity
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from helpers import make_room
+from helpers import Operator, make_room
 from visitor_client import Visitor
 
 pytestmark = pytest.mark.redis
 
 BASE = "/api/management/v1"
-
-
-class Operator:
-    def __init__(self, client: FlaskClient, secret: str) -> None:
-        self.client = client
-        self.headers = {"Authorization": f"Bearer {secret}"}
-
-    def revoke(self, body: Any, **query: str) -> Any:
-        return self.client.post(
-            BASE + "/sessions/revoke", json=body, headers=self.headers, query_string=query
-        )
 
 
 @pytest.fixture

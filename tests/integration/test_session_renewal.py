@@ -10,6 +10,7 @@ from flask.testing import FlaskClient
 
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
+from helpers import Operator
 from visitor_client import Visitor
 
 pytestmark = pytest.mark.redis
@@ -18,26 +19,10 @@ BASE = "/api/management/v1"
 ROOM = {"slug": "fixed-drop", "name": "Fixed drop", "redirectUrl": "https://shop.example/co"}
 
 
-class Operator:
-    """A management client of the ``shop`` environment."""
-
-    def __init__(self, client: FlaskClient, secret: str) -> None:
-        self.client = client
-        self.headers = {"Authorization": f"Bearer {secret}"}
-
-    def call(self, method: str, path: str, body: Any = None, **query: str) -> Any:
-        return self.client.open(
-            BASE + path, method=method, json=body, headers=self.headers, query_string=query
-        )
-
-    def patch(self, room_id: str, body: dict[str, Any]) -> Any:
-        return self.call("PATCH", f"/queues/{room_id}", body)
-
-
 @pytest.fixture
 def op(client: FlaskClient, services: Services) -> Operator:
     _, secret = services.keystore.create("shop")
-    return Operator(client, secret)
+    return Operator(client, secret, ROOM)
 
 
 @pytest.fixture
