@@ -15,7 +15,6 @@ from visitor_client import Visitor
 
 pytestmark = pytest.mark.redis
 
-BASE = "/api/management/v1"
 ROOM = {"slug": "fixed-drop", "name": "Fixed drop", "redirectUrl": "https://shop.example/co"}
 
 
