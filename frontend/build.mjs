@@ -26,6 +26,8 @@ export const bundles = [
   { entryPoints: ["frontend/index.js"], outfile: "static/anteroom.js", format: "iife", globalName: "anteroom" },
   { entryPoints: ["frontend/index.js"], outfile: "static/anteroom.mjs", format: "esm" },
   { entryPoints: ["frontend/hosted.js"], outfile: "static/hosted.js", format: "iife" },
+  // The fairness page's in-browser check of the draw and of a receipt (frontend/draw-check.js).
+  { entryPoints: ["frontend/fairness-page.js"], outfile: "static/fairness.js", format: "iife" },
   // The operator console with uPlot; its CSS (uPlot's and ours) lands beside it as console.css.
   { entryPoints: ["frontend/console/index.js"], outfile: "static/console.js", format: "iife" },
   // The API reference at /docs: Swagger UI's bundle and CSS (swagger-ui-dist), with our few lines.

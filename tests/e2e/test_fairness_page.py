@@ -30,9 +30,9 @@ OVERFLOW = """() => {
 }"""
 
 
-def drawn_room(engine: Engine) -> str:
+def drawn_room(engine: Engine, slug: str = "drop") -> str:
     """A room whose opening had a pre-queue of three, drawn, and one admission since."""
-    room = make_room(engine, env="web", slug="drop", name="Spring drop")
+    room = make_room(engine, env="web", slug=slug, name="Spring drop")
     engine.set_clock(room, START)
     engine.open(room, START + 60_000)
     for i in range(3):
@@ -71,3 +71,25 @@ def test_the_report_page_renders_in_english_and_arabic(
         sizes = page.evaluate(OVERFLOW)
         assert sizes["scroll"] <= sizes["width"], sizes
         page.screenshot(path=str(artifacts / f"fairness-{lang}.png"), full_page=True)
+
+
+def test_checking_the_draw_in_the_browser_shows_the_honest_verdict(
+    stack: tuple[LiveServer, Engine, str], new_context: Any
+) -> None:
+    live, engine, api_key = stack
+    # A slug of its own: the server's room directory may still hold the last test's "drop".
+    drawn_room(engine, "checked-drop")
+    page = new_context(viewport=PHONE).new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{live.url}/queue/checked-drop/fairness?key={api_key}&lang=en")
+    # The page's own fairness.json and entrant list, checked by frontend/draw-check.js.
+    page.locator("#check-draw").click()
+    verdict = page.locator("#draw-verdict")
+    expect(verdict).to_have_attribute("data-verdict", "ok")
+    expect(verdict).to_have_text(languages.translate("en", "fairness.drawPassed", count=3))
+    # A receipt that is no receipt is named as the Python checker names it.
+    page.locator("#receipt-text").fill("rc1.nope")
+    page.locator("#check-receipt").click()
+    expect(page.locator("#receipt-verdict")).to_have_attribute("data-verdict", "receipt-malformed")
+    assert errors == []

@@ -21,6 +21,7 @@ from anteroom.service_container import Services
 from anteroom.web import api_routes as routes
 from anteroom.web import hosted_pages as pages
 from anteroom.web import http_errors as errors
+from anteroom.web import page_languages as languages
 from anteroom.web import room_lookup
 from anteroom.web.fairness_models import Entrants, Fairness
 from anteroom.web.fairness_report import figures
@@ -130,6 +131,7 @@ def fairness_page(slug: str) -> ResponseReturnValue:
     key = request.args.get("key", "")
     json_url = url_for("fairness.fairness", slug=slug, key=key, _external=True)
     waits = doc.waitSeconds
+    lang = pages.page_language()
     html = render_template(
         "fairness.html",
         room_name=(room.get("theme") or {}).get("title") or room["name"],
@@ -138,6 +140,10 @@ def fairness_page(slug: str) -> ResponseReturnValue:
         committed_at=_moment(doc.committedAt),
         waits=" / ".join("—" if w is None else f"{w:g}" for w in (waits.p50, waits.p90, waits.p99)),
         json_url=json_url,
-        **pages.language_context(pages.page_language()),
+        # The in-browser check fetches the same document from this page's own origin.
+        json_path=url_for("fairness.fairness", slug=slug, key=key),
+        # Its script's texts only, embedded as JSON (|tojson escapes <, > and &).
+        catalog={k: v for k, v in languages.catalog(lang).items() if k.startswith("fairness.")},
+        **pages.language_context(lang),
     )
     return pages.secure(Response(html, mimetype="text/html"))
