@@ -16,18 +16,24 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "backend"))
-sys.path.insert(0, str(ROOT / "bench"))
+# bench/http.py would stand for the standard library's http (urllib.request imports it): this
+# folder goes after the standard library on the path, where sibling benchmarks are still found.
+_BENCH = str(ROOT / "bench")
+sys.path[:] = [p for p in sys.path if str(Path(p or ".").resolve()) != _BENCH] + [_BENCH]
 
 import redis  # noqa: E402
 
@@ -47,6 +53,36 @@ def engine_with_lua(client: redis.Redis, lua_dir: Path, prefix: str) -> Engine:
     finally:
         lua_scripts._read = read
         lua_scripts.operation.cache_clear()
+
+
+@dataclass
+class TwoScriptSets:
+    """One embedded Redis holding two engines: ``before`` on ``lua/`` at a revision, ``after`` on
+    this tree's, each under its own key prefix."""
+
+    client: redis.Redis
+    pid: int  # the Redis server's, whose CPU time the benchmarks read
+    version: str
+    before: Engine
+    after: Engine
+
+
+@contextlib.contextmanager
+def two_script_sets(revision: str) -> Iterator[TwoScriptSets]:
+    """Start an embedded Redis with the engines of ``revision``'s Lua and of this tree's."""
+    with tempfile.TemporaryDirectory() as data, tempfile.TemporaryDirectory() as old:
+        server = EmbeddedRedis(data, port=0).start()
+        try:
+            client = redis.Redis.from_url(server.url, decode_responses=True)
+            yield TwoScriptSets(
+                client,
+                server.process.pid,  # type: ignore[union-attr]
+                client.info("server")["redis_version"],
+                engine_with_lua(client, lua_at(revision, Path(old)), "before:"),
+                engine_with_lua(client, ROOT / "lua", "after:"),
+            )
+        finally:
+            server.stop()
 
 
 def lua_at(revision: str, into: Path) -> Path:
@@ -144,22 +180,14 @@ def main() -> None:
     parser.add_argument("--breakdown", action="store_true")
     args = parser.parse_args()
     os.environ["ANTEROOM_REDIS_SERVER"] = args.redis_server
-    with tempfile.TemporaryDirectory() as data, tempfile.TemporaryDirectory() as old:
-        server = EmbeddedRedis(data, port=0).start()
-        try:
-            pid = server.process.pid  # type: ignore[union-attr]
-            client = redis.Redis.from_url(server.url, decode_responses=True)
-            version = client.info("server")["redis_version"]
-            before = engine_with_lua(client, lua_at(args.before, Path(old)), "before:")
-            after = engine_with_lua(client, ROOT / "lua", "after:")
-            result: dict[str, Any] = {"redis_version": version, "before": args.before}
-            result["rounds"] = args.rounds
-            result["load_average"] = round(os.getloadavg()[0], 1)
-            result["pool"] = side_by_side(before, after, args.rounds, pool=True, pid=pid)
-            result["tickets"] = side_by_side(before, after, args.rounds, pool=False, pid=pid)
-            result["load_average_after"] = round(os.getloadavg()[0], 1)
-        finally:
-            server.stop()
+    with two_script_sets(args.before) as two:
+        version = two.version
+        result: dict[str, Any] = {"redis_version": version, "before": args.before}
+        result["rounds"] = args.rounds
+        result["load_average"] = round(os.getloadavg()[0], 1)
+        result["pool"] = side_by_side(two.before, two.after, args.rounds, pool=True, pid=two.pid)
+        result["tickets"] = side_by_side(two.before, two.after, args.rounds, False, two.pid)
+        result["load_average_after"] = round(os.getloadavg()[0], 1)
     for case in ("pool", "tickets"):
         figures = result[case]
         print(

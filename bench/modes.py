@@ -22,20 +22,20 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "backend"))
-sys.path.insert(0, str(ROOT / "bench"))
+# bench/http.py would stand for the standard library's http (urllib.request imports it): this
+# folder goes after the standard library on the path, where sibling benchmarks are still found.
+_BENCH = str(ROOT / "bench")
+sys.path[:] = [p for p in sys.path if str(Path(p or ".").resolve()) != _BENCH] + [_BENCH]
 
-import redis  # noqa: E402
 
 import drain  # noqa: E402
 import engine as engine_bench  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
-from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
 
 
 def pinned_room(engine: Engine, slug: str, rate: int) -> str:
@@ -89,21 +89,13 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "modes.json"))
     args = parser.parse_args()
     rounds: list[tuple[dict[str, float], dict[str, float]]] = []
-    with tempfile.TemporaryDirectory() as data, tempfile.TemporaryDirectory() as old:
-        server = EmbeddedRedis(data, port=0).start()
-        try:
-            pid = server.process.pid  # type: ignore[union-attr]
-            client = redis.Redis.from_url(server.url, decode_responses=True)
-            version = client.info("server")["redis_version"]
-            before = drain.engine_with_lua(client, drain.lua_at(args.before, Path(old)), "b:")
-            after = drain.engine_with_lua(client, ROOT / "lua", "a:")
-            for i in range(args.rounds):
-                # alternate which side goes first, so neither always finds a warmer server
-                sides = (before, after) if i % 2 == 0 else (after, before)
-                got = {id(e): one_round(e, args.batch, f"{i}", pid) for e in sides}
-                rounds.append((got[id(before)], got[id(after)]))
-        finally:
-            server.stop()
+    with drain.two_script_sets(args.before) as two:
+        version, before, after = two.version, two.before, two.after
+        for i in range(args.rounds):
+            # alternate which side goes first, so neither always finds a warmer server
+            sides = (before, after) if i % 2 == 0 else (after, before)
+            got = {id(e): one_round(e, args.batch, f"{i}", two.pid) for e in sides}
+            rounds.append((got[id(before)], got[id(after)]))
     result: dict[str, Any] = {"redis_version": version, "before": args.before}
     result |= {"rounds": args.rounds, "batch": args.batch}
     result["load_average"] = round(os.getloadavg()[0], 1)

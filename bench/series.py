@@ -18,6 +18,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "backend"))
+# bench/http.py would stand for the standard library's http (urllib.request imports it): this
+# folder goes after the standard library on the path, where sibling benchmarks are still found.
+_BENCH = str(ROOT / "bench")
+sys.path[:] = [p for p in sys.path if str(Path(p or ".").resolve()) != _BENCH] + [_BENCH]
 
 import redis  # noqa: E402
 
