@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import socket
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from flask.testing import FlaskClient
@@ -93,3 +97,28 @@ class Operator:
 
     def revoke(self, body: Any, **query: str) -> Any:
         return self.call("POST", "/sessions/revoke", body, **query)
+
+
+def verify_draw(*args: str) -> subprocess.CompletedProcess[str]:
+    """``anteroom verify-draw`` run as a visitor runs it (no proxy: tests serve from 127.0.0.1)."""
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env["PYTHONPATH"] = str(root / "backend")
+    return subprocess.run(
+        [sys.executable, "-m", "anteroom.sdk.verify_draw", *args],
+        env=env, cwd=root, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+
+
+def admitted_in_turn(
+    engine: Engine, room: str, expected: list[str], tickets: dict[str, int], seconds: int = 12
+) -> list[str]:
+    """Poll ``expected`` each second of the room's clock for ``seconds``: who was admitted, in
+    the order their admissions were found."""
+    admitted: list[str] = []
+    for _ in range(seconds):
+        engine.shift_clock(room, 1_000)
+        for vid in expected:
+            if vid not in admitted and engine.poll(room, vid, tickets[vid], 1).admission:
+                admitted.append(vid)
+    return admitted

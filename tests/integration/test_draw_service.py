@@ -22,7 +22,7 @@ from anteroom.sdk import draw, verify_draw
 from anteroom.sdk.tokens import TicketClaims
 from anteroom.service_container import Services
 from anteroom.store.keystore import KeyStore
-from helpers import make_room
+from helpers import admitted_in_turn, make_room
 from live_server import LiveServers
 
 pytestmark = pytest.mark.redis
@@ -129,13 +129,7 @@ def test_the_drain_admits_in_drawn_order(engine: Engine) -> None:
     salt = salt_of(engine, room)
     vid_of = {draw.entrant_id(salt, v): v for v in vids}
     expected = [vid_of[e] for e in engine.drawn_entrants(room)]
-    admitted: list[str] = []
-    for _ in range(12):
-        engine.shift_clock(room, 1_000)
-        for vid in expected:
-            if vid not in admitted and engine.poll(room, vid, tickets[vid], 1).admission:
-                admitted.append(vid)
-    assert admitted == expected
+    assert admitted_in_turn(engine, room, expected, tickets) == expected
 
 
 def test_a_close_keeps_a_made_draw_and_drops_one_not_made(engine: Engine) -> None:

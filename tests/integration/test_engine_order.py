@@ -7,7 +7,7 @@ import pytest
 import redis
 
 from anteroom.engine import Engine
-from helpers import make_room
+from helpers import admitted_in_turn, make_room
 
 pytestmark = pytest.mark.redis
 
@@ -73,13 +73,7 @@ def test_pool_waits_for_its_draw_then_drains_in_drawn_order(engine: Engine) -> N
     assert engine.stats(room).dealt_total == 0
     engine.draw(room)  # the room ticker's job at opensAt (test_draw_service.py checks the order)
     expected = drain_order(engine, room)
-    admitted: list[str] = []
-    for _ in range(12):
-        engine.shift_clock(room, 1_000)
-        for vid in expected:
-            if vid not in admitted and engine.poll(room, vid, tickets[vid], 1).admission:
-                admitted.append(vid)
-    assert admitted == expected
+    assert admitted_in_turn(engine, room, expected, tickets) == expected
 
 
 def test_held_spot_keeps_a_ticket_but_is_never_drained(engine: Engine) -> None:

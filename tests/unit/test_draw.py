@@ -32,6 +32,7 @@ from anteroom.sdk import verify_draw as checker
 from anteroom.sdk.draw import ReceiptClaims
 from anteroom.sdk.tokens import b64url_encode
 from fixtures.make_draw_fixtures import genuine, sign
+from helpers import verify_draw
 
 ROOT = Path(__file__).resolve().parents[2]
 ROOM, OPENING = "spring-drop", 1_767_225_600_000
@@ -315,21 +316,6 @@ def test_without_a_signature_check_the_verdict_says_it_did_not_check_one() -> No
 def test_a_malformed_document_is_named_not_raised(change: dict[str, Any]) -> None:
     honest = Draw(5, draw.new_seed())
     assert draw.check_draw(honest.document | change, honest.entrants).failure == "malformed"
-
-
-# The command, run as a visitor runs it.
-def verify_draw(*args: str) -> subprocess.CompletedProcess[str]:
-    # No proxy: the URL test serves from 127.0.0.1.
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    env["PYTHONPATH"] = str(ROOT / "backend")
-    return subprocess.run(
-        [sys.executable, "-m", "anteroom.sdk.verify_draw", *args],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 def publish(folder: Path, honest: Draw, entrants: list[str] | None = None, **changes: Any) -> str:

@@ -8,10 +8,7 @@ The service derives a receipt key per keyring kid and signs with ``cryptography`
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ import pytest
 from anteroom.queue.receipt_keys import PURPOSE, ReceiptSigner
 from anteroom.sdk import draw, ed25519, merkle
 from anteroom.sdk.tokens import Keyring, b64url_decode, b64url_encode
+from helpers import verify_draw
 
 ROOT = Path(__file__).resolve().parents[2]
 ROOM, OPENING = "spring-drop", 1_767_225_600_000
@@ -92,18 +90,6 @@ def test_the_compact_tree_gives_the_sdks_proofs(size: int) -> None:
     assert tree.root == head and [tree.proof(i) for i in range(size)] == proofs
     with pytest.raises(IndexError):
         tree.proof(size)
-
-
-def verify_draw(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    env["PYTHONPATH"] = str(ROOT / "backend")
-    return subprocess.run(
-        [sys.executable, "-m", "anteroom.sdk.verify_draw", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 def test_the_command_checks_the_signature_with_the_documents_receipt_keys(tmp_path: Path) -> None:
