@@ -206,3 +206,22 @@ def test_visitors_meet_the_event_s_texts_and_mode_on_the_room_s_clock(
     services.engine.shift_clock(room, MINUTE)  # the event is over: the room's own settings
     services.directory.refresh_once()
     assert late.enter("spring-drop").json["notice"] == "Welcome"
+
+
+def test_the_series_marks_the_events_boundaries(op: Operator, services: Services) -> None:
+    room, now = pinned(op, services)
+    first = {"startsAt": now + MINUTE, "endsAt": now + 2 * MINUTE, "overrides": {"capacity": 5}}
+    second = {
+        "startsAt": now + 2 * MINUTE,
+        "endsAt": now + 60 * MINUTE,
+        "overrides": {"capacity": 9},
+    }
+    one = op.call("POST", events_path(room), first).json["id"]
+    two = op.call("POST", events_path(room), second).json["id"]
+    services.engine.shift_clock(room, 10 * MINUTE)
+    series = op.call("GET", f"/queues/{room}/series", **{"from": str(now), "step": "60000"}).json
+    assert series["marks"] == [
+        {"at": now + MINUTE, "kind": "eventStarts", "event": one},
+        {"at": now + 2 * MINUTE, "kind": "eventEnds", "event": one},
+        {"at": now + 2 * MINUTE, "kind": "eventStarts", "event": two},
+    ]  # the second's end is after the window's `to` (the room's now)
