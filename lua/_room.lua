@@ -8,7 +8,7 @@ local DEFAULT_POLL_BUDGET = 5000
 local function load_room()
   local v = redis.call('HMGET', ROOM, 'st', 'seed', 'rid', 'oa', 'rate', 'cap', 'ttl', 'hold',
     'maxw', 'aban', 'clk', 'fix', 'bank', 'last', 'tk', 'dealt', 'gen', 'peak', 'swt', 'swc',
-    'rel', 'cvk', 'pbud', 'dst', 'mode')
+    'rel', 'cvk', 'pbud', 'dst', 'mode', 'evo')
   if not v[1] then return nil end
   local n = tonumber
   local room = {status = v[1], seed = v[2], id = v[3], opens_at = n(v[4]) or 0,
@@ -19,7 +19,7 @@ local function load_room()
     generation = n(v[17]) or 0, peak = n(v[18]) or 0, sweep_started = n(v[19]) or 0,
     sweep_cursor = v[20] or '0', releasing = v[21] or '0', convict_key = v[22] or '',
     poll_budget = n(v[23]) or DEFAULT_POLL_BUDGET, draw_state = v[24] or '',
-    mode = v[25] or 'fifo', loaded = false}
+    mode = v[25] or 'fifo', event_state = v[26], event = '', loaded = false}
   room.loaded = {room.bank, room.accrued_at, room.tickets, room.dealt, room.peak}
   return room
 end

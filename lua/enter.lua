@@ -1,6 +1,6 @@
 -- Enter the line: one spot per (room, vid); a repeated entry returns the same spot. Like poll,
 -- it carries a step of the sweep along, so a full line frees its abandoned places by itself.
--- needs: _base, _room, _spot, _revocations, _drain, _sweep, _regroup, _answer, _admissions, _cadence, _expiry
+-- needs: _base, _room, _events, _spot, _revocations, _drain, _sweep, _regroup, _answer, _admissions, _cadence, _expiry
 -- KEYS: room spots line active adm rvk bks waits blk
 --   then, after those, the per-address limit's counters (one per window; none on a Redis
 --   Cluster, where they live on another shard and are counted apart).
@@ -30,6 +30,7 @@ if room.status == 'idle' then
   return {'idle', -1, -1, -1, 0, 0, 'idle', room.generation, 0, 0, '', '', '', 0, 0, 0}
 end
 local now = clock(room)
+at_events(room, now)
 if revoked(vid, session_jti, now, true) then return err('SessionRevoked') end
 local spot = get_spot(vid)
 if spot and spot.state == 'a' and admission_gone(spot.expires, now) then

@@ -1,6 +1,6 @@
 -- Poll a spot (the full poll, on the primary): proves the visitor is still there, carries the
 -- sweep and the drain along, answers the spot's state.
--- needs: _base, _room, _spot, _revocations, _drain, _sweep, _regroup, _answer, _cadence, _expiry
+-- needs: _base, _room, _events, _spot, _revocations, _drain, _sweep, _regroup, _answer, _cadence, _expiry
 -- KEYS: room spots line active adm rvk bks waits blk
 -- ARGV: vid, ticket, generation, session jti (all from the signed queue token; the jti may be
 --   '' in tickets signed before tickets carried it), spent (see `limited` in _cadence.lua).
@@ -12,6 +12,7 @@ local vid, ticket, generation, session_jti, spent =
 local room = load_room()
 if not room or room.generation ~= generation then return err('TicketGone') end
 local now = clock(room)
+at_events(room, now)
 local spot = get_spot(vid)
 local mine = spot ~= nil and spot.ticket == ticket
 -- Before the spot's own checks: a revoked visitor hears so even when its spot is already gone.

@@ -5,7 +5,7 @@
 -- runs poll.lua on the primary, so the drain still runs as soon as anything is owed, whoever
 -- polls. When the spot's last-seen booking falls short (see seen_lead in _expiry.lua), its answer
 -- says so and the engine books it on the primary with the small book_seen.lua.
--- needs: _base, _clock, _record, _due, _expiry, _revocations, _bank, _cadence
+-- needs: _base, _clock, _event_state, _record, _due, _expiry, _revocations, _bank, _cadence
 -- KEYS: room spots line active rvk
 -- ARGV: vid, ticket, generation, session jti ('' in older tickets; poll.lua uses it), spent
 --   (see `limited` in _cadence.lua).
@@ -17,7 +17,7 @@ local MORE = {'MORE'}
 local vid, ticket, generation, spent = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[5]
 
 local v = redis.call('HMGET', ROOM, 'gen', 'st', 'clk', 'fix', 'oa', 'rate', 'cap', 'hold',
-  'swt', 'swc', 'rel', 'cvk', 'bank', 'last', 'aban', 'pbud', 'mode')
+  'swt', 'swc', 'rel', 'cvk', 'bank', 'last', 'aban', 'pbud', 'mode', 'evo')
 if tonumber(v[1]) ~= generation then return MORE end
 local n = tonumber
 local room = {status = v[2], clock_offset = n(v[3]) or 0, pinned_clock = n(v[4]) or 0,
@@ -27,6 +27,13 @@ local room = {status = v[2], clock_offset = n(v[3]) or 0, pinned_clock = n(v[4])
   abandon_after = n(v[15]) or 0, poll_budget = n(v[16]) or 5000} -- _room.lua's default
 if regroup_due(room.releasing, room.convict_key) then return MORE end
 local now = room_clock(room.pinned_clock, room.clock_offset)
+local mode = v[17]
+if v[18] then -- a scheduled event runs or is to come (see _events.lua)
+  local event = parse_event_state(v[18])
+  if now >= event.boundary then return MORE end -- the full poll crosses the boundary
+  if event.mode ~= '' then mode = event.mode end
+  room.rate, room.capacity = event.rate or room.rate, event.capacity or room.capacity
+end
 if sweep_due(room.sweep_cursor, room.sweep_started, now) then return MORE end
 
 local open = room.status == 'open'
@@ -37,7 +44,7 @@ end
 if open and now >= room.opens_at and not (room.capacity > 0 and live >= room.capacity) then
   local bank = earned(room.bank, room.accrued_at, room.opens_at, room.rate, now)
   if bank >= UNIT then return MORE end -- the drain is owed an admission
-  if v[17] == 'passthrough' then return MORE end -- owed everyone, whatever the bank
+  if mode == 'passthrough' then return MORE end -- owed everyone, whatever the bank
 end
 
 local raw = redis.call('HGET', SPOTS, vid)

@@ -1,6 +1,6 @@
 -- Refresh an admission: a live active slot is extended by the room's admission TTL. A revoked
 -- session's admission is never extended, and its slot is freed.
--- needs: _base, _room, _spot, _revocations, _answer
+-- needs: _base, _room, _events, _spot, _revocations, _answer
 -- KEYS: room spots line active adm rvk bks blk waits
 -- ARGV: vid, generation ('' for any: the jti names one), admission jti, session jti (`qj` of
 --   the admission).
@@ -9,6 +9,7 @@ local vid, generation, jti, session_jti = ARGV[1], tonumber(ARGV[2]), ARGV[3], A
 local room = load_room()
 if not room or (generation and room.generation ~= generation) then return err('TicketGone') end
 local now = clock(room)
+at_events(room, now)
 local spot = get_spot(vid)
 local mine = spot ~= nil and spot.state == 'a' and admission_jti(room, spot) == jti
 if revoked(vid, mine and spot.session_jti or session_jti, now, true) then

@@ -2,7 +2,7 @@
 -- moves and abandoned spots go even when nobody near the head polls. Every instance's ticker
 -- calls it about once a second per open room; the `tick` field (room clock, ms) makes only the
 -- first call of each interval work, so N instances run it once per room per interval.
--- needs: _base, _room, _drain, _sweep, _regroup, _clock
+-- needs: _base, _room, _events, _drain, _sweep, _regroup, _clock
 -- KEYS: room spots line active adm rvk bks waits blk
 -- ARGV: interval (ms).
 -- Reply: {ran (1 when this call worked, else 0), now (ms, room clock), dealt, swept, draw due
@@ -17,6 +17,7 @@ local last_tick = tonumber(v[2]) or 0
 if now >= last_tick and now - last_tick < every then return {0, fmt(now), 0, 0, 0} end
 redis.call('HSET', ROOM, 'tick', fmt(now))
 local room = load_room()
+at_events(room, now)
 local swept = sweep_step(room, now, SWEEP_STEP)
 regroup_step(room, REGROUP_CARRIED)
 local dealt = drain(room, now)

@@ -77,6 +77,8 @@ export class RoomCharts {
     this.host = host;
     /** @type {Map<string, {plot: any, summary: HTMLElement, figure: HTMLElement, canvas: HTMLElement}>} */
     this.made = new Map();
+    /** @type {{at: number, kind: string, event: string}[]} scheduled events' edges, drawn on every chart */
+    this.marks = [];
     window.addEventListener("resize", () => this.resize());
   }
 
@@ -89,6 +91,7 @@ export class RoomCharts {
 
   /** @param {Series} s */
   update(s) {
+    this.marks = s.marks || [];
     const xs = s.times.map((/** @type {number} */ t) => t / 1000);
     for (const chart of CHARTS) {
       const lines = chart.lines(s);
@@ -101,6 +104,7 @@ export class RoomCharts {
         made.plot.setData(data);
       }
       made.summary.textContent = chart.summary(s);
+      made.figure.dataset.marks = String(this.marks.length);
       made.figure.dataset.points = String(xs.length);
       made.figure.dataset.last = JSON.stringify(lines.map(([, v]) => last(v)));
     }
@@ -132,9 +136,36 @@ export class RoomCharts {
       axes: [{}, { size: 48 }],
       scales: { y: { range: (/** @type {any} */ _u, /** @type {number} */ lo, /** @type {number} */ hi) => [0, Math.max(1, hi || 0) * 1.1] } },
       cursor: { drag: { x: false, y: false } },
+      plugins: [this.markPlugin()],
     };
     const plot = new uPlot(options, data, canvas);
     return { plot, summary, figure, canvas };
+  }
+
+  /** A uPlot plugin drawing a dashed line at each event's start (solid colour) and end. */
+  markPlugin() {
+    return {
+      hooks: {
+        draw: [
+          (/** @type {any} */ u) => {
+            const ctx = u.ctx;
+            ctx.save();
+            ctx.setLineDash([4, 4]);
+            ctx.lineWidth = 1.5;
+            for (const mark of this.marks) {
+              const x = Math.round(u.valToPos(mark.at / 1000, "x", true));
+              if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
+              ctx.strokeStyle = mark.kind === "eventStarts" ? "#7c3aed" : "#6b7280";
+              ctx.beginPath();
+              ctx.moveTo(x, u.bbox.top);
+              ctx.lineTo(x, u.bbox.top + u.bbox.height);
+              ctx.stroke();
+            }
+            ctx.restore();
+          },
+        ],
+      },
+    };
   }
 
   /**

@@ -4,6 +4,7 @@ import "./console.css";
 import { call, problem } from "./api.js";
 import { RoomCharts } from "./charts.js";
 import { contrastRatio, count, releasedBy, when, zone } from "./format.js";
+import { placed, span, summary } from "./schedule.js";
 
 const REFRESH_MS = 5000;
 const main = /** @type {HTMLElement} */ (document.getElementById("main"));
@@ -96,9 +97,10 @@ class RoomPage {
   }
 
   async refresh() {
-    const [detail, series] = await Promise.all([
+    const [detail, series, events] = await Promise.all([
       call("GET", `/queues/${this.id}`),
       call("GET", `/queues/${this.id}/series?${this.range()}`),
+      call("GET", `/queues/${this.id}/events`),
     ]);
     if (detail.status !== 200) {
       byId("room-status").textContent = problem(detail);
@@ -111,8 +113,85 @@ class RoomPage {
       this.roomNow = series.body.now; // the room's clock, which the next range is read against
       this.charts.update(series.body);
     }
+    if (events.status === 200) this.showSchedule(events.body);
     this.showActions();
     if (this.canAudit) await this.showAudit();
+  }
+
+  /**
+   * The room's events on a timeline (a bar per event, now marked) and as a list.
+   * @param {{now: number, activeEvent: string | null, events: import("./schedule.js").RoomEvent[]}} list
+   */
+  showSchedule(list) {
+    const [from, to] = span(list.events, list.now);
+    // Positions through the CSSOM: the console's CSP allows no style attribute.
+    const bars = placed(list.events, from, to).map(({ event, left, width }) => {
+      const bar = el("span", { class: `event ${event.state}`, "data-event": event.id, title: summary(event) });
+      bar.style.left = `${left.toFixed(2)}%`;
+      bar.style.width = `${width.toFixed(2)}%`;
+      return bar;
+    });
+    const marker = el("span", { class: "now", title: "now" });
+    marker.style.left = `${(((list.now - from) / (to - from)) * 100).toFixed(2)}%`;
+    byId("timeline").replaceChildren(...bars, marker);
+    byId("timeline-span").textContent = `${when(from)} to ${when(to)} (${zone()})`;
+    const items = list.events.map((event) => {
+      const item = el("li", { "data-event": event.id, "data-state": event.state }, [summary(event)]);
+      if (this.canWrite && event.state !== "ended") {
+        const cancel = el("button", { type: "button", class: "quiet" }, [event.state === "running" ? "End now" : "Cancel"]);
+        cancel.addEventListener("click", () =>
+          this.confirmThen(
+            event.state === "running"
+              ? "End this event now: the room's own settings apply again at once."
+              : "Cancel this event: it will not run.",
+            undefined, undefined, "DELETE", `/queues/${this.id}/events/${event.id}`,
+          ));
+        item.append(" ", cancel);
+      }
+      return item;
+    });
+    if (!items.length) items.push(el("li", {}, ["No events scheduled."]));
+    byId("events").replaceChildren(...items);
+    if (this.canWrite && !byId("event-form").childElementCount) byId("event-form").replaceChildren(this.eventForm());
+  }
+
+  /** A form to schedule an event: its window and the settings it overrides. */
+  eventForm() {
+    /** @param {string} id @param {string} label @param {Record<string, string>} attrs */
+    const field = (id, label, attrs) => {
+      const input = /** @type {HTMLInputElement} */ (el("input", { id, ...attrs }));
+      return { input, nodes: [el("label", { for: id }, [label]), input] };
+    };
+    const starts = field("event-starts", `Starts (${zone()})`, { type: "datetime-local", required: "" });
+    const ends = field("event-ends", `Ends (${zone()})`, { type: "datetime-local", required: "" });
+    const rate = field("event-rate", "Rate during it (per minute; empty: the room's)", { type: "number", min: "1" });
+    const capacity = field("event-capacity", "Capacity during it (empty: the room's)", { type: "number", min: "1" });
+    const mode = /** @type {HTMLSelectElement} */ (el("select", { id: "event-mode" }, [
+      el("option", { value: "" }, ["The room's mode"]),
+      ...["fifo", "passthrough", "reject"].map((m) => el("option", { value: m }, [m])),
+    ]));
+    const form = el("form", { class: "stack", id: "schedule-event" }, [
+      ...starts.nodes, ...ends.nodes, ...rate.nodes, ...capacity.nodes,
+      el("label", { for: "event-mode" }, ["Mode during it"]), mode,
+      el("button", { type: "submit" }, ["Schedule event"]),
+    ]);
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      // Wall time as the browser reads it, moved onto the room's clock (the same in production).
+      const skew = this.roomNow ? this.roomNow - Date.now() : 0;
+      const startsAt = new Date(starts.input.value).getTime() + skew;
+      const endsAt = new Date(ends.input.value).getTime() + skew;
+      /** @type {Record<string, any>} */
+      const overrides = {};
+      if (rate.input.value) overrides.ratePerMinute = Number(rate.input.value);
+      if (capacity.input.value) overrides.capacity = Number(capacity.input.value);
+      if (mode.value) overrides.mode = mode.value;
+      this.confirmThen(
+        `Schedule an event from ${when(startsAt)} to ${when(endsAt)}: ${Object.keys(overrides).join(", ") || "nothing"} change for its window, on the room's clock.`,
+        { startsAt, endsAt, overrides }, undefined, "POST", `/queues/${this.id}/events`,
+      );
+    });
+    return form;
   }
 
   /** @param {any} room */
@@ -451,8 +530,10 @@ class RoomPage {
    * @param {string} text
    * @param {object} body
    * @param {(reply: {status: number}) => void} [after] called with the answer, once the page shows it
+   * @param {string} [method] the room's PATCH unless told
+   * @param {string} [path]
    */
-  confirmThen(text, body, after) {
+  confirmThen(text, body, after, method = "PATCH", path = `/queues/${this.id}`) {
     byId("confirm-text").textContent = text;
     this.dialog.returnValue = "";
     const done = async () => {
@@ -460,10 +541,10 @@ class RoomPage {
       if (this.dialog.returnValue !== "ok") return;
       const status = byId("room-status");
       status.textContent = "Saving…";
-      const reply = await call("PATCH", `/queues/${this.id}`, body);
+      const reply = await call(method, path, body);
       await this.refresh(); // the page shows the room as changed before it says so
       after?.(reply);
-      status.textContent = reply.status === 200 ? "Done." : problem(reply);
+      status.textContent = reply.status < 300 ? "Done." : problem(reply);
       status.focus(); // the control that was used may have been redrawn: focus stays on the page
     };
     this.dialog.addEventListener("close", done);

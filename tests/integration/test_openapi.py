@@ -144,7 +144,7 @@ def test_every_route_of_the_apis_is_documented(app: Flask) -> None:
     for rule in app.url_map.iter_rules():
         if not rule.rule.startswith(("/api/", "/healthz", "/readyz")):
             continue
-        path = rule.rule.replace("<room_id>", "{id}")
+        path = rule.rule.replace("<room_id>", "{id}").replace("<event_id>", "{eventId}")
         for method in rule.methods or ():
             if method not in ("HEAD", "OPTIONS"):
                 assert (path, method) in documented
@@ -260,6 +260,8 @@ def conforms(response: TestResponse, method: str, path: str, status: int) -> Tes
     """``response`` has ``status`` and matches the document's answer of that operation."""
     assert response.status_code == status, response.get_data(as_text=True)
     ids = {"id": "q" + "0" * 16} if "{id}" in path else None  # only spells the URL
+    if "{eventId}" in path:
+        ids = (ids or {}) | {"eventId": "ev" + "0" * 12}
     checks = CHECKS if status < 500 else [c for c in CHECKS if c is not not_a_server_error]
     schema[path][method].Case(path_parameters=ids).validate_response(response, checks=checks)
     return response
@@ -433,3 +435,34 @@ def test_what_the_fuzz_found_is_refused_with_a_400(
         query_string=query,
     )
     assert response.status_code == 400 and set(response.json["fields"]) == {field}
+
+
+def test_event_answers_match_the_document(
+    client: FlaskClient, services: Services, world: World
+) -> None:
+    events, event = (
+        "/api/management/v1/queues/{id}/events",
+        "/api/management/v1/queues/{id}/events/{eventId}",
+    )
+    url = events.replace("{id}", world.room_id)
+    services.engine.set_clock(world.room_id, 1_800_000_000_000)
+
+    def call(method: str, path: str, body: Any = None) -> TestResponse:
+        return client.open(path, method=method, json=body, headers=world.auth)
+
+    body = {
+        "startsAt": 1_800_000_060_000,
+        "endsAt": 1_800_000_120_000,
+        "overrides": {"capacity": None, "notice": {"en": "On"}},
+    }
+    created = conforms(call("POST", url, body), "POST", events, 201).json
+    conforms(call("POST", url, body), "POST", events, 409)
+    conforms(call("POST", url, body | {"overrides": {}}), "POST", events, 400)
+    assert conforms(call("GET", url), "GET", events, 200).json["events"][0]["id"] == created["id"]
+    one = f"{url}/{created['id']}"
+    conforms(call("PATCH", one, {"overrides": {"mode": "reject"}}), "PATCH", event, 200)
+    conforms(call("PATCH", f"{url}/ev000000000000", {"endsAt": 5}), "PATCH", event, 404)
+    services.engine.set_clock(world.room_id, 1_800_000_200_000)  # it has ended
+    conforms(call("PATCH", one, {"endsAt": 1_800_000_300_000}), "PATCH", event, 409)
+    services.engine.set_clock(world.room_id, 1_800_000_000_000)
+    conforms(call("DELETE", one), "DELETE", event, 204)

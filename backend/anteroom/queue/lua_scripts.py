@@ -52,6 +52,7 @@ OPERATIONS = (
     "place_drawn",
     "finish_draw",
     "reroll_draw",
+    "set_events",
 )
 
 # Scripts loaded as written: the room series' sampler and refusal counter, the challenge spend.

@@ -46,6 +46,14 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("bypass", "byp", "bypass rules, JSON, secrets as scrypt hashes ('' for none)"),
     RoomField("sessionRenewal", "srn", "0 when admissions end at their expiry (never renewed)"),
     RoomField("drawBeacon", "dbc", "public randomness beacon a draw takes, JSON ('' for none)"),
+    # Scheduled events (queue/room_events.py, lua/_events.lua).
+    RoomField("events", "evs", "the room's scheduled events, JSON sorted by startsAt ('' none)"),
+    RoomField("eventsVersion", "evv", "bumped by every write of the events (compare-and-set)"),
+    RoomField(
+        "eventState",
+        "evo",
+        "next event boundary and the running event's overrides (absent: no event to come)",
+    ),
     # State of the room and of its current opening.
     RoomField("status", "st", "idle, open or paused"),
     RoomField("generation", "gen", "opening number: a close starts the next"),

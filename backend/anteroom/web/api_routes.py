@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from anteroom.web import api_models as shapes
 from anteroom.web import audit_models as audit
+from anteroom.web import event_models as events
 from anteroom.web import fairness_models as fairness
 from anteroom.web import management_models as management
 from anteroom.web import series_models as series
@@ -37,7 +38,7 @@ from anteroom.web.api_models import Body
 Schema = dict[str, Any]
 View = Callable[..., ResponseReturnValue]
 # A path parameter's name in the document -> in the Flask rule.
-PATH_PARAMETERS = {"{id}": "<room_id>", "{slug}": "<slug>"}
+PATH_PARAMETERS = {"{id}": "<room_id>", "{slug}": "<slug>", "{eventId}": "<event_id>"}
 
 RETRY_AFTER: Schema = {"description": "Seconds to wait before asking again."}
 RETRY_AFTER["schema"] = {"type": "integer", "minimum": 1}
@@ -122,6 +123,16 @@ DRAWN_ENTRANTS = Reply("DrawnEntrants", "The entrant ids in drawn order.",
                        model=fairness.Entrants)
 NO_DRAW = Reply("NoDraw", "No such room, or no draw (for the list: not made yet).",
                 ("RoomNotFound", "NotFound"))
+EVENT_LIST = Reply("EventList", "The room's events, sorted by startsAt.", model=events.EventList)
+EVENT = Reply("Event", "The event.", model=events.Event)
+EVENT_CREATED = Reply("EventCreated", "The new event.", model=events.Event,
+                      headers={"Location": {"schema": {"type": "string"}}})
+EVENT_NOT_FOUND = Reply("EventNotFound", "No such room, or no such event in it.",
+                        ("RoomNotFound", "EventNotFound", "NotFound"))
+EVENT_CONFLICT = Reply(
+    "EventConflict", "EventOverlap: the window meets another event's (named in the message); "
+    "EventEnded: the event has ended and stays on record unchanged.",
+    ("EventOverlap", "EventEnded"))
 # fmt: on
 
 # The refusals every route of a kind may give, by status.
@@ -242,6 +253,30 @@ GET_DRAWN_ENTRANTS = Route(
     "/queue/{slug}/fairness/entrants.json", "get", "getDrawnEntrants",
     "A drawn room's entrant ids (salted hashes) in drawn order",
     PUBLIC | {200: DRAWN_ENTRANTS}, tag="fairness", query=fairness.FairnessQuery)
+EVENTS_PATH = ROOM_PATH + "/events"
+EVENT_NOTES = (
+    " Times are epoch ms of the room's clock. The overrides apply inside the scripts from"
+    " startsAt to endsAt (no cron: nothing is missed when nobody polls, once across"
+    " instances); events of a room never overlap (409 EventOverlap). Audited as queue.updated"
+    " with the change under events.<id>.")
+LIST_EVENTS = Route(
+    EVENTS_PATH, "get", "listQueueEvents", "The room's scheduled events",
+    READ | {200: EVENT_LIST, 404: ROOM_NOT_FOUND}, scope="queues:read", notes=EVENT_NOTES)
+CREATE_EVENT = Route(
+    EVENTS_PATH, "post", "createQueueEvent",
+    "Schedule an event: a window that overrides some of the room's settings",
+    WRITE | {201: EVENT_CREATED, 404: ROOM_NOT_FOUND, 409: EVENT_CONFLICT},
+    scope="queues:write", body=events.EventCreate, notes=EVENT_NOTES)
+UPDATE_EVENT = Route(
+    EVENTS_PATH + "/{eventId}", "patch", "updateQueueEvent",
+    "Change an event (a running one: only its end and overrides)",
+    WRITE | {200: EVENT, 404: EVENT_NOT_FOUND, 409: EVENT_CONFLICT}, scope="queues:write",
+    body=events.EventPatch, notes=EVENT_NOTES)
+DELETE_EVENT = Route(
+    EVENTS_PATH + "/{eventId}", "delete", "cancelQueueEvent",
+    "Cancel an event: a scheduled one is removed, a running one ends now (kept on record)",
+    READ | {204: DELETED, 404: EVENT_NOT_FOUND, 409: EVENT_CONFLICT}, scope="queues:write",
+    notes=EVENT_NOTES)
 HEALTHZ = Route("/healthz", "get", "healthz", "Liveness: the process is up", {200: ALIVE},
                 tag="health")
 READYZ = Route("/readyz", "get", "readyz",
@@ -253,8 +288,8 @@ OPENAPI = Route("/api/openapi.json", "get", "openapi", "This document", {200: DO
 ROUTES = (
     CREATE_CHALLENGE, IDENTIFY, ENTER_QUEUE, POLL_QUEUE, LEAVE_QUEUE, REFRESH_ADMISSION,
     REVOKE_SESSION, LIST_QUEUES, CREATE_QUEUE, GET_QUEUE, GET_QUEUE_SERIES, UPDATE_QUEUE,
-    DELETE_QUEUE, LIST_AUDIT_EVENTS, GET_QUEUE_FAIRNESS, GET_FAIRNESS, GET_DRAWN_ENTRANTS,
-    HEALTHZ, READYZ, OPENAPI,
+    DELETE_QUEUE, LIST_EVENTS, CREATE_EVENT, UPDATE_EVENT, DELETE_EVENT, LIST_AUDIT_EVENTS,
+    GET_QUEUE_FAIRNESS, GET_FAIRNESS, GET_DRAWN_ENTRANTS, HEALTHZ, READYZ, OPENAPI,
 )
 # fmt: on
 

@@ -111,7 +111,14 @@ def create_app(
     app.before_request(services.on_request)
 
     from anteroom.web import api_docs as docs
-    from anteroom.web import console, fairness, front_door, metrics, request_log
+    from anteroom.web import (
+        console,
+        event_api,  # noqa: F401  (its views join the management API)
+        fairness,
+        front_door,
+        metrics,
+        request_log,
+    )
     from anteroom.web import demo_shop as demo
     from anteroom.web import health_probes as health
     from anteroom.web import hosted_pages as pages

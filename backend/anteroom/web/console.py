@@ -22,7 +22,7 @@ from anteroom.queue import room_series
 from anteroom.queue.storage_errors import StorageError
 from anteroom.service_container import Services
 from anteroom.web import console_session as sessions
-from anteroom.web import fairness
+from anteroom.web import event_api, fairness
 from anteroom.web import http_errors as errors
 from anteroom.web import management_api as management
 
@@ -199,4 +199,16 @@ bp.add_url_rule(
     endpoint="console_held",
 )
 bp.add_url_rule("/api/audit", view_func=_as_key(management.audit))
+bp.add_url_rule("/api/queues/<room_id>/events", view_func=_as_key(event_api.list_events))
+bp.add_url_rule(
+    "/api/queues/<room_id>/events",
+    view_func=_as_key(event_api.create_event),
+    methods=["POST"],
+    endpoint="console_create_event",
+)
+bp.add_url_rule(
+    "/api/queues/<room_id>/events/<event_id>",
+    view_func=_as_key(event_api.cancel_event),
+    methods=["DELETE"],
+)
 bp.add_url_rule("/api/queues/<room_id>/fairness", view_func=_as_key(fairness.queue_fairness))

@@ -107,6 +107,20 @@ class RoomNotFound(ApiError):
     code, error, description = 404, "RoomNotFound", "No such room."
 
 
+class EventNotFound(ApiError):
+    code, error, description = 404, "EventNotFound", "No such event in this room."
+
+
+class EventOverlap(ApiError):
+    code, error = 409, "EventOverlap"
+    description = "The event's window meets another event's; events of a room never overlap."
+
+
+class EventEnded(ApiError):
+    code, error = 409, "EventEnded"
+    description = "The event has ended: it stays on record and cannot be changed."
+
+
 class MethodNotAllowed(ApiError):
     code, error, description = 405, "MethodNotAllowed", "That method is not allowed here."
 

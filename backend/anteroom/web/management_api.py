@@ -231,14 +231,14 @@ def get_queue(call: Call[None], room_id: str) -> ResponseReturnValue:
 @management_call(routes.GET_QUEUE_SERIES)
 def queue_series(call: Call[SeriesQuery], room_id: str) -> ResponseReturnValue:
     """The room's numbers over time (every 10 s for a day, every minute for 14 days)."""
-    load_room(call.key, room_id)
+    room = load_room(call.key, room_id)
     series = call.services.series
     with storage():
         now_ms = series.now_ms(room_id)
         rng = resolve(call.data, now_ms)
         samples = series.samples(room_id, rng.from_ms, rng.to_ms, rng.coarse)
     window = aggregate(samples, rng.from_ms, rng.to_ms, rng.step_ms)
-    return series_answer(room_id, window, rng, now_ms)
+    return series_answer(room_id, window, rng, now_ms, room["events"])
 
 
 def _act(room: dict[str, Any], action: str, opens_at: int | None) -> None:

@@ -20,6 +20,7 @@ from anteroom import __version__
 from anteroom.store import keystore
 from anteroom.web import api_models as shapes
 from anteroom.web import api_routes as routes
+from anteroom.web import event_models
 from anteroom.web import management_models as management
 
 Schema = dict[str, Any]
@@ -53,6 +54,12 @@ def _ref(name: str) -> Schema:
 ENVIRONMENT: Schema = {"name": "environment", "in": "query", "required": False}
 ENVIRONMENT["description"] = "Must be the key's environment (the default)."
 ENVIRONMENT["schema"] = {"type": "string"}
+EVENT_ID: Schema = {
+    "name": "eventId",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "string", "pattern": event_models.EVENT_ID},
+}
 ROOM_ID: Schema = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
 SLUG: Schema = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
 
@@ -114,6 +121,8 @@ def _paths() -> dict[str, Schema]:
         item = paths.setdefault(route.path, {})
         if "{id}" in route.path:
             item.setdefault("parameters", [room_id])
+        if "{eventId}" in route.path:
+            item["parameters"] = [room_id, EVENT_ID]
         if "{slug}" in route.path:
             item.setdefault("parameters", [SLUG])
         item[route.method] = _operation(route)

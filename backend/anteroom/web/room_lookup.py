@@ -6,8 +6,10 @@ during an outage (the directory knows every room).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from anteroom.queue import revocations, room_events
 from anteroom.queue import room_engine as eng
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors
@@ -40,7 +42,7 @@ def room_by_slug(services: Services, env: str, slug: str) -> dict[str, Any]:
     """
     known = services.directory.current()
     if known is not None and (env, slug) in known.slugs:
-        return known.rooms[known.slugs[(env, slug)]]
+        return in_effect(known.rooms[known.slugs[(env, slug)]])
 
     def load() -> dict[str, Any] | None:
         room_id = services.breaker.call(
@@ -65,7 +67,7 @@ def room_by_slug(services: Services, env: str, slug: str) -> dict[str, Any]:
     room = services.rooms.get(("slug", env, slug), load, offline)
     if room is None:
         raise errors.RoomNotFound(f"No room {slug!r} here.")
-    return room
+    return in_effect(room)
 
 
 def room_by_id(services: Services, room_id: str) -> dict[str, Any]:
@@ -75,7 +77,7 @@ def room_by_id(services: Services, room_id: str) -> dict[str, Any]:
     """
     known = services.directory.current()
     if known is not None and room_id in known.rooms:
-        return known.rooms[room_id]
+        return in_effect(known.rooms[room_id])
 
     def load() -> dict[str, Any] | None:
         try:
@@ -88,4 +90,14 @@ def room_by_id(services: Services, room_id: str) -> dict[str, Any]:
     room = services.rooms.get(("id", room_id), load, lambda: services.directory.room_by_id(room_id))
     if room is None:
         raise errors.TicketGone("This room no longer exists.")
-    return room
+    return in_effect(room)
+
+
+def in_effect(room: dict[str, Any]) -> dict[str, Any]:
+    """``room`` with the overrides of the event running now on its clock (room_events): its
+    texts, theme and mode as visitors meet them (the scripts apply the same list themselves)."""
+    if not room.get("events"):
+        return room
+    offset, pinned = room.get("clock") or (0, 0)
+    now_ms = revocations.room_now_ms(int(time.time() * 1000), offset, pinned)
+    return room_events.in_effect(room, now_ms)

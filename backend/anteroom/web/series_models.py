@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field
 
@@ -110,6 +110,14 @@ Ints = list[int | None]
 Floats = list[float | None]
 
 
+class SeriesMark(Answer):
+    """A moment the charts mark: a scheduled event's start or end (room_events)."""
+
+    at: int = Field(description="Epoch ms (room clock).")
+    kind: Literal["eventStarts", "eventEnds"]
+    event: str = Field(description="The event's id.")
+
+
 class Series(Answer):
     """Column-wise (ready for a chart): the n-th value of each list belongs to ``times[n]``."""
 
@@ -138,14 +146,36 @@ class Series(Answer):
     waitP99: Floats
     waitBuckets: list[str] = Field(description="Upper bounds (s) of the wait histogram.")
     waits: list[list[int] | None] = Field(description="Admitted per wait bucket, per window.")
+    marks: list[SeriesMark] = Field(
+        default_factory=list,
+        description="Scheduled events' starts and ends within [from, to), in time order.",
+    )
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-def answer(room_id: str, window: rs.SeriesWindow, rng: SeriesRange, now_ms: int) -> Series:
-    """The room's :class:`Series` over ``rng``."""
+def marks_of(events: list[dict[str, Any]], rng: SeriesRange) -> list[dict[str, Any]]:
+    """The events' boundaries within ``rng``, in time order."""
+    out = [
+        {"at": event[edge], "kind": kind, "event": event["id"]}
+        for event in events
+        for edge, kind in (("startsAt", "eventStarts"), ("endsAt", "eventEnds"))
+        if rng.from_ms <= event[edge] < rng.to_ms
+    ]
+    return sorted(out, key=lambda m: (m["at"], m["kind"] == "eventStarts"))
+
+
+def answer(
+    room_id: str,
+    window: rs.SeriesWindow,
+    rng: SeriesRange,
+    now_ms: int,
+    events: list[dict[str, Any]] | None = None,
+) -> Series:
+    """The room's :class:`Series` over ``rng``, its scheduled events' boundaries marked."""
     out: dict[str, Any] = {"id": room_id, "from": rng.from_ms, "to": rng.to_ms}
     out |= {"step": rng.step_ms, "resolution": rs.COARSE_MS if rng.coarse else rs.FINE_MS}
     out |= {"now": now_ms, "times": window.times, "status": window.status}
     out |= window.gauges | window.counters | window.quantiles
     out |= {"waitBuckets": list(rs.WAIT_BUCKETS), "waits": window.waits}
+    out["marks"] = marks_of(events or [], rng)
     return Series.model_validate(out)

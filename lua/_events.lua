@@ -1,0 +1,84 @@
+-- needs: _base, _room, _bank, _event_state
+-- Scheduled events (SPEC "Room policies"): windows [startsAt, endsAt) that override some of the
+-- room's settings. The list lives in the room hash as JSON (`evs`, written by set_events.lua,
+-- sorted and checked by queue/room_events.py); what the scripts need of it on every call is in
+-- one short field, `evo`: '<next boundary ms>|<running event id>|<mode>|<rate>|<capacity>|<ttl>'
+-- ('' where the running event leaves a setting as the room has it; capacity 0: no bound). A
+-- room with no event running or to come has no `evo` at all, so it pays one absent field.
+-- A boundary is crossed by the first script to run at or after it, on the room's clock, inside
+-- the script: the open room's ticker runs every second, so one passes even when nobody polls.
+-- The events' state at `t`: the event running then (startsAt <= t < endsAt) and the next
+-- boundary after `t`, encoded as `evo` is; '' when no event runs at `t` or starts after it.
+local function event_state_at(t)
+  local raw = redis.call('HGET', ROOM, 'evs')
+  if not raw or raw == '' then return '' end
+  local running, next_boundary = nil, 0
+  for _, event in ipairs(cjson.decode(raw)) do
+    local starts, ends = event.startsAt, event.endsAt
+    if starts <= t and t < ends then running = event end
+    for _, edge in ipairs({starts, ends}) do
+      if edge > t and (next_boundary == 0 or edge < next_boundary) then next_boundary = edge end
+    end
+  end
+  if next_boundary == 0 then return '' end
+  if not running then return fmt(next_boundary) .. '|||||' end
+  local o = running.overrides or {}
+  local function setting(value)
+    if value == nil then return '' end
+    if value == cjson.null then return '0' end -- capacity null: no bound
+    return tostring(value)
+  end
+  return table.concat({fmt(next_boundary), running.id, setting(o.mode), setting(o.ratePerMinute),
+    setting(o.capacity), setting(o.admissionTtlSec)}, '|')
+end
+
+-- The room's own settings (as stored) with a running event's overrides laid over them.
+local function lay_over(room, base, state)
+  room.mode, room.rate = base.mode, base.rate
+  room.capacity, room.admission_ttl = base.capacity, base.admission_ttl
+  room.event, room.overrides = '', nil
+  if not state then return end
+  room.event, room.overrides = state.id, state
+  if state.mode ~= '' then room.mode = state.mode end
+  if state.rate then room.rate = state.rate end
+  if state.capacity then room.capacity = state.capacity end
+  if state.ttl then room.admission_ttl = state.ttl end
+end
+
+-- Apply the events to `room` at `now`, crossing (and writing) every boundary passed since the
+-- last script ran: admissions earned before a boundary are booked at the rate in force before
+-- it, so a rate change at an event's edge is as burst-free as an operator's. Returns true when
+-- a boundary was crossed here.
+local function at_events(room, now)
+  if not room.event_state then return false end
+  local base = {mode = room.mode, rate = room.rate, capacity = room.capacity,
+    admission_ttl = room.admission_ttl}
+  local state = parse_event_state(room.event_state)
+  local crossed = false
+  while state and state.boundary > 0 and now >= state.boundary do
+    lay_over(room, base, state.id ~= '' and state or nil)
+    local edge = state.boundary
+    accrue(room, edge)
+    local text = event_state_at(edge)
+    state = text ~= '' and parse_event_state(text) or nil
+    room.event_state = text
+    lay_over(room, base, state and state.id ~= '' and state or nil)
+    -- What was earned before the edge is dealt after it when crossed on time (a ticked room:
+    -- within a second); an edge passed long ago (nobody ran) keeps one second of the new rate.
+    if now - edge >= 1000 then room.bank = math.min(room.bank, bank_cap(room.rate)) end
+    crossed = true
+  end
+  if crossed then
+    if room.event_state ~= '' then
+      redis.call('HSET', ROOM, 'evo', room.event_state)
+    else
+      redis.call('HDEL', ROOM, 'evo')
+    end
+    -- booked now: save_room's lazy write would skip accrual, and it moved at another rate
+    redis.call('HSET', ROOM, 'bank', fmt(room.bank), 'last', fmt(room.accrued_at))
+    room.loaded[1], room.loaded[2] = room.bank, room.accrued_at
+  else
+    lay_over(room, base, state and state.id ~= '' and state or nil)
+  end
+  return crossed
+end

@@ -1,0 +1,167 @@
+"""Scheduled events in the scripts (SPEC "Room policies"): an event's overrides apply from its
+startsAt to its endsAt on the room's clock, crossed inside the scripts (the ticker's tick, with
+nobody polling), once, burst-free, and the room's own settings apply outside."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from typing import Any
+
+import pytest
+
+from anteroom.engine import Engine
+from anteroom.queue import room_engine as eng
+from anteroom.queue import room_events
+from anteroom.queue.redis_link import connect
+from helpers import make_room
+
+pytestmark = pytest.mark.redis
+
+SECOND = 1_000
+
+
+def pinned_room(engine: Engine, **config: Any) -> tuple[str, int]:
+    """An open room on a pinned clock (it moves only when the test moves it), and its now."""
+    room = make_room(engine, abandonAfterSec=86_400, **config)
+    now = engine.stats(room).now_ms
+    engine.set_clock(room, now)
+    engine.open(room)
+    return room, now
+
+
+def schedule(engine: Engine, room: str, *events: dict[str, Any]) -> list[dict[str, Any]]:
+    """Write ``events`` (ids given here) as the management API does, through the engine."""
+    listed = [{"id": room_events.new_id()} | e for e in events]
+    version = engine.get_room(room)["eventsVersion"]
+    engine.set_events(room, version, sorted(listed, key=lambda e: e["startsAt"]))
+    return listed
+
+
+def fill(engine: Engine, room: str, n: int) -> None:
+    for i in range(n):
+        engine.enter(room, f"v{i:04d}", f"s{i}", 10)
+
+
+def dealt_per_second(engine: Engine, room: str, seconds: int) -> list[int]:
+    """Tick once a second for ``seconds`` (as the ticker does); what each tick dealt."""
+    out = []
+    for _ in range(seconds):
+        engine.shift_clock(room, SECOND)
+        out.append(engine.tick(room).dealt)
+    return out
+
+
+def test_an_event_sets_the_rate_for_its_window_only_with_nobody_polling(engine: Engine) -> None:
+    room, t0 = pinned_room(engine, ratePerMinute=60)
+    fill(engine, room, 400)
+    schedule(
+        engine,
+        room,
+        {
+            "startsAt": t0 + 10 * SECOND,
+            "endsAt": t0 + 20 * SECOND,
+            "overrides": {"ratePerMinute": 600},
+        },
+    )
+    dealt = dealt_per_second(engine, room, 30)
+    # one a second at the room's rate, ten a second in the event's window, one again after
+    assert sum(dealt[:10]) == 10
+    assert sum(dealt[10:20]) == 100
+    assert sum(dealt[20:]) == 10
+    assert engine.redis.hget(engine.keys.room(room), "evo") is None  # nothing left to come
+
+
+def test_a_jump_across_a_whole_event_is_burst_free(engine: Engine) -> None:
+    room, t0 = pinned_room(engine, ratePerMinute=60)
+    fill(engine, room, 100)
+    schedule(
+        engine,
+        room,
+        {
+            "startsAt": t0 + 5 * SECOND,
+            "endsAt": t0 + 65 * SECOND,
+            "overrides": {"ratePerMinute": 6000},
+        },
+    )
+    engine.shift_clock(room, 3_600 * SECOND)  # nobody called for an hour: both edges passed
+    assert engine.tick(room).dealt == 1  # the bank holds one second of the rate now in force
+
+
+def test_reject_in_an_event_refuses_newcomers_and_keeps_those_waiting(engine: Engine) -> None:
+    room, t0 = pinned_room(engine, ratePerMinute=1)
+    fill(engine, room, 3)
+    before = [e.visitor for e in engine.line(room)]
+    schedule(
+        engine,
+        room,
+        {"startsAt": t0 + SECOND, "endsAt": t0 + 60 * SECOND, "overrides": {"mode": "reject"}},
+    )
+    engine.enter(room, "early", "s-early", 10)  # before startsAt: taken
+    engine.shift_clock(room, SECOND)
+    with pytest.raises(eng.RoomClosed):
+        engine.enter(room, "late", "s-late", 10)
+    assert [e.visitor for e in engine.line(room)] == [*before, "early"]
+    engine.shift_clock(room, 59 * SECOND)
+    assert engine.enter(room, "after", "s-after", 10).status == "waiting"
+
+
+def test_capacity_and_admission_life_follow_the_event(engine: Engine) -> None:
+    room, t0 = pinned_room(engine, ratePerMinute=6000, admissionTtlSec=300)
+    overrides = {"mode": "passthrough", "capacity": 2, "admissionTtlSec": 60}
+    schedule(engine, room, {"startsAt": t0, "endsAt": t0 + 60 * SECOND, "overrides": overrides})
+    answers = [engine.enter(room, f"v{i}", f"s{i}", 10) for i in range(4)]
+    assert [a.status for a in answers] == ["admitted", "admitted", "waiting", "waiting"]
+    admission = answers[0].admission
+    assert admission is not None and admission.expires_ms - admission.issued_ms == 60 * SECOND
+
+
+def test_a_stale_write_of_the_events_is_refused(engine: Engine) -> None:
+    room, t0 = pinned_room(engine)
+    version = engine.get_room(room)["eventsVersion"]
+    event = {"id": "ev1", "startsAt": t0 + SECOND, "endsAt": t0 + 2 * SECOND}
+    engine.set_events(room, version, [event | {"overrides": {"ratePerMinute": 5}}])
+    with pytest.raises(eng.EventsChanged):
+        engine.set_events(room, version, [])  # written by someone else since it was read
+    assert [e["id"] for e in engine.get_room(room)["events"]] == ["ev1"]
+
+
+def _tick_until(url: str, room: str, end_ms: int, worker: int, started: Any, out: Any) -> None:
+    """A process ticking and entering as another instance would, until the clock reaches
+    ``end_ms`` (the test moves it)."""
+    engine = Engine(connect(url, timeout=30))
+    started.wait()
+    dealt, entries = 0, 0
+    while engine.stats(room).now_ms < end_ms:
+        dealt += engine.tick(room).dealt
+        entries += 1  # newcomers run the enter script, which crosses boundaries too
+        dealt += engine.enter(room, f"w{worker}-{entries}", "s", 10).status == "admitted"
+    out.put(dealt)
+
+
+@pytest.mark.slow
+def test_several_instances_cross_each_boundary_once(engine: Engine, redis_url: str) -> None:
+    """Four processes tick the room while the test moves its clock through an event: the
+    admissions dealt are those of the rates in force, not a boundary crossed four times."""
+    room, t0 = pinned_room(engine, ratePerMinute=60)
+    fill(engine, room, 300)
+    event = {"startsAt": t0 + 5 * SECOND, "endsAt": t0 + 10 * SECOND}
+    schedule(engine, room, event | {"overrides": {"ratePerMinute": 1200}})
+    end = t0 + 15 * SECOND
+    ctx = mp.get_context("spawn")
+    started, out = ctx.Barrier(5), ctx.Queue()
+    workers = [
+        ctx.Process(target=_tick_until, args=(redis_url, room, end, w, started, out))
+        for w in range(4)
+    ]
+    for worker in workers:
+        worker.start()
+    started.wait(timeout=120)
+    while engine.stats(room).now_ms < end:
+        engine.shift_clock(room, 100)  # a tenth of a second at a time
+        engine.tick(room)
+    by_workers = sum(out.get(timeout=60) for _ in workers)
+    for worker in workers:
+        worker.join(timeout=30)
+    # 5 s at 1/s, 5 s at 20/s, 5 s at 1/s, give or take one admission at each edge
+    assert 108 <= engine.stats(room).dealt_total <= 112
+    assert by_workers > 0  # the other instances did deal some: the boundary was theirs too
