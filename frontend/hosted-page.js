@@ -19,6 +19,7 @@ import {
   localText,
   localTextWithLanguage,
   observedRates,
+  oddsText,
   pageState,
   progressValue,
   receiptDownload,
@@ -166,7 +167,10 @@ export function startHostedPage(environment = {}) {
     // In a pre-queue no place is drawn yet (it is drawn at random at the opening).
     if (state === "prequeue") setText("position", null);
     else setText("position", position === null ? "" : tr.number(position));
-    setText("ahead", state === "waiting" ? aheadText(position, tr) : null);
+    // A random room's spot has no place: its odds in words instead, where the place would be.
+    const odds = state === "waiting" && oddsText(answer?.odds, tr);
+    setText("ahead", state === "waiting" ? odds || aheadText(position, tr) : null);
+    root.dataset.draw = odds ? "1" : ""; // "1": the stylesheet hides the place, ETA and bar
     // Between polls the agent moves the place at the room's pace (estimate.js): say so.
     const estimate = Boolean(update.estimate);
     setText("estimate", estimate ? tr.text("page.estimate") : null);
@@ -193,7 +197,8 @@ export function startHostedPage(environment = {}) {
 
     // A closed room says what its operator wrote ("Sold out — thank you for waiting").
     const closed = state === "idle" ? localText(answer?.closedMessage, lang) : null;
-    const sentence = closed ?? statusText(state, update, roomName, tr);
+    // (a random room's draw: "You're in the draw", its odds where the place would be)
+    const sentence = closed ?? (odds ? tr.text("status.draw") : statusText(state, update, roomName, tr));
     setText("status-text", sentence);
     const next = { state, position, at: clock.now() };
     const spoken = [];

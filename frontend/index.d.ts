@@ -38,8 +38,13 @@ export interface QueueAnswer {
   redirectUrl: string | null;
   /** Ticket number (not a credential). Absent for `idle`. */
   ticket?: number | null;
-  /** 1 + the eligible spots ahead; null while held. */
+  /** 1 + the eligible spots ahead; null while held, and in a random room's draw. */
   position: number | null;
+  /**
+   * Only in a room in mode random, while waiting: the chance of admission in the next minute
+   * (0..1) instead of a place (`position` and `etaSeconds` are null).
+   */
+  odds?: number | null;
   /** Honest estimate of the wait; null while paused, held, or when nothing honest can be said. */
   etaSeconds: number | null;
   /** Epoch ms the room opens (a pre-queue while in the future), or null. */

@@ -116,6 +116,19 @@ export function aheadText(position, tr) {
 }
 
 /**
+ * A random room's odds (the chance of admission in the next minute, 0..1) in words: odds.2
+ * "about a 1 in {n} chance", odds.1 likely within the minute (1 in 1), odds.0 nobody let in
+ * now; null without odds. (Keys kept short: the hosted page's bundle has a gzip budget.)
+ * @param {unknown} odds
+ * @param {import("./i18n.js").Translator} tr
+ */
+export function oddsText(odds, tr) {
+  if (typeof odds !== "number") return null;
+  const n = Math.round(1 / odds);
+  return tr.text(`odds.${odds > 0 ? Math.min(n, 2) : 0}`, { n });
+}
+
+/**
  * Share of the way from the first position seen to the front, in [0, 1].
  * @param {number} startPosition
  * @param {number} position

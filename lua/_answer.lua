@@ -1,4 +1,4 @@
--- needs: _base, _admissions, _cadence, _blocks, _bucket, _spot, _regroup
+-- needs: _base, _admissions, _cadence, _blocks, _bucket, _spot, _regroup, _draw_random
 -- The pace of admissions (a second) and the ETA of a position: the room's rate, or, when the
 -- capacity is full, the pace admissions were seen at over the last minute (none: no honest ETA,
 -- and the cadence keeps the rate's).
@@ -28,7 +28,8 @@ end
 -- admitted at ms, expires ms, admission jti, session jti, network tag, deal number, score,
 -- now ms (the room's clock: the facade counts the poll in that minute), and for a waiting spot
 -- in the line its order key and the time it is kept until unpolled (ms: seen + abandonAfterSec),
--- which its ticket carries for the far poll answered from a snapshot (room_snapshot.py).
+-- which its ticket carries for the far poll answered from a snapshot (room_snapshot.py), and
+-- for a waiting spot of a random room its odds (see draw_odds; a decimal, position and ETA null).
 -- -1 / '' stand for null.
 local function answer(room, vid, spot, now)
   if spot.state == 'a' then
@@ -50,6 +51,14 @@ local function answer(room, vid, spot, now)
       rank = redis.call('ZRANK', LINE, vid)
       book_released({order_key})
     end
+  end
+  if room.mode == 'random' then -- in the draw: no place or ETA, its odds instead
+    local line = redis.call('ZCARD', LINE)
+    local order_key = rank and redis.call('ZSCORE', LINE, vid) or ''
+    return {'waiting', spot.ticket, -1, -1, fmt(room.opens_at), draw_cadence(room, line, now),
+      room.status, room.generation, 0, 0, '', spot.session_jti, spot.network_tag, 0, spot.score,
+      fmt(now), order_key, fmt(spot.seen + room.abandon_after * 1000),
+      string.format('%.4g', draw_odds(room, line, now))}
   end
   local position = (rank or 0) + 1
   local pace, eta = pace_and_eta(room, position, now)

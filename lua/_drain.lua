@@ -1,4 +1,4 @@
--- needs: _base, _admissions, _revocations, _blocks, _bucket, _expiry, _record, _room
+-- needs: _base, _admissions, _revocations, _blocks, _bucket, _expiry, _record, _room, _draw_random
 -- The drain's view of a waiting record, in one match and without a table per spot (it deals
 -- up to 200 a call): head "ticket|score|", score, middle "|seen|session jti|network tag|",
 -- seen, session jti, entry time ('' in records older than the wait histogram). The admitted
@@ -13,6 +13,7 @@ local WAITING_PATTERN = '^([^|]*|([^|]*)|)w(|([^|]*)|([^|]*)|[^|]*|)([^|]*)||$'
 -- Returns the number admitted.
 local MAX_SCAN = 1000
 local function drain(room, now)
+  if room.mode == 'random' then return drain_random(room, now) end -- _draw_random.lua
   if room.status ~= 'open' or now < room.opens_at then return 0 end
   -- the pool stands at the head and is not in its drawn order until the draw is made
   -- (queue/draw.py): nobody is admitted before

@@ -8,7 +8,9 @@ so a spot goes between 1 and 1.5 x abandonAfterSec after its last poll, or 3 of 
 when that is longer), the poll cadence within a budget, capacity, the
 per-ticket limit, and the sweep that enter and poll carry along at most once a minute.
 Queueing modes (SPEC "Room policies"): ``passthrough`` admits whatever the bank, within capacity,
-and spends none of it; ``reject`` refuses a newcomer (``RoomClosed``) and nobody else.
+and spends none of it; ``reject`` refuses a newcomer (``RoomClosed``) and nobody else;
+``random`` draws each admission among the eligible (see :func:`draw_rank`, the same draw as
+lua/_draw_random.lua) and answers a waiting spot with its odds instead of a place.
 """
 
 from __future__ import annotations
@@ -26,6 +28,14 @@ POOL = 2**24
 
 
 SEEN_BOOKING_MAX_MS = 150_000  # as lua/_expiry.lua's SEEN_BOOKING_MAX
+
+
+def draw_rank(seed: str, deal_number: int, line: int) -> int:
+    """SPEC "Room policies", mode random: the rank in the eligible line (0-based, in order-key
+    order) of the spot drawn for the opening's ``deal_number``-th admission, from the opening's
+    secret seed: the first 52 bits of SHA-1(seed ':' deal number), mod the line's length."""
+    digest = hashlib.sha1(f"{seed}:{deal_number}".encode()).hexdigest()
+    return int(digest[:13], 16) % line
 
 
 class ModelError(Exception):
@@ -112,6 +122,9 @@ class Model:
         budget = 200 if passthrough else min(200, self.bank // UNIT)
         if self.capacity is not None:
             budget = min(budget, self.capacity - len(self.active))
+        if self.mode == "random":
+            self.draw_random(budget)
+            return
         for _, vid in self.eligible():
             if budget <= 0:
                 break
@@ -123,6 +136,41 @@ class Model:
             if not passthrough:
                 self.bank -= UNIT
             budget -= 1
+
+    def draw_random(self, budget: int) -> None:
+        """Each admission drawn among the eligible; an abandoned spot drawn is dropped and the
+        same deal drawn again among the rest."""
+        line = self.eligible()
+        while budget > 0 and line:
+            _, vid = line.pop(draw_rank(self.seed, self.dealt + 1, len(line)))
+            if self.spots[vid].seen + self.abandon_ms <= self.now:
+                del self.spots[vid]
+                continue
+            self.admit(vid)
+            self.bank -= UNIT
+            budget -= 1
+
+    def odds(self) -> float:
+        """A random room's odds: admissions possible in a minute (the rate, within free
+        capacity, or the last minute's pace when full) over the eligible line, at most 1."""
+        line = len(self.eligible())
+        if self.status != "open" or self.now + UNIT < self.opens_at or line < 1:
+            return 0.0
+        per_minute = self.rate
+        if self.capacity is not None:
+            free = self.capacity - self.live_active()
+            if free <= 0:
+                second = self.now // 1000
+                free = sum(1 for t in self.admissions if t // 1000 > second - 60)
+            per_minute = min(per_minute, free)
+        return float(f"{min(1, per_minute / line):.4g}")
+
+    def random_cadence(self) -> int:
+        """Every spot alike: line / budget seconds from 2 s, at most a third of the admission's
+        life, and before opensAt as the fifo cadence waits."""
+        interval = min(max(2000, len(self.eligible()) * 1000 / self.budget), self.ttl_ms / 3)
+        before_opening = min(max(0, self.opens_at - self.now) / 5, 300_000)
+        return math.floor(max(interval, before_opening))
 
     def sweep(self) -> None:
         """Drop abandoned spots anywhere in the line, when the last pass began a minute ago.
@@ -195,6 +243,8 @@ class Model:
             return ("admitted", spot.ticket, None, None, spot.deal)
         if spot.score >= self.hold:
             return ("held", spot.ticket, None, None, 15_000)
+        if self.mode == "random":
+            return ("waiting", spot.ticket, None, None, self.random_cadence(), self.odds())
         position = 1 + sum(1 for k, _ in self.eligible() if k < spot.key)
         eta = None
         pace = self.rate / 60

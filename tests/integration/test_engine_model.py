@@ -30,7 +30,8 @@ def comparable(answer: QueueAnswer) -> tuple:
     if answer.status == "admitted":
         assert answer.admission is not None
         return ("admitted", answer.ticket, None, None, answer.admission.deal_number)
-    return (answer.status, answer.ticket, answer.position, answer.eta_seconds, answer.poll_after_ms)
+    said = (answer.status, answer.ticket, answer.position, answer.eta_seconds, answer.poll_after_ms)
+    return said if answer.odds is None else (*said, answer.odds)
 
 
 class EngineAgainstModel(RuleBasedStateMachine):
@@ -47,14 +48,19 @@ class EngineAgainstModel(RuleBasedStateMachine):
         capacity=st.sampled_from([None, 1, 2]),
         hold=st.sampled_from([50, 70]),
         ahead=st.sampled_from([None, None, 30_000]),
+        mode=st.sampled_from(["fifo", "fifo", "random"]),
     )
-    def create(self, rate: int, capacity: int | None, hold: int, ahead: int | None) -> None:
+    def create(
+        self, rate: int, capacity: int | None, hold: int, ahead: int | None, mode: str
+    ) -> None:
         self.room = make_room(
             self.engine, ratePerMinute=rate, capacity=capacity, holdScore=hold,
-            admissionTtlSec=30, abandonAfterSec=60, maxWaiting=6,
+            admissionTtlSec=30, abandonAfterSec=60, maxWaiting=6, mode=mode,
         )  # fmt: skip
         self.engine.set_clock(self.room, START)
         self.model = Model(rate, capacity, 30_000, hold, 60_000, 6, START)
+        # a third of runs draw from the start, so lines of several are drawn from
+        self.model.mode = mode
         # most runs should exercise an open line; a third start with a pre-queue, so a draw
         # of several entrants is made, published and checked
         self.open(ahead)
@@ -140,7 +146,7 @@ class EngineAgainstModel(RuleBasedStateMachine):
         self.engine.update_room(self.room, {"holdScore": hold})
         self.model.hold = hold
 
-    @rule(mode=st.sampled_from(["fifo", "fifo", "passthrough", "reject"]))
+    @rule(mode=st.sampled_from(["fifo", "fifo", "random", "random", "passthrough", "reject"]))
     def switch_mode(self, mode: str) -> None:
         self.engine.update_room(self.room, {"mode": mode})
         self.model.mode = mode

@@ -41,10 +41,10 @@ def deal_number(engine: Engine, room: str, vid: str) -> int:
     return answer.admission.deal_number
 
 
-def test_a_room_is_fifo_unless_told_and_random_is_not_taken_yet(engine: Engine) -> None:
+def test_a_room_is_fifo_unless_told_and_takes_only_known_modes(engine: Engine) -> None:
     room = make_room(engine)
     assert engine.get_room(room)["mode"] == "fifo"
-    for bad in ("random", "FIFO", "", None, 1):
+    for bad in ("RANDOM", "FIFO", "", None, 1):
         with pytest.raises(rooms.ValidationError) as caught:
             engine.update_room(room, {"mode": bad})
         assert set(caught.value.fields) == {"mode"}

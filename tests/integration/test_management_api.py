@@ -403,8 +403,18 @@ def test_a_mode_switch_is_audited_with_the_key_that_made_it(
     assert op.get(room["id"])["mode"] == "reject"
 
 
-@pytest.mark.parametrize("mode", ["random", "lifo", "", None, 3])
-def test_an_unknown_or_unbuilt_mode_is_a_400_naming_the_field(op: Operator, mode: Any) -> None:
+def test_a_switch_to_random_and_back_is_audited(op: Operator, keys: dict[str, Any]) -> None:
+    room = op.create()
+    for mode in ("random", "fifo"):
+        assert op.patch(room["id"], {"mode": mode}).json["mode"] == mode
+    back, to_random = op.call("GET", "/audit", limit="2").json["events"]
+    assert to_random["changes"] == {"mode": {"before": "fifo", "after": "random"}}
+    assert back["changes"] == {"mode": {"before": "random", "after": "fifo"}}
+    assert to_random["keyId"] == keys["prod"].id
+
+
+@pytest.mark.parametrize("mode", ["RANDOM", "lifo", "", None, 3])
+def test_an_unknown_mode_is_a_400_naming_the_field(op: Operator, mode: Any) -> None:
     room = op.create()
     response = op.patch(room["id"], {"mode": mode})
     assert response.status_code == 400 and set(response.json["fields"]) == {"mode"}

@@ -426,3 +426,24 @@ def test_a_passthrough_room_admits_everyone_at_once(
         assert answer.status_code == 200 and answer.json["status"] == "admitted"
         assert answer.json["token"].startswith("ab1.")
     assert services.engine.stats(room).dealt_total == 3
+
+
+def test_a_random_room_answers_odds_and_no_place(
+    client: FlaskClient, services: Services, api_key: str, room: str
+) -> None:
+    services.engine.update_room(room, {"ratePerMinute": 1})
+    first, second = Visitor(client, api_key), Visitor(client, api_key)
+    assert first.enter("drop").json["position"] == 1  # nothing earned yet: both wait
+    assert second.enter("drop").json["position"] == 2
+    services.engine.update_room(room, {"mode": "random"})
+    third = Visitor(client, api_key)
+    for answer in (third.enter("drop"), second.poll()):
+        body = answer.json
+        assert answer.status_code == 200 and body["status"] == "waiting"
+        assert body["position"] is None and body["etaSeconds"] is None
+        assert body["odds"] == 0.3333  # 1 a minute over the 3 waiting
+        assert int(answer.headers["Retry-After"]) >= 2
+    # back to fifo: a place again, and no odds
+    services.engine.update_room(room, {"mode": "fifo"})
+    body = third.poll().json
+    assert body["position"] == 3 and body["odds"] is None

@@ -278,6 +278,40 @@ describe("the hosted page", () => {
     assert.equal(view.get("progress").value, 1);
   });
 
+  test("a random room's draw: no place, the odds in words, in the page's language", async () => {
+    const draw = (odds) => answer({ position: null, etaSeconds: null, odds });
+    const fake = new FakeFetch(clock, {
+      "/api/v1/queue/enter": [draw(0.025)],
+      "/api/v1/queue/poll": [draw(0.9), draw(0), answer({ position: 3, etaSeconds: 20 })],
+    });
+    const view = page({ room: ROOM, key: "pk_test_1" });
+    start(fake, view);
+    await clock.advance(0);
+    assert.match(view.get("status-text").textContent, /^You're in the draw/);
+    assert.equal(view.get("ahead").textContent, "About a 1 in 40 chance in the next minute");
+    assert.equal(view.get("anteroom").dataset.draw, "1");
+    assert.equal(view.get("eta").hidden, true);
+    assert.equal(view.get("position").textContent, "");
+    await clock.advance(1000);
+    assert.equal(view.get("ahead").textContent, "You're likely to be taken in within the next minute");
+    await clock.advance(1000);
+    assert.equal(view.get("ahead").textContent, "Nobody is being let in at this moment");
+    // back to fifo: a place again, and the draw's styling goes
+    await clock.advance(1000);
+    assert.equal(view.get("position").textContent, "3");
+    assert.equal(view.get("anteroom").dataset.draw, "");
+  });
+
+  test("the odds read in the page's language, with its number format", async () => {
+    const fake = new FakeFetch(clock, {
+      "/api/v1/queue/enter": [answer({ position: null, etaSeconds: null, odds: 0.001 })],
+    });
+    const view = page({ room: ROOM, key: "pk_test_1" }, "de");
+    start(fake, view);
+    await clock.advance(0);
+    assert.equal(view.get("ahead").textContent, "Etwa 1 zu 1.000 Chance in der nächsten Minute");
+  });
+
   test("a closed room shows its closing message instead of the idle sentence", async () => {
     const closedMessage = { en: "Sold out — thank you for waiting", ja: "完売しました。お待ちいただきありがとうございました" };
     const fake = new FakeFetch(clock, {

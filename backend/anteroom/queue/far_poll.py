@@ -8,7 +8,8 @@ Redis cost per poll — every poll that would get a plain "waiting" answer. Any 
 to the scripts (``None``), so every rule holds as before:
 
 - a newer generation than the snapshot's, a room not open or paused, a regrouping under way, a
-  passthrough room (its line goes at once), a held score, a revocation of the visitor or its
+  passthrough room (its line goes at once), a random room (no place, odds: see
+  lua/_draw_random.lua), a held score, a revocation of the visitor or its
   session, a ticket past its ``qu`` (the spot may have been swept), a spot the last batched
   booking did not find: Redis answers;
 - an older generation: ``TicketGone`` (generations only grow);
@@ -75,6 +76,7 @@ def answer_far(
         or snapshot.status not in ("open", "paused")
         or snapshot.regrouping
         or snapshot.passthrough
+        or snapshot.random
         or score >= snapshot.hold_score
         or now_ms >= kept_until
         or snapshot.revoked(vid, session_jti, now_ms)

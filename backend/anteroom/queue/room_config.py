@@ -25,9 +25,9 @@ REDIRECT_URL_MAX_LENGTH = 2000
 FAIL_MODES = ("open", "closed")
 # Queueing modes (SPEC "Room policies"), as the scripts read them (lua/enter.lua, _drain.lua):
 # fifo, today's line; passthrough, everyone admitted at once whatever the rate (within
-# capacity); reject, no new entries (RoomClosed) while those already waiting keep their spots.
-# SPEC's `random` is not built yet: it is refused rather than taken and quietly run as fifo.
-MODES = ("fifo", "passthrough", "reject")
+# capacity); reject, no new entries (RoomClosed) while those already waiting keep their spots;
+# random, each admission drawn among the eligible waiting (lua/_draw_random.lua).
+MODES = ("fifo", "random", "passthrough", "reject")
 # The hosted page's languages (its catalogs are translations/<code>.json): a room's texts for
 # visitors (notice, closedMessage) may be given per language in these.
 PAGE_LANGUAGES: tuple[str, ...] = (
@@ -88,8 +88,6 @@ def _mode(value: Any) -> str | None:
     if value in MODES:
         return None
     listed = ", ".join(f'"{m}"' for m in MODES)
-    if value == "random":
-        return f"random is not available yet; must be one of {listed}"
     return f"must be one of {listed}"
 
 

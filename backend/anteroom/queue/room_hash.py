@@ -42,7 +42,7 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("notice", "ntc", "waiting page notice, JSON ('' for none)"),
     RoomField("closedMessage", "cmsg", "message shown while closed, JSON ('' for none)"),
     RoomField("theme", "thm", "waiting page theme, JSON ('' for none)"),
-    RoomField("mode", "mode", "queueing mode: fifo, passthrough or reject (room_config.MODES)"),
+    RoomField("mode", "mode", "queueing mode: fifo, random, passthrough, reject (rooms.MODES)"),
     RoomField("bypass", "byp", "bypass rules, JSON, secrets as scrypt hashes ('' for none)"),
     RoomField("sessionRenewal", "srn", "0 when admissions end at their expiry (never renewed)"),
     RoomField("drawBeacon", "dbc", "public randomness beacon a draw takes, JSON ('' for none)"),

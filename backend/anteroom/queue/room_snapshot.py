@@ -49,6 +49,8 @@ class RoomSnapshot:
     # A passthrough room admits its whole line within a few calls, far faster than the
     # far poll's allowance for admissions since the snapshot: Redis answers its polls.
     passthrough: bool = False
+    # A random room's spots have no place to answer, only odds: Redis answers its polls too.
+    random: bool = False
 
     def clock(self, monotonic: float) -> int:
         """The room's clock now (ms), from the clock when read and the time since."""
@@ -96,6 +98,7 @@ def decode(raw: list[Any], read_at: float, known: RoomSnapshot | None) -> RoomSn
         blocks=LineBlocks.from_counts(_pairs(raw[16])),
         revocations=held,
         passthrough=len(raw) > 18 and raw[18] == "passthrough",
+        random=len(raw) > 18 and raw[18] == "random",
     )
 
 

@@ -42,6 +42,9 @@ class QueueAnswer:
     # clock): its ticket carries them (TicketClaims.order_key, kept_until) for the far poll.
     order_key: int | None = None
     kept_until_ms: int | None = None
+    # A waiting spot of a random room: its chance of admission in the next minute (0..1),
+    # given instead of a place (position and ETA are None).
+    odds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,14 @@ def _none(value: Any) -> int | None:
     return None if number < 0 else number
 
 
+def _odds(raw: list[Any]) -> float | None:
+    # Only a waiting answer without a place carries odds at [18] (lua/_answer.lua); the far
+    # poll's answer has its place and a booking flag there instead.
+    if len(raw) > 18 and raw[0] == "waiting" and int(raw[2]) < 0 and raw[18] not in ("", None):
+        return float(raw[18])
+    return None
+
+
 def queue_answer(raw: list[Any]) -> tuple[QueueAnswer, int]:
     """An enter/poll/refresh answer (see ``answer`` in lua/_answer.lua) and the room's clock
     when it was given (ms)."""
@@ -116,6 +127,7 @@ def queue_answer(raw: list[Any]) -> tuple[QueueAnswer, int]:
         score=int(raw[14]),
         order_key=int(float(raw[16])) if len(raw) > 17 and raw[16] not in ("", None) else None,
         kept_until_ms=int(raw[17]) if len(raw) > 17 and raw[17] not in ("", None) else None,
+        odds=_odds(raw),
     )
     return answer, int(raw[15])
 

@@ -58,7 +58,10 @@ FIELD_DOCS = {
     "everyone admitted at once whatever the rate (still within capacity, still counted; a "
     "switch admits those already waiting in their order at the next tick); `reject`, no new "
     "entries (403 RoomClosed with the closedMessage) while those already waiting keep their "
-    "spots and are still admitted. `random` is not available yet.",
+    "spots and are still admitted; `random`, each admission at ratePerMinute drawn at random "
+    "among the eligible waiting with the opening's secret seed (answers carry `odds`, the "
+    "chance of admission in the next minute, instead of a place). A switch never reorders "
+    "the line: back to fifo, it is in its order less those admitted.",
     "notice": "News for the line, shown on every waiting page within one poll and announced to "
     "screen readers: plain text (up to 500 characters), or such texts by page language "
     '(`{"en": …, "de": …}`: a visitor gets theirs, else English, else the first); null: none.',

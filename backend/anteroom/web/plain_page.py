@@ -214,6 +214,8 @@ def status_text(answer: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if status == "waiting":
         if answer.get("roomStatus") == "paused":
             return "status.paused", {}
+        if answer.get("odds") is not None:  # a random room's draw: no place to tell
+            return "status.draw", {}
         if answer.get("position"):
             return "status.waiting", {"position": answer["position"]}
         return "status.waitingNoPosition", {}

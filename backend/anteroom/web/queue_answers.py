@@ -122,6 +122,7 @@ def render(
         eta_seconds=answer.eta_seconds,
         poll_after_ms=answer.poll_after_ms or None,
         generation=answer.generation,
+        odds=answer.odds,
     )
     if answer.status == "idle":
         return body, None
@@ -152,6 +153,7 @@ def answer_body(
     poll_after_ms: int | None = None,
     token: str | None = None,
     generation: int | None = None,
+    odds: float | None = None,
 ) -> dict[str, Any]:
     """The one builder of a queue answer, in the shape ``visitor_models.QueueAnswer`` documents.
 
@@ -166,6 +168,8 @@ def answer_body(
         "ticket": ticket,
         "position": position,
         "etaSeconds": eta_seconds,
+        # a random room's waiting spot: in the draw, its chance in the next minute, no place
+        "odds": odds,
         "opensAt": opens_at,
         "pollAfterMs": poll_after_ms,
         "queueToken": None,

@@ -155,6 +155,16 @@ class QueueAnswer(Answer):
     ticket: int | None = Field(ge=1)
     position: int | None = Field(ge=1)
     etaSeconds: int | None = Field(ge=0)
+    odds: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description=(
+            "Only while waiting in a room in mode random (position and etaSeconds are null): "
+            "the chance of admission in the next minute, the admissions the room can make in "
+            "a minute (its rate, within free capacity) over the eligible waiting, at most 1."
+        ),
+    )
     opensAt: int | None = Field(description="Epoch ms.")
     pollAfterMs: int | None = Field(ge=1)
     queueToken: token_text(tokens.TICKET, "Poll with it.") | None  # type: ignore[valid-type]
