@@ -19,7 +19,6 @@ local vid, ticket, generation, spent = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV
 local v = redis.call('HMGET', ROOM, 'gen', 'st', 'clk', 'fix', 'oa', 'rate', 'cap', 'hold',
   'swt', 'swc', 'rel', 'cvk', 'bank', 'last', 'aban', 'pbud', 'mode', 'evo')
 if tonumber(v[1]) ~= generation then return MORE end
-if v[17] == 'random' then return MORE end -- no place to answer: the full poll gives the odds
 local n = tonumber
 local room = {status = v[2], clock_offset = n(v[3]) or 0, pinned_clock = n(v[4]) or 0,
   opens_at = n(v[5]) or 0, rate = n(v[6]) or 0, capacity = n(v[7]) or 0, hold_score = n(v[8]),
@@ -35,6 +34,7 @@ if v[18] then -- a scheduled event runs or is to come (see _events.lua)
   if event.mode ~= '' then mode = event.mode end
   room.rate, room.capacity = event.rate or room.rate, event.capacity or room.capacity
 end
+if mode == 'random' then return MORE end -- no place to answer: the full poll gives the odds
 if sweep_due(room.sweep_cursor, room.sweep_started, now) then return MORE end
 
 local open = room.status == 'open'

@@ -12,7 +12,9 @@ import pytest
 from anteroom.engine import Engine
 from anteroom.queue import room_engine as eng
 from anteroom.queue import room_events
+from anteroom.queue.far_poll import answer_far
 from anteroom.queue.redis_link import connect
+from anteroom.sdk.tokens import TicketClaims
 from helpers import make_room
 
 pytestmark = pytest.mark.redis
@@ -165,3 +167,36 @@ def test_several_instances_cross_each_boundary_once(engine: Engine, redis_url: s
     # 5 s at 1/s, 5 s at 20/s, 5 s at 1/s, give or take one admission at each edge
     assert 108 <= engine.stats(room).dealt_total <= 112
     assert by_workers > 0  # the other instances did deal some: the boundary was theirs too
+
+
+def test_a_far_ticket_is_never_answered_across_an_event_s_boundary(engine: Engine) -> None:
+    """The far poll (poll_far.lua, and the snapshot it is answered from) keeps to the settings
+    in force: once an event turning the room random has started, a far ticket gets odds."""
+    room, t0 = pinned_room(engine, ratePerMinute=1, maxWaiting=10_000)
+    answers = {f"v{i:04d}": engine.enter(room, f"v{i:04d}", f"s{i}", 10) for i in range(2_600)}
+    last = answers["v2599"]
+    assert last.position == 2_600 and last.order_key is not None  # a far ticket
+    carried = TicketClaims(
+        room_id=room, visitor_id="v2599", ticket=last.ticket or 0, generation=1,
+        environment="test", session_id=last.session_jti, score=last.score,
+        order_key=last.order_key, kept_until=last.kept_until_ms,
+    )  # fmt: skip
+    schedule(
+        engine,
+        room,
+        {"startsAt": t0 + SECOND, "endsAt": t0 + 60 * SECOND, "overrides": {"mode": "random"}},
+    )
+
+    def poll() -> Any:
+        return engine.poll(room, "v2599", last.ticket or 0, 1, last.session_jti, carried=carried)
+
+    assert poll().position == 2_600  # answered from a snapshot of the fifo room
+    snapshot = engine.snapshots.get(room)
+    assert snapshot is not None and snapshot.boundary_ms == t0 + SECOND
+    # a snapshot read before the boundary never answers at or after it (its clock runs on)
+    assert answer_far(snapshot, t0 + SECOND - 1, "v2599", last.ticket or 0, 1, carried)
+    assert answer_far(snapshot, t0 + SECOND, "v2599", last.ticket or 0, 1, carried) is None
+    engine.shift_clock(room, SECOND)
+    engine.snapshots.forget(room)  # a second has passed: the next far poll reads it again
+    answer = poll()  # nobody has crossed the boundary yet: poll_far hands it on
+    assert answer.position is None and answer.odds == pytest.approx(1 / 2_600, rel=1e-3)

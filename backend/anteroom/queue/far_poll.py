@@ -77,6 +77,7 @@ def answer_far(
         or snapshot.regrouping
         or snapshot.passthrough
         or snapshot.random
+        or 0 < snapshot.boundary_ms <= now_ms
         or score >= snapshot.hold_score
         or now_ms >= kept_until
         or snapshot.revoked(vid, session_jti, now_ms)

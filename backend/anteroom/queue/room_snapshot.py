@@ -51,6 +51,9 @@ class RoomSnapshot:
     passthrough: bool = False
     # A random room's spots have no place to answer, only odds: Redis answers its polls too.
     random: bool = False
+    # The next scheduled event's boundary (room clock ms, 0: none): from then on the rate,
+    # capacity and mode above may be another's, so Redis answers until the next read.
+    boundary_ms: int = 0
 
     def clock(self, monotonic: float) -> int:
         """The room's clock now (ms), from the clock when read and the time since."""
@@ -99,6 +102,7 @@ def decode(raw: list[Any], read_at: float, known: RoomSnapshot | None) -> RoomSn
         revocations=held,
         passthrough=len(raw) > 18 and raw[18] == "passthrough",
         random=len(raw) > 18 and raw[18] == "random",
+        boundary_ms=int(raw[19]) if len(raw) > 19 else 0,
     )
 
 
