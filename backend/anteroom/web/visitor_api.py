@@ -198,11 +198,13 @@ def _invite(s: Services, room: dict[str, Any], token: str | None) -> tokens.Invi
     try:
         invite = tokens.InviteClaims.from_wire(tokens.decode(s.keyring, token, tokens.INVITE))
     except tokens.TokenError as exc:
-        raise errors.TokenInvalid(f"The invite is not valid ({exc.reason}).") from None
+        why = f"is not valid ({exc.reason})"
+        raise errors.TokenInvalid(f"The invite {why}.", fields={"invite": why}) from None
     if (invite.room_id, invite.environment) != (room["id"], room["environment"]):
-        raise errors.TokenInvalid("The invite belongs to another room.")
+        why = "belongs to another room"
+        raise errors.TokenInvalid(f"The invite {why}.", fields={"invite": why})
     if invite.lane not in tokens.INVITE_LANES or not isinstance(invite.uses, int):
-        raise errors.TokenInvalid("The invite is not valid (malformed).")
+        raise errors.TokenInvalid("The invite is not valid.", fields={"invite": "is malformed"})
     return invite
 
 
