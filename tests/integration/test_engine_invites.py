@@ -71,7 +71,9 @@ def test_priority_lane_is_ahead_of_the_public_line_in_invite_order(engine: Engin
     assert engine.poll(room, "p1", first.ticket, 1).status == "admitted"
     assert engine.poll(room, "v0", 1, 1).position == 2
     # the line's block counts place them ahead too (the far poll's snapshot)
-    blocks = {k: int(v) for k, v in engine.redis.hgetall(engine.keys.room_base(room) + "blk").items()}
+    blocks = {
+        k: int(v) for k, v in engine.redis.hgetall(engine.keys.room_base(room) + "blk").items()
+    }
     ahead = LineBlocks.from_counts(blocks).place(-(2**52) + second.ticket)
     assert ahead == (0, 0)
 

@@ -40,8 +40,8 @@ def room(op: Operator) -> dict[str, Any]:
 
 def issue(op: Operator, services: Services, room_id: str, **body: Any) -> list[str]:
     later = services.series.now_ms(room_id) + 3_600_000
-    response = op.call("POST", f"/queues/{room_id}/invites",
-                       {"count": 1, "expiresAt": later, "uses": 1, "lane": "skip"} | body)  # fmt: skip
+    base = {"count": 1, "expiresAt": later, "uses": 1, "lane": "skip"}
+    response = op.call("POST", f"/queues/{room_id}/invites", base | body)
     assert response.status_code == 201, response.json
     return response.json["invites"]  # type: ignore[no-any-return]
 

@@ -25,6 +25,8 @@ from typing import Any, Self
 __all__ = [
     "ADMISSION",
     "CHALLENGE",
+    "INVITE",
+    "INVITE_LANES",
     "MAX_TOKEN_LENGTH",
     "NETWORK_TAG",
     "NOT_RENEWABLE",
@@ -32,8 +34,6 @@ __all__ = [
     "TICKET",
     "TOKEN_TYPES",
     "AdmissionClaims",
-    "INVITE",
-    "INVITE_LANES",
     "ExpiredToken",
     "ForgedToken",
     "InviteClaims",

@@ -338,17 +338,11 @@ def create_invites(call: Call[InviteCreate], room_id: str) -> ResponseReturnValu
         fields = {"expiresAt": f"must be in the future (the room's clock reads {now_ms})"}
         raise errors.BadRequest("Some fields are not valid.", fields=fields)
     issued = int(now_ms // 1000)
-    invites = [
-        tokens.sign(
-            s.keyring,
-            tokens.INVITE,
-            tokens.InviteClaims(
-                room_id, room["environment"], tokens.new_id(), body.expiresAt, body.uses,
-                body.lane, issued,
-            ).to_wire(),
-        )  # fmt: skip
-        for _ in range(body.count)
-    ]
+    env, lane, uses, expires = room["environment"], body.lane, body.uses, body.expiresAt
+    invites = []
+    for _ in range(body.count):
+        claims = tokens.InviteClaims(room_id, env, tokens.new_id(), expires, uses, lane, issued)
+        invites.append(tokens.sign(s.keyring, tokens.INVITE, claims.to_wire()))
     summary = {"count": body.count, "lane": body.lane, "uses": body.uses}
     with storage():
         AuditLog(s.redis, s.keys).record(
