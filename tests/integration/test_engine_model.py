@@ -15,8 +15,8 @@ from anteroom.queue import room_engine as eng
 from anteroom.queue.line_blocks import block_of
 from anteroom.queue.redis_link import connect
 from anteroom.sdk import draw as draws
-from helpers import make_room
 from anteroom.sdk.tokens import InviteClaims
+from helpers import make_room
 from reference_model import Invite, Model, ModelError
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
