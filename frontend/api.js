@@ -57,7 +57,8 @@ export function createApi({ baseUrl, apiKey, fetch, clock }) {
     throw new AnteroomError(
       typeof answer?.message === "string" ? answer.message : `The waiting room answered ${response.status}.`,
       {
-        code: typeof answer?.error === "string" ? answer.error : `Http${response.status}`,
+        // an invite refused (the server names the field): its own code, not the session's
+        code: typeof answer?.error === "string" ? (answer.fields?.invite ? "InviteInvalid" : answer.error) : `Http${response.status}`,
         status: response.status,
         retryAfter,
         closedMessage: answer?.closedMessage ?? null,

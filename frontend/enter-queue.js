@@ -65,6 +65,7 @@ function normalizeOptions(slug, input) {
   if (typeof clock !== "object" || !clockMethods.every((name) => typeof clock[name] === "function")) {
     throw new TypeError("`clock` must be an object with now(), setTimeout() and clearTimeout().");
   }
+  if (options.invite != null && typeof options.invite !== "string") throw new TypeError("`invite` must be a string.");
   options.random ??= Math.random;
   options.estimates ??= true;
   if (typeof options.estimates !== "boolean") throw new TypeError("`estimates` must be true or false.");
@@ -260,7 +261,9 @@ async function lead({ slug, options, store, api, emit, signal }) {
       } else {
         if (!isLive(record, clock.now())) await identify(record.sessionToken);
         const sessionToken = store.read().sessionToken;
-        answer = await retrying(() => api.post(PATHS.enter, { room: slug, sessionToken }, signal));
+        // (no invite: undefined is left out of the JSON, null is taken as none)
+        const body = { room: slug, sessionToken, invite: options.invite };
+        answer = await retrying(() => api.post(PATHS.enter, body, signal));
       }
     } catch (error) {
       if (!(error instanceof AnteroomError)) throw error;

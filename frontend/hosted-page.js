@@ -67,6 +67,8 @@ export function startHostedPage(environment = {}) {
     redirectUrl: root.dataset.redirectUrl ?? "",
     // Set by the server only after checking it lies on the room's own origin.
     returnUrl: root.dataset.returnUrl ?? "",
+    // An invite link's token (`&invite=iv1.…`): the entry takes its lane.
+    invite: new URLSearchParams(location?.search).get("invite"),
   };
   const byId = (/** @type {string} */ id) => document.getElementById(id);
   const tr = createTranslator(readCatalog(document) ?? environment.catalog ?? {}, root.dataset.lang || "en");
@@ -271,6 +273,7 @@ export function startHostedPage(environment = {}) {
         signal: controller.signal,
         fetch: environment.fetch,
         clock,
+        invite: config.invite,
       });
     } catch (error) {
       fail(error);

@@ -108,6 +108,8 @@ export interface EnterQueueOptions {
   random?: () => number;
   /** Between polls, move the place at the room's pace (updates with `estimate: true`). Default true. */
   estimates?: boolean;
+  /** An invite link's token (`iv1.…`, the hosted page's `&invite=`): the entry takes its lane. */
+  invite?: string | null;
 }
 
 /**
@@ -128,7 +130,9 @@ export interface EnterQueueOptions {
  * - 410 `TicketGone`: enters again. 401 on entry: identifies again.
  * - Rejects with an `AnteroomError` on 400, other 401s, 403 (`QueueDenied`, `SessionRevoked`,
  *   `AddressRequired`, `RoomClosed` — a room taking no new entries, with its `closedMessage`)
- *   and 404 `RoomNotFound`.
+ *   and 404 `RoomNotFound`; with an `invite`, 409 `InviteSpent`, 410 `InviteExpired`, or
+ *   `InviteInvalid` (a forged or malformed one, or one of another room: the server's answer
+ *   naming the field `invite`).
  * - Tabs of one browser share the session and the spot: one tab (the holder of the Web Lock
  *   `anteroom:<slug>`) talks to the server, the others hear it on the BroadcastChannel
  *   `anteroom:<slug>` and take over when it closes.

@@ -193,11 +193,15 @@ export function statusText(state, update, roomName, tr) {
   return "";
 }
 
-const KNOWN_ERRORS = ["RoomNotFound", "QueueDenied", "SessionRevoked", "AddressRequired"];
-
-/** @param {string | undefined} code @param {import("./i18n.js").Translator} tr */
+/**
+ * The catalog's text for error `code` (`error.<code>`), else the generic one: a missing key
+ * reads as itself.
+ * @param {string | undefined} code @param {import("./i18n.js").Translator} tr
+ */
 function errorText(code, tr) {
-  return tr.text(code && KNOWN_ERRORS.includes(code) ? `error.${code}` : "error.generic");
+  const key = `error.${code}`;
+  const text = tr.text(key);
+  return text === key ? tr.text("error.generic") : text;
 }
 
 /**

@@ -81,7 +81,8 @@ local function book_order(order_keys)
   local last = tonumber(redis.call('HGET', ROOM, 'lak')) or -1
   local before, pre, later, out = last, 0, 0, 0
   for _, key in ipairs(order_keys) do
-    if key < POST_OPEN_KEY then
+    if key < -DRAWN_SPAN then -- an invitee's lane key: neither pre-queue nor in arrival order
+    elseif key < POST_OPEN_KEY then
       pre = pre + 1
     else
       later = later + 1
@@ -107,9 +108,10 @@ local function book_dealt(room, now, batch)
   end
 end
 
--- (enter's straight-in admission: a later arrival, at the order key its ticket would have had)
-local function admit(room, vid, spot, now)
+-- (enter's straight-in admission: a later arrival, at the order key its ticket would have had,
+-- or an invited one's lane key)
+local function admit(room, vid, spot, now, order_key)
   local batch = new_batch()
-  deal(room, vid, spot, now, batch, POST_OPEN_KEY + spot.ticket)
+  deal(room, vid, spot, now, batch, order_key or POST_OPEN_KEY + spot.ticket)
   book_dealt(room, now, batch)
 end

@@ -7,6 +7,7 @@
 -- or their last close (the room's field `blkz`): older lines are not counted.
 local BLOCKS = BLK -- every script carrying this piece declares `blk` in its KEYS line
 local POST_OPEN_KEY = 4503599627370496 -- 2^52, as in enter.lua
+local DRAWN_SPAN = 2251799813685248    -- 2^51: the draw's keys fill [-2^51, 0); invitees' are below
 local TICKET_BLOCK = 1000              -- tickets per block after opening
 local POOL_BLOCK = 1099511627776       -- 2^40: 2^16 lottery numbers (of 2^28) per pool block
 local function block_of(order_key)

@@ -8,6 +8,8 @@
 -- so a switch back to fifo finds the line in its order, less those admitted.
 -- A spot drawn that is held, abandoned or revoked leaves the line as the fifo drain's would
 -- (filed in its bucket, dropped) and the same deal number is drawn again among the rest.
+-- Invitees in a lane (skip, priority: SPEC's Invites) are ahead of the public line in every
+-- mode: they are dealt first, in their order, and the draw is among the rest.
 -- Times in ms of the room's clock. Returns the number admitted.
 local DRAW_MAX_SCAN = 1000 -- spots read a call at most, as the fifo drain's MAX_SCAN
 local function draw_rank(seed, deal_number, n)
@@ -31,8 +33,12 @@ local function drain_random(room, now)
   local pre, later = 0, 0
   local n = redis.call('ZCARD', LINE)
   while admitted < budget and scanned < DRAW_MAX_SCAN and n > 0 do
-    local rank = draw_rank(room.seed, room.dealt + 1, n)
-    local item = redis.call('ZRANGE', LINE, rank, rank, 'WITHSCORES')
+    -- invitees' lanes (keys below the draw's, _invite.lua) go first, in their order
+    local item = redis.call('ZRANGE', LINE, 0, 0, 'WITHSCORES')
+    if tonumber(item[2]) >= -DRAWN_SPAN then
+      local rank = draw_rank(room.seed, room.dealt + 1, n)
+      item = redis.call('ZRANGE', LINE, rank, rank, 'WITHSCORES')
+    end
     local vid, order_key = item[1], item[2]
     local raw = redis.call('HGET', SPOTS, vid)
     local spot = raw and parse_spot(raw)

@@ -1,15 +1,18 @@
 -- Enter the line: one spot per (room, vid); a repeated entry returns the same spot. Like poll,
 -- it carries a step of the sweep along, so a full line frees its abandoned places by itself.
--- needs: _base, _room, _events, _spot, _revocations, _drain, _sweep, _regroup, _answer, _admissions, _cadence, _expiry
--- KEYS: room spots line active adm rvk bks waits blk
+-- needs: _base, _room, _events, _spot, _revocations, _drain, _sweep, _regroup, _answer, _admissions, _cadence, _expiry, _invite
+-- KEYS: room spots line active adm rvk bks waits blk inv
 --   then, after those, the per-address limit's counters (one per window; none on a Redis
 --   Cluster, where they live on another shard and are counted apart).
 -- ARGV: vid, session jti, score (0-100), network tag ('' unless the room binds it), spent
 --   ('<generation>:<ticket>:<minute>' of a ticket whose polls this minute are used up, else ''),
---   the number of limit counters n, then per counter its limit and its window (seconds).
+--   the number of limit counters n, then per counter its limit and its window (seconds), then
+--   only for a newcomer with an invite (see read_invite in _invite.lua): its id, expiry (ms),
+--   uses and lane.
 -- Reply: a queue answer (see `answer` in _answer.lua) or {'ERR', code, retry s}; the address
 --   over its limit: {'ERR', 'AddressLimited', s until its window resets}; a newcomer to a
---   room in mode reject: {'ERR', 'RoomClosed', 0}.
+--   room in mode reject: {'ERR', 'RoomClosed', 0}; an invite expired or used up:
+--   {'ERR', 'InviteExpired' | 'InviteSpent', 0}.
 local POST_OPEN = 4503599627370496 -- 2^52: post-open order keys sort behind every pool key
 local POOL_TICKETS = 16777216      -- 2^24 tickets fit beside a 28-bit lottery number
 local vid, session_jti, score, network_tag, spent =
@@ -18,7 +21,7 @@ local vid, session_jti, score, network_tag, spent =
 -- worker counting it apart agrees): every window counts the entry, over in any refuses it.
 local counters, over = tonumber(ARGV[6]) or 0, -1
 for i = 1, counters do
-  local key, limit, window = KEYS[9 + i], tonumber(ARGV[5 + 2 * i]), ARGV[6 + 2 * i]
+  local key, limit, window = KEYS[10 + i], tonumber(ARGV[5 + 2 * i]), ARGV[6 + 2 * i]
   local count = redis.call('INCRBY', key, 1)
   if count == 1 then redis.call('EXPIRE', key, window) end
   if count > limit then over = math.max(over, redis.call('TTL', key), 1) end
@@ -62,6 +65,9 @@ end
 
 -- a reject room takes no new entries; those already in it were answered above, as before
 if room.mode == 'reject' then return err('RoomClosed') end
+local invite = read_invite(7 + 2 * counters)
+local lane, refused = invite_lane(invite, vid, now)
+if refused then return refused end
 sweep_step(room, now, SWEEP_STEP) -- before the fullness check: a swept place is free at once
 regroup_step(room, REGROUP_CARRIED)
 drain(room, now)
@@ -74,18 +80,24 @@ if eligible + held >= room.max_waiting or (pool and room.tickets + 1 >= POOL_TIC
 end
 room.tickets = room.tickets + 1
 redis.call('HINCRBY', ROOM, 'nent', 1)
+spend_invite(invite, vid)
 spot = {ticket = room.tickets, score = score, state = 'w', seen = now,
   session_jti = session_jti, network_tag = network_tag, since = now}
 local free = room.capacity == 0 or room.capacity - redis.call('ZCARD', ACTIVE) > 0
 local passthrough = room.mode == 'passthrough' -- admitted whatever the rate, within capacity
-if not pool and eligible == 0 and score < room.hold_score and room.status == 'open'
-    and (passthrough or room.bank >= UNIT) and free then
+local open = not pool and score < room.hold_score and room.status == 'open'
+if lane == 's' and open and free then
+  -- the skip lane: straight in within capacity, over and above the rate (no budget spent)
+  admit(room, vid, spot, now, lane_key(lane, spot.ticket))
+elseif open and eligible == 0 and (passthrough or room.bank >= UNIT) and free then
   -- nobody eligible is waiting and the budget allows: straight in, no queue jumped
   if not passthrough then room.bank = room.bank - UNIT end
-  admit(room, vid, spot, now)
+  admit(room, vid, spot, now, lane and lane_key(lane, spot.ticket))
 else
   local order_key
-  if pool then
+  if lane then
+    order_key = lane_key(lane, room.tickets) -- ahead of the public line, behind earlier invitees
+  elseif pool then
     local lottery = tonumber(redis.sha1hex(room.seed .. vid):sub(1, 7), 16)
     order_key = lottery * POOL_TICKETS + room.tickets
   else

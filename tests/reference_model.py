@@ -11,6 +11,10 @@ Queueing modes (SPEC "Room policies"): ``passthrough`` admits whatever the bank,
 and spends none of it; ``reject`` refuses a newcomer (``RoomClosed``) and nobody else;
 ``random`` draws each admission among the eligible (see :func:`draw_rank`, the same draw as
 lua/_draw_random.lua) and answers a waiting spot with its odds instead of a place.
+Invites (SPEC "Room policies"): a newcomer's invite is refused once expired (``InviteExpired``)
+or used by ``uses`` other visitors (``InviteSpent``); its ``skip`` lane is admitted at once
+within capacity whatever the bank (spending none), else waits, like ``priority``, ahead of
+everyone else (and of the draw), by ticket, skip before priority.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ UNIT = 60_000
 SWEEP_EVERY = 60_000
 POST_OPEN = 2**52
 POOL = 2**24
+DRAWN_SPAN = 2**51  # the draw's keys fill [-2^51, 0); invitees' lanes are below
+LANES = {"skip": -(2**53), "priority": -(2**52)}
 
 
 SEEN_BOOKING_MAX_MS = 150_000  # as lua/_expiry.lua's SEEN_BOOKING_MAX
@@ -42,6 +48,14 @@ class ModelError(Exception):
     def __init__(self, code: str) -> None:
         super().__init__(code)
         self.code = code
+
+
+@dataclass(frozen=True)
+class Invite:
+    invite_id: str
+    expires: int
+    uses: int
+    lane: str
 
 
 @dataclass
@@ -82,6 +96,7 @@ class Model:
     mode: str = "fifo"
     swept: int = 0
     spots: dict[str, Spot] = field(default_factory=dict)
+    invited: dict[str, set[str]] = field(default_factory=dict)  # invite id -> who spent it
     active: dict[str, int] = field(default_factory=dict)
     admissions: list[int] = field(default_factory=list)
 
@@ -138,11 +153,12 @@ class Model:
             budget -= 1
 
     def draw_random(self, budget: int) -> None:
-        """Each admission drawn among the eligible; an abandoned spot drawn is dropped and the
-        same deal drawn again among the rest."""
+        """Each admission drawn among the eligible, invitees' lanes first in their order; an
+        abandoned spot drawn is dropped and the same deal drawn again among the rest."""
         line = self.eligible()
         while budget > 0 and line:
-            _, vid = line.pop(draw_rank(self.seed, self.dealt + 1, len(line)))
+            in_lane = line[0][0] < -DRAWN_SPAN
+            _, vid = line.pop(0 if in_lane else draw_rank(self.seed, self.dealt + 1, len(line)))
             if self.spots[vid].seen + self.abandon_ms <= self.now:
                 del self.spots[vid]
                 continue
@@ -261,7 +277,7 @@ class Model:
 
     # -- operations ------------------------------------------------------------------------
 
-    def enter(self, vid: str, score: int) -> tuple:
+    def enter(self, vid: str, score: int, invite: Invite | None = None) -> tuple:
         if self.status == "idle":
             return ("idle",)
         spot = self.spots.get(vid)
@@ -279,13 +295,22 @@ class Model:
             return self.answered(vid)
         if self.mode == "reject":
             raise ModelError("RoomClosed")
+        if invite is not None:
+            spenders = self.invited.setdefault(invite.invite_id, set())
+            if self.now >= invite.expires:
+                raise ModelError("InviteExpired")
+            if vid not in spenders and len(spenders) >= invite.uses:
+                raise ModelError("InviteSpent")
         self.sweep()  # before the fullness check
         self.drain()
         if len(self.waiting()) >= self.max_waiting:
             raise ModelError("QueueFull")
         pool = self.now < self.opens_at
         self.tickets += 1
-        if pool:
+        if invite is not None:
+            self.invited[invite.invite_id].add(vid)
+            key = LANES[invite.lane] + self.tickets
+        elif pool:
             digest = hashlib.sha1((self.seed + vid).encode()).hexdigest()
             key = int(digest[:7], 16) * POOL + self.tickets
         else:
@@ -293,14 +318,10 @@ class Model:
         self.spots[vid] = Spot(self.tickets, score, key, self.now, self.now // 60_000, 1)
         free = self.capacity is None or self.capacity - len(self.active) > 0
         nobody = not [1 for _, v in self.eligible() if v != vid]
-        if (
-            not pool
-            and nobody
-            and score < self.hold
-            and self.status == "open"
-            and (self.mode == "passthrough" or self.bank >= UNIT)
-            and free
-        ):
+        at_once = not pool and score < self.hold and self.status == "open" and free
+        if at_once and invite is not None and invite.lane == "skip":
+            self.admit(vid)  # over and above the rate
+        elif at_once and nobody and (self.mode == "passthrough" or self.bank >= UNIT):
             if self.mode != "passthrough":
                 self.bank -= UNIT
             self.admit(vid)
@@ -353,7 +374,7 @@ class Model:
         pool = {
             draws.entrant_id(self.salt, vid): spot
             for vid, spot in self.spots.items()
-            if spot.admitted_at is None and spot.key < POST_OPEN
+            if spot.admitted_at is None and -DRAWN_SPAN <= spot.key < POST_OPEN
         }
         order = draws.drawn_order(self.draw_seed, list(pool))
         self.drawn = order

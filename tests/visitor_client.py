@@ -148,14 +148,16 @@ class Visitor:
             self.session = response.json["sessionToken"]
         return response
 
-    def enter(self, room: str) -> Answer:
-        """Enter ``room``, identifying first if this visitor has no session yet."""
+    def enter(self, room: str, invite: str | None = None) -> Answer:
+        """Enter ``room`` (with an ``invite``), identifying first if this visitor has no session
+        yet."""
         if self.session is None:
             identified = self.identify()
             assert identified.status_code == 200, identified.text
-        response = self.post(
-            "queue/enter", {"apiKey": self.api_key, "room": room, "sessionToken": self.session}
-        )
+        body = {"apiKey": self.api_key, "room": room, "sessionToken": self.session}
+        if invite is not None:
+            body["invite"] = invite
+        response = self.post("queue/enter", body)
         self._keep(response)
         return response
 

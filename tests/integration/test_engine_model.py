@@ -15,8 +15,9 @@ from anteroom.queue import room_engine as eng
 from anteroom.queue.line_blocks import block_of
 from anteroom.queue.redis_link import connect
 from anteroom.sdk import draw as draws
+from anteroom.sdk.tokens import InviteClaims
 from helpers import make_room
-from reference_model import Model, ModelError
+from reference_model import Invite, Model, ModelError
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -42,6 +43,7 @@ class EngineAgainstModel(RuleBasedStateMachine):
         self.client = connect(self.url, timeout=30)
         self.client.flushall()
         self.engine = Engine(self.client)
+        self.invites: dict[str, Invite] = {}
 
     @initialize(
         rate=st.sampled_from([1, 30, 60, 90, 600]),
@@ -81,6 +83,26 @@ class EngineAgainstModel(RuleBasedStateMachine):
         got, expected = self.both(
             lambda: comparable(self.engine.enter(self.room, vid, "s", score)),
             lambda: self.model.enter(vid, score),
+        )
+        assert got == expected
+
+    @rule(
+        vid=st.sampled_from(VISITORS),
+        score=st.sampled_from([0, 10, 80]),
+        which=st.sampled_from(["a", "b"]),
+        lane=st.sampled_from(["skip", "priority"]),
+        uses=st.sampled_from([1, 2]),
+        life=st.sampled_from([5_000, 600_000]),
+    )
+    def enter_invited(self, vid: str, score: int, which: str, lane: str, uses: int,
+                      life: int) -> None:  # fmt: skip
+        # Invite "a" or "b" of this run: its terms are fixed by its first use (as a signed
+        # token's are), so later draws reuse them.
+        terms = self.invites.setdefault(which, Invite(which, self.model.now + life, uses, lane))
+        claims = InviteClaims(self.room, "test", which, terms.expires, terms.uses, terms.lane)
+        got, expected = self.both(
+            lambda: comparable(self.engine.enter(self.room, vid, "s", score, invite=claims)),
+            lambda: self.model.enter(vid, score, terms),
         )
         assert got == expected
 

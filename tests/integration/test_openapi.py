@@ -466,3 +466,28 @@ def test_event_answers_match_the_document(
     conforms(call("PATCH", one, {"endsAt": 1_800_000_300_000}), "PATCH", event, 409)
     services.engine.set_clock(world.room_id, 1_800_000_000_000)
     conforms(call("DELETE", one), "DELETE", event, 204)
+
+
+def test_invite_answers_match_the_document(
+    client: FlaskClient, services: Services, world: World
+) -> None:
+    invites = "/api/management/v1/queues/{id}/invites"
+    enter = "/api/v1/queue/enter"
+    url = invites.replace("{id}", world.room_id)
+    later = services.series.now_ms(world.room_id) + 60_000
+    body = {"count": 2, "expiresAt": later, "uses": 1, "lane": "priority"}
+    issued = conforms(client.post(url, json=body, headers=world.auth), "POST", invites, 201)
+    first, second = issued.json["invites"]
+    bad = client.post(url, json=body | {"lane": "vip"}, headers=world.auth)
+    assert conforms(bad, "POST", invites, 400).json["fields"].keys() == {"lane"}
+    gone = client.post(invites.replace("{id}", "q" + "0" * 16), json=body, headers=world.auth)
+    conforms(gone, "POST", invites, 404)
+    key = world.public_key
+    assert conforms(Visitor(client, key).enter(ROOM, first), "POST", enter, 200)
+    spent = conforms(Visitor(client, key).enter(ROOM, first), "POST", enter, 409)
+    assert spent.json["error"] == "InviteSpent"
+    forged = conforms(Visitor(client, key).enter(ROOM, first[:-4] + "AAAA"), "POST", enter, 401)
+    assert forged.json["error"] == "TokenInvalid" and "invite" in forged.json["fields"]
+    services.engine.shift_clock(world.room_id, 60_000)
+    expired = conforms(Visitor(client, key).enter(ROOM, second), "POST", enter, 410)
+    assert expired.json["error"] == "InviteExpired"

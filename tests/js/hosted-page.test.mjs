@@ -349,6 +349,36 @@ describe("the hosted page", () => {
     assert.deepEqual(view.assigned, ["https://shop.example/drop?color=red&abq=ab1.t#top"]);
   });
 
+  test("an invite link's token (&invite=) goes with the entry, and its refusals have their text", async () => {
+    const invite = "iv1.k1.payload.sig";
+    const refusals = [
+      [{ status: 409, body: { error: "InviteSpent", message: "spent" } }, "InviteSpent", /used as many times/],
+      [{ status: 410, body: { error: "InviteExpired", message: "expired" } }, "InviteExpired", /expired/],
+      [{ status: 401, body: { error: "TokenInvalid", message: "x", fields: { invite: "is not valid (forged)" } } },
+        "InviteInvalid", /not valid for this waiting room/],
+    ];
+    for (const [refusal, code, text] of refusals) {
+      const fake = new FakeFetch(clock, { "/api/v1/queue/enter": [refusal] });
+      const view = page({ room: ROOM, key: "pk_test_1" });
+      view.location.search = `?lang=en&invite=${encodeURIComponent(invite)}`;
+      start(fake, view);
+      await clock.advance(0);
+      const calls = fake.callsTo("/api/v1/queue/enter");
+      assert.equal(calls.length, 1, "a refused invite is not retried with a new session");
+      assert.equal(calls[0].body.invite, invite);
+      assert.equal(view.get("anteroom").dataset.error, code);
+      assert.match(view.get("status-text").textContent, text);
+    }
+  });
+
+  test("without an invite the entry carries none", async () => {
+    const fake = new FakeFetch(clock, { "/api/v1/queue/enter": [answer({ status: "admitted", token: "ab1.t" })] });
+    const view = page({ room: ROOM, key: "pk_test_1" });
+    start(fake, view);
+    await clock.advance(0);
+    assert.equal(fake.callsTo("/api/v1/queue/enter")[0].body.invite ?? null, null);
+  });
+
   test("the ETA becomes a range once the pace seen has varied", async () => {
     const at = (position, etaSeconds) => answer({ position, etaSeconds, pollAfterMs: 30_000 });
     const fake = new FakeFetch(clock, {

@@ -18,6 +18,7 @@ from anteroom.queue import (
     line_blocks,
     poll_cadence,
     room_config,
+    room_draw,
     room_engine,
     room_series,
 )
@@ -77,6 +78,9 @@ TWINS = [
     ("_blocks", "TICKET_BLOCK", lambda: line_blocks.TICKET_BLOCK),
     ("_blocks", "POOL_BLOCK", lambda: line_blocks.POOL_BLOCK),
     ("enter", "POST_OPEN", lambda: line_blocks.POST_OPEN_KEY),
+    ("_blocks", "DRAWN_SPAN", lambda: room_draw.DRAWN_SPAN),
+    ("_invite", "SKIP_LANE", lambda: line_blocks.SKIP_LANE),
+    ("_invite", "PRIORITY_LANE", lambda: line_blocks.PRIORITY_LANE),
 ]
 
 

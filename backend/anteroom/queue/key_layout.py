@@ -42,10 +42,13 @@ class KeySpace:
         ``j:<session jti>`` / ``v:<vid>`` → until (ms); ``waits`` counts admissions by their wait
         (field = a bucket's upper bound in seconds, see ``WAIT_BUCKETS`` in room_engine.py);
         ``blk`` counts the line's live spots per block of order keys (lua/_blocks.lua);
-        ``drawn`` lists the opening's entrant ids in drawn order (queue/draw.py).
+        ``drawn`` lists the opening's entrant ids in drawn order (queue/draw.py);
+        ``inv`` counts invite spends: ``<invite id>`` → uses, ``<invite id>|<vid>`` → 1.
         """
         base = self.room_base(room_id)
-        names = ("room", "spots", "line", "active", "adm", "rvk", "bks", "waits", "blk", "drawn")
+        names = (
+            "room", "spots", "line", "active", "adm", "rvk", "bks", "waits", "blk", "drawn", "inv"
+        )  # fmt: skip
         return {name: base + name for name in names}
 
     def env_rooms(self, env: str) -> str:

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 POST_OPEN_KEY = 2**52  # order keys from here on are tickets taken after opening (enter.lua)
 TICKET_BLOCK = 1_000  # tickets per block after opening
 POOL_BLOCK = 2**40  # 2^16 of the pre-opening lottery's 2^28 numbers per block
+# Invitees' order keys (lua/_invite.lua): ticket - SKIP_LANE or ticket - PRIORITY_LANE, below the
+# draw's negative keys (queue/room_draw.DRAWN_SPAN), so they are pool blocks before all others.
+SKIP_LANE = 2**53
+PRIORITY_LANE = 2**52
 
 
 def block_of(order_key: int) -> str:

@@ -64,14 +64,15 @@ def drawn_key(rank: int, count: int) -> int:
 def pool_vids(client: redis.Redis, keys: KeySpace, room_id: str) -> list[str]:
     """The vids of the pool's waiting spots: pre-opening order keys, in the line or held.
 
-    From -inf: a draw taken over from a process that died midway finds drawn keys too.
+    From the lowest drawn key: a draw taken over from a process that died midway finds drawn
+    keys too; invitees' lane keys, lower still, are not the pool's and are never drawn.
     """
     base = keys.room_base(room_id)
-    top = f"({POST_OPEN_KEY}"
+    top, bottom = f"({POST_OPEN_KEY}", str(-DRAWN_SPAN)
     with storage_errors():
-        vids = list(client.zrangebyscore(base + "line", "-inf", top))
+        vids = list(client.zrangebyscore(base + "line", bottom, top))
         for score in client.smembers(base + "bks"):
-            vids += client.zrangebyscore(f"{base}b:{score}", "-inf", top)
+            vids += client.zrangebyscore(f"{base}b:{score}", bottom, top)
     return vids
 
 

@@ -41,7 +41,7 @@ from anteroom.queue.script_replies import (
 from anteroom.queue.seen_bookings import SeenBookings
 from anteroom.queue.storage_errors import StorageError, storage_errors
 from anteroom.sdk import draw as draws
-from anteroom.sdk.tokens import TicketClaims
+from anteroom.sdk.tokens import InviteClaims, TicketClaims
 
 # Spots this close to the front are answered by the full poll (lua/poll_far.lua's NEAR_HEAD;
 # tests/unit/test_lua_constants.py fails when the two differ).
@@ -75,6 +75,8 @@ __all__ = [
     "DrawLost",
     "Engine",
     "EngineError",
+    "InviteExpired",
+    "InviteSpent",
     "LineEntry",
     "NoDraw",
     "NotOpen",
@@ -135,6 +137,18 @@ class SessionRevoked(EngineError):
     code = "SessionRevoked"
 
 
+class InviteSpent(EngineError):
+    """The invite was used by as many other identities as it allows."""
+
+    code = "InviteSpent"
+
+
+class InviteExpired(EngineError):
+    """The invite's expiry has passed on the room's clock."""
+
+    code = "InviteExpired"
+
+
 class NotOpen(EngineError):
     code = "NotOpen"
 
@@ -172,6 +186,8 @@ _ERRORS: dict[str, type[EngineError]] = {
         QueueFull,
         RoomClosed,
         SessionRevoked,
+        InviteSpent,
+        InviteExpired,
         NotOpen,
         DrawLost,
         NoDraw,
@@ -452,8 +468,13 @@ class Engine:
         score: int,
         network_tag: str = "",
         address_limit: Sequence[tuple[str, int, int]] = (),
+        invite: InviteClaims | None = None,
     ) -> QueueAnswer:
         """Take (or find again) the visitor's spot; an entry counts as a poll of its ticket.
+
+        ``invite``: a verified invite of this room. A newcomer spends it (once per ``vid``) and
+        takes its lane; a spot found again keeps its place and spends nothing. Refused with
+        :class:`InviteExpired` or :class:`InviteSpent`, the entry changes nothing.
 
         ``address_limit``: the entering address's limit counters (key, limit, window seconds),
         counted first by the same script, so the limit costs no round trip of its own (one
@@ -464,6 +485,8 @@ class Engine:
         args: list[Any] = [vid, session_jti, int(score), network_tag, spent, len(address_limit)]
         for _, limit, window in address_limit:
             args += [int(limit), int(window)]
+        if invite is not None:  # after the counters: an entry without one sends nothing more
+            args += [invite.invite_id, int(invite.expires_at_ms), int(invite.uses), invite.lane[0]]
         keys = [key for key, _, _ in address_limit]
         raw = self._run("enter", room_id, *args, extra_keys=keys)
         return self._counted(room_id, vid, raw)

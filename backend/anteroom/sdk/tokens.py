@@ -25,6 +25,8 @@ from typing import Any, Self
 __all__ = [
     "ADMISSION",
     "CHALLENGE",
+    "INVITE",
+    "INVITE_LANES",
     "MAX_TOKEN_LENGTH",
     "NETWORK_TAG",
     "NOT_RENEWABLE",
@@ -34,6 +36,7 @@ __all__ = [
     "AdmissionClaims",
     "ExpiredToken",
     "ForgedToken",
+    "InviteClaims",
     "Keyring",
     "MalformedToken",
     "SessionClaims",
@@ -61,7 +64,10 @@ SESSION = "st1"
 # unpolled) let a far poll be answered from a per-process snapshot (anteroom.queue.far_poll).
 TICKET = "qt1"
 ADMISSION = "ab1"
-TOKEN_TYPES = frozenset({CHALLENGE, SESSION, TICKET, ADMISSION})
+# An invite link's token (SPEC "Room policies", Invites); see InviteClaims.
+INVITE = "iv1"
+INVITE_LANES = ("skip", "priority")
+TOKEN_TYPES = frozenset({CHALLENGE, SESSION, TICKET, ADMISSION, INVITE})
 # The admission claim (``1`` when present) of a room with ``sessionRenewal: false``: the edges
 # never ask to renew it and the service refuses to. Absent means renewable, so every admission
 # signed before the claim existed keeps being renewed.
@@ -474,3 +480,20 @@ class AdmissionClaims(_Claims):
     not_renewable: bool = _claim(NOT_RENEWABLE, False, flag=1)  # ends at its expiry
     issued_at: int | None = _claim("iat", None)
     expires_at: int | None = _claim("exp", None)
+
+
+@dataclass(frozen=True)
+class InviteClaims(_Claims):
+    """An invite (``iv1``): room ``room_id`` lets the identities that present it in ``lane``.
+
+    It has no ``exp``: its expiry (``ie``) is read on the room's clock by the enter script, as
+    are its ``uses`` (identities in all; one identity entering again with it uses none).
+    """
+
+    room_id: str = _claim("qr")
+    environment: str = _claim("env")
+    invite_id: str = _claim("jti")
+    expires_at_ms: int = _claim("ie")  # epoch ms, room clock
+    uses: int = _claim("iu")
+    lane: str = _claim("il")  # one of INVITE_LANES
+    issued_at: int | None = _claim("iat", None)

@@ -39,6 +39,7 @@ class AuditLog:
         action: dict[str, Any] | None = None,
         session: dict[str, str] | None = None,
         reason: str | None = None,
+        invites: dict[str, Any] | None = None,
     ) -> str:
         """Append one event (about a room, or about a ``session`` for revocations); its id."""
         body: dict[str, Any] = {"type": event}
@@ -52,6 +53,8 @@ class AuditLog:
         if session is not None:
             body["session"] = session
             body["reason"] = reason
+        if invites is not None:
+            body["invites"] = invites
         with storage_errors():
             return str(
                 self.redis.xadd(

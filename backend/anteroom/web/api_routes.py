@@ -86,6 +86,11 @@ REFRESH_FORBIDDEN = Reply(
     "no client address.", ("NotRenewable", "SessionRevoked", "AddressRequired"))
 ROOM_NOT_FOUND = Reply("RoomNotFound", "No such room.", ("RoomNotFound", "NotFound"))
 TICKET_GONE = Reply("TicketGone", "The spot or its room is gone; enter again.", ("TicketGone",))
+ENTER_GONE = Reply("EnterGone", "The room is gone, or the invite has expired (on the room's "
+                   "clock).", ("TicketGone", "InviteExpired"))
+INVITE_SPENT = Reply("InviteSpent", "The invite has been used by as many other visitors as it "
+                     "allows (the same visitor entering again with it uses none).",
+                     ("InviteSpent",))
 PAYLOAD_TOO_LARGE = Reply("PayloadTooLarge", "The body is larger than 16 KiB.",
                           ("PayloadTooLarge",))
 RATE_LIMITED = Reply("RateLimited", "Too many requests.", ("RateLimited",), headers=WAIT)
@@ -109,6 +114,8 @@ ROOM_CREATED = Reply("RoomCreated", "The new room.", model=management.Room,
 ROOM = Reply("Room", "The room after the change.", model=management.Room)
 ROOM_DETAIL = Reply("RoomDetail", "The room.", model=management.RoomDetail)
 DELETED = Reply("Deleted", "Deleted.")
+INVITES = Reply("Invites", "The signed invites; the audit log records how many, never them.",
+                model=management.InviteList)
 REVOCATION = Reply("Revocation", "Revoked; recorded as a session.revoked event.",
                    model=audit.Revocation)
 AUDIT_PAGE = Reply("AuditPage", "One page of events.", model=audit.AuditPage)
@@ -184,7 +191,8 @@ IDENTIFY = Route(
 ENTER_QUEUE = Route(
     "/api/v1/queue/enter", "post", "enterQueue",
     "Take (or find again) the session's spot in a room",
-    SPOT | {200: QUEUE_ANSWER, 403: ENTER_FORBIDDEN, 404: ROOM_NOT_FOUND, 429: ENTER_BUSY},
+    SPOT | {200: QUEUE_ANSWER, 403: ENTER_FORBIDDEN, 404: ROOM_NOT_FOUND, 409: INVITE_SPENT,
+            410: ENTER_GONE, 429: ENTER_BUSY},
     tag="visitor", body=visitor.EnterRequest, token="sessionToken")
 POLL_QUEUE = Route(
     "/api/v1/queue/poll", "post", "pollQueue", "Poll a spot with its queueToken",
@@ -234,6 +242,15 @@ DELETE_QUEUE = Route(
     ROOM_PATH, "delete", "deleteQueue",
     "Delete a room and all its state; its tickets answer 410, its slug is free",
     READ | {204: DELETED, 404: ROOM_NOT_FOUND}, scope="queues:write")
+CREATE_INVITES = Route(
+    ROOM_PATH + "/invites", "post", "createInvites",
+    "Sign invite links: straight in (skip) or ahead of the public line (priority)",
+    WRITE | {201: INVITES, 404: ROOM_NOT_FOUND}, scope="queues:write",
+    body=management.InviteCreate,
+    notes=" Each invite is spent once per visitor identity, at most uses times in all (beyond:"
+    " 409 InviteSpent at enter); after expiresAt 410 InviteExpired; one forged or of another"
+    " room 401 TokenInvalid. Invites are not stored: they stay valid until expiresAt, or"
+    " until the room is deleted or the signing key retired.")
 LIST_AUDIT_EVENTS = Route(
     "/api/management/v1/audit", "get", "listAuditEvents",
     "The environment's audit events, newest first", READ | {200: AUDIT_PAGE, 400: BAD_REQUEST},
@@ -288,8 +305,9 @@ OPENAPI = Route("/api/openapi.json", "get", "openapi", "This document", {200: DO
 ROUTES = (
     CREATE_CHALLENGE, IDENTIFY, ENTER_QUEUE, POLL_QUEUE, LEAVE_QUEUE, REFRESH_ADMISSION,
     REVOKE_SESSION, LIST_QUEUES, CREATE_QUEUE, GET_QUEUE, GET_QUEUE_SERIES, UPDATE_QUEUE,
-    DELETE_QUEUE, LIST_EVENTS, CREATE_EVENT, UPDATE_EVENT, DELETE_EVENT, LIST_AUDIT_EVENTS,
-    GET_QUEUE_FAIRNESS, GET_FAIRNESS, GET_DRAWN_ENTRANTS, HEALTHZ, READYZ, OPENAPI,
+    DELETE_QUEUE, CREATE_INVITES, LIST_EVENTS, CREATE_EVENT, UPDATE_EVENT, DELETE_EVENT,
+    LIST_AUDIT_EVENTS, GET_QUEUE_FAIRNESS, GET_FAIRNESS, GET_DRAWN_ENTRANTS, HEALTHZ, READYZ,
+    OPENAPI,
 )
 # fmt: on
 

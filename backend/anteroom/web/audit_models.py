@@ -14,7 +14,9 @@ from anteroom.web.management_models import ACTIONS
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # a token's jti / vid (ours are 16 chars)
 REASON_MAX_LENGTH = 500
-AUDIT_EVENTS = ("queue.created", "queue.updated", "queue.deleted", "session.revoked")
+AUDIT_EVENTS = (
+    "queue.created", "queue.updated", "queue.deleted", "queue.invites", "session.revoked"
+)  # fmt: skip
 
 
 SessionId = Annotated[str, Field(pattern=SESSION_ID.pattern)]
@@ -120,6 +122,15 @@ class AuditSession(Answer):
     model_config = ConfigDict(json_schema_extra=schema_extra(minProperties=1, maxProperties=1))
 
 
+class AuditInvites(Answer):
+    """queue.invites: what was signed (never the tokens)."""
+
+    count: int
+    lane: str
+    uses: int
+    expiresAt: int
+
+
 class AuditEvent(Answer):
     """queue.* events name the queue; session.revoked names the session."""
 
@@ -132,6 +143,7 @@ class AuditEvent(Answer):
     action: AuditAction | None = None
     session: AuditSession | None = None
     reason: str | None = Field(None, description="session.revoked: as given.")
+    invites: AuditInvites | None = None
     model_config = ConfigDict(json_schema_extra=schema_extra())
 
 

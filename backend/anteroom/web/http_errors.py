@@ -125,6 +125,15 @@ class MethodNotAllowed(ApiError):
     code, error, description = 405, "MethodNotAllowed", "That method is not allowed here."
 
 
+class InviteSpent(ApiError):
+    code, error = 409, "InviteSpent"
+    description = "This invite has been used by as many visitors as it allows."
+
+
+class InviteExpired(ApiError):
+    code, error, description = 410, "InviteExpired", "This invite has expired."
+
+
 class TicketGone(ApiError):
     code, error = 410, "TicketGone"
     description = "This ticket is no longer in the line; enter again."
@@ -189,6 +198,10 @@ def from_domain(exc: Exception) -> ApiError:
             return SessionRevoked()
         case eng.RoomClosed():
             return RoomClosed()
+        case eng.InviteSpent():
+            return InviteSpent()
+        case eng.InviteExpired():
+            return InviteExpired()
         case StorageBusy():
             return Busy(retry_after=STORAGE_RETRY_SEC)
     raise TypeError(f"no API error for {type(exc).__name__}") from exc

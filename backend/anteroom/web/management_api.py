@@ -22,6 +22,7 @@ from anteroom.queue import room_config as rooms
 from anteroom.queue import room_engine as eng
 from anteroom.queue.room_series import aggregate
 from anteroom.queue.storage_errors import StorageBusy, StorageUnavailable
+from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.store.audit_log import AuditLog, diff
 from anteroom.store.keystore import KeyRecord
@@ -30,7 +31,14 @@ from anteroom.web import http_errors as errors
 from anteroom.web.api_models import Body
 from anteroom.web.audit_models import AuditPage, AuditQuery, Revocation, RevokeRequest
 from anteroom.web.json_body import parse, parse_query
-from anteroom.web.management_models import ROOM_ID, Room, RoomDetail, RoomList
+from anteroom.web.management_models import (
+    ROOM_ID,
+    InviteCreate,
+    InviteList,
+    Room,
+    RoomDetail,
+    RoomList,
+)
 from anteroom.web.series_models import SeriesQuery, resolve
 from anteroom.web.series_models import answer as series_answer
 
@@ -317,6 +325,34 @@ def delete_queue(call: Call[None], room_id: str) -> ResponseReturnValue:
         )
     forget(room)
     return Response(status=204)
+
+
+@management_call(routes.CREATE_INVITES)
+def create_invites(call: Call[InviteCreate], room_id: str) -> ResponseReturnValue:
+    """Sign ``count`` invites of the room; audited as how many, which lane, until when."""
+    s, body = call.services, call.data
+    room = load_room(call.key, room_id)
+    with storage():
+        now_ms = s.series.now_ms(room_id)  # the room's clock, which the enter script reads
+    if body.expiresAt <= now_ms:
+        fields = {"expiresAt": f"must be in the future (the room's clock reads {now_ms})"}
+        raise errors.BadRequest("Some fields are not valid.", fields=fields)
+    issued = int(now_ms // 1000)
+    env, lane, uses, expires = room["environment"], body.lane, body.uses, body.expiresAt
+    invites = []
+    for _ in range(body.count):
+        claims = tokens.InviteClaims(room_id, env, tokens.new_id(), expires, uses, lane, issued)
+        invites.append(tokens.sign(s.keyring, tokens.INVITE, claims.to_wire()))
+    summary = {"count": body.count, "lane": body.lane, "uses": body.uses}
+    with storage():
+        AuditLog(s.redis, s.keys).record(
+            call.key.environment,
+            "queue.invites",
+            queue=room,
+            key_id=call.key.id,
+            invites=summary | {"expiresAt": body.expiresAt},
+        )
+    return InviteList.model_validate({"invites": invites}), 201
 
 
 @management_call(routes.REVOKE_SESSION)

@@ -13,9 +13,9 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import ConfigDict, Field, create_model
 
 from anteroom.queue import room_config as rooms
-from anteroom.sdk import bypass_rules
+from anteroom.sdk import bypass_rules, tokens
 from anteroom.store import keystore
-from anteroom.web.api_models import Answer, Body, Wording, checked, schema_extra
+from anteroom.web.api_models import Answer, Body, Wording, checked, schema_extra, token_text
 from anteroom.web.fairness_models import Draw
 from anteroom.web.visitor_models import ROOM_STATUSES, VisitorText
 
@@ -309,6 +309,40 @@ class RoomDetail(Room):  # type: ignore[valid-type, misc]
         default_factory=list,
         max_length=200,
         description="While open only: the first 200 waiting spots, in drain order.",
+    )
+
+
+MAX_INVITES = 1_000  # per call
+MAX_INVITE_USES = 1_000_000
+
+
+class InviteCreate(Body):
+    """``POST /queues/{id}/invites``: how many invites, until when, for how many, which lane."""
+
+    count: int = Field(ge=1, le=MAX_INVITES, description="Invites to sign (each its own id).")
+    expiresAt: int = Field(
+        ge=1, le=MAX_OPENS_AT, description="Epoch ms, on the room's clock; in the future."
+    )
+    uses: int = Field(
+        ge=1, le=MAX_INVITE_USES, description="Visitor identities each invite lets in, in all."
+    )
+    lane: Literal[tokens.INVITE_LANES] = Field(  # type: ignore[valid-type]
+        description="skip: admitted at once, within capacity (waits at the head of the line "
+        "while it is full); priority: ahead of the public line, in invite order."
+    )
+    messages: ClassVar[dict[str, Wording]] = {
+        "count": f"must be an integer from 1 to {MAX_INVITES}",
+        "expiresAt": "must be an epoch time in milliseconds, in the future",
+        "uses": f"must be an integer from 1 to {MAX_INVITE_USES}",
+        "lane": 'must be "skip" or "priority"',
+    }
+
+
+class InviteList(Answer):
+    invites: list[token_text(tokens.INVITE)] = Field(  # type: ignore[valid-type]
+        min_length=1,
+        max_length=MAX_INVITES,
+        description="Signed iv1 invites of the room, for links: /queue/<slug>?invite=….",
     )
 
 

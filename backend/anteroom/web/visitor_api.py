@@ -190,6 +190,24 @@ def _remember_refusal(s: Services, room: dict[str, Any]) -> None:
         work_inputs.count_refusal(s.identity, room["id"], request.remote_addr or "0.0.0.0")
 
 
+def _invite(s: Services, room: dict[str, Any], token: str | None) -> tokens.InviteClaims | None:
+    """The verified invite of ``room`` the body carries; one forged, malformed or of another
+    room is TokenInvalid (its expiry and uses are the enter script's, on the room's clock)."""
+    if token is None:
+        return None
+    try:
+        invite = tokens.InviteClaims.from_wire(tokens.decode(s.keyring, token, tokens.INVITE))
+    except tokens.TokenError as exc:
+        why = f"is not valid ({exc.reason})"
+        raise errors.TokenInvalid(f"The invite {why}.", fields={"invite": why}) from None
+    if (invite.room_id, invite.environment) != (room["id"], room["environment"]):
+        why = "belongs to another room"
+        raise errors.TokenInvalid(f"The invite {why}.", fields={"invite": why})
+    if invite.lane not in tokens.INVITE_LANES or not isinstance(invite.uses, int):
+        raise errors.TokenInvalid("The invite is not valid.", fields={"invite": "is malformed"})
+    return invite
+
+
 def _network_tag(s: Services, room: dict[str, Any]) -> str:
     if not room.get("bindIp"):
         return ""
@@ -211,6 +229,7 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
             s.series.tally(known["id"], "ndenied")
         raise errors.QueueDenied()
     room = room_lookup.room_by_slug(s, call.env, call.body.room)
+    invite = _invite(s, room, call.body.invite)
     tag = _network_tag(s, room)
     score = int(session.score)
     # After the offline checks (garbage costs Redis no write): counted by the enter script
@@ -225,7 +244,7 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
     def enter_line() -> visitor.QueueAnswer:
         try:
             return s.engine.enter(room["id"], session.visitor_id, session.session_id, score, tag,
-                                  counters)  # fmt: skip
+                                  counters, invite)  # fmt: skip
         except AddressLimited as exc:
             limits.refused_by_script("enter", exc.retry_after or 1)
 

@@ -101,6 +101,10 @@ class EnterRequest(Body):
     apiKey: ApiKey
     room: Text
     sessionToken: Text
+    invite: Annotated[
+        Text | None,
+        Field(description="An iv1 invite of this room (the hosted page's &invite=): its lane."),
+    ] = None
 
 
 class TicketRequest(Body):
