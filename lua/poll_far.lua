@@ -17,7 +17,7 @@ local MORE = {'MORE'}
 local vid, ticket, generation, spent = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[5]
 
 local v = redis.call('HMGET', ROOM, 'gen', 'st', 'clk', 'fix', 'oa', 'rate', 'cap', 'hold',
-  'swt', 'swc', 'rel', 'cvk', 'bank', 'last', 'aban', 'pbud', 'mode')
+  'swt', 'swc', 'rel', 'cvk', 'bank', 'last', 'aban', 'pbud', 'mode', 'snc', 'sns')
 if tonumber(v[1]) ~= generation then return MORE end
 local n = tonumber
 local room = {status = v[2], clock_offset = n(v[3]) or 0, pinned_clock = n(v[4]) or 0,
@@ -38,6 +38,7 @@ if open and now >= room.opens_at and not (room.capacity > 0 and live >= room.cap
   local bank = earned(room.bank, room.accrued_at, room.opens_at, room.rate, now)
   if bank >= UNIT then return MORE end -- the drain is owed an admission
   if v[17] == 'passthrough' then return MORE end -- owed everyone, whatever the bank
+  if (v[18] or '') ~= '' and v[19] ~= 'q' then return MORE end -- a calm safety net: the same
 end
 
 local raw = redis.call('HGET', SPOTS, vid)

@@ -7,19 +7,22 @@
 --   holdScore, abandonAfterSec, pollBudgetPerSecond, regrouping (1/0), counted (1/0: the room
 --   counts its blocks), rvn, line length, live admissions, admitted last minute,
 --   blocks as field, count, ... , revocations as field, until, ... or 0 when rvn is the caller's,
---   mode ('' for fifo: rooms older than the modes)}
+--   mode in force ('' for fifo: rooms older than the modes; passthrough while a safety net is
+--   calm, see _safety_net.lua)}
 -- or {} when the room does not exist.
 local v = redis.call('HMGET', ROOM, 'gen', 'st', 'fix', 'clk', 'oa', 'rate', 'cap', 'hold',
-  'aban', 'pbud', 'rel', 'cvk', 'blkz', 'rvn', 'mode')
+  'aban', 'pbud', 'rel', 'cvk', 'blkz', 'rvn', 'mode', 'snc', 'sns')
 if not v[1] then return {} end
 local n = tonumber
 local pinned = n(v[3]) or 0
 local now = room_clock(pinned, n(v[4]) or 0)
 local regrouping = ((v[11] or '0') == '1' or (v[12] or '') ~= '') and 1 or 0
 local rvn = v[14] or '0'
+local mode = v[15] or ''
+if (v[16] or '') ~= '' and v[17] ~= 'q' then mode = 'passthrough' end
 local revocations = 0
 if rvn ~= ARGV[1] then revocations = redis.call('HGETALL', RVK) end
 return {fmt(now), pinned > 0 and 1 or 0, v[1], v[2], v[5] or '0', v[6] or '0', v[7] or '0',
   v[8] or '0', v[9] or '0', v[10] or '', regrouping, v[13] == '1' and 1 or 0, rvn,
   redis.call('ZCARD', LINE), active_count(now), admitted_last_minute(now),
-  redis.call('HGETALL', BLOCKS), revocations, v[15] or ''}
+  redis.call('HGETALL', BLOCKS), revocations, mode}

@@ -220,6 +220,10 @@ def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
         generation=int(raw.get(stored("generation"), 1)),
         draw=public_draw(raw),
     )
+    if room["safetyNet"] is not None:  # its state beside its thresholds (GET only, never set)
+        queueing = raw.get(stored("safetyNetState")) == "q"
+        since = int(raw.get(stored("safetyNetSince")) or 0)
+        room["safetyNet"] |= {"state": "queueing" if queueing else "calm", "since": since or None}
     return room
 
 
