@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field
 
@@ -138,6 +138,10 @@ class Series(Answer):
     waitP99: Floats
     waitBuckets: list[str] = Field(description="Upper bounds (s) of the wait histogram.")
     waits: list[list[int] | None] = Field(description="Admitted per wait bucket, per window.")
+    safetyNet: list[Literal["calm", "queueing"] | None] = Field(
+        description="The safety net's state at the window's last sample; null: no safety net "
+        "(or no sample). A change from one window to the next is a switch."
+    )
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
@@ -148,4 +152,5 @@ def answer(room_id: str, window: rs.SeriesWindow, rng: SeriesRange, now_ms: int)
     out |= {"now": now_ms, "times": window.times, "status": window.status}
     out |= window.gauges | window.counters | window.quantiles
     out |= {"waitBuckets": list(rs.WAIT_BUCKETS), "waits": window.waits}
+    out["safetyNet"] = window.safety_net
     return Series.model_validate(out)
