@@ -154,7 +154,8 @@ NET_STATES = {"q": "queueing", "c": "calm"}  # the safety net's states as the sc
 
 def tick_result(raw: list[Any]) -> TickResult:
     """The reply of lua/tick.lua."""
-    ran, now, dealt, swept, due, switched = raw
+    ran, now, dealt, swept, due = raw[:5]
+    switched = raw[5] if len(raw) > 5 else ""  # tick.lua before the safety net (benchmarks)
     return TickResult(
         ran=bool(int(ran)),
         now_ms=int(now),
