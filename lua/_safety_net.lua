@@ -1,9 +1,10 @@
--- needs: _base, _room
+-- needs: _base, _room, _spot
 -- The safety net (SPEC "Room policies"; room_config.py `safetyNet`). A room with one (`snc`:
 -- "activeSessions:arrivalsPerMinute:coolDownSec", '' for none) runs as passthrough while calm
 -- and as its own mode while queueing (`sns` 'q'); load_room (_room.lua) gives `room.mode` the
 -- mode in force (net_mode). Switched here, inside enter.lua and tick.lua, on the room's clock (ms):
--- calm -> queueing when active sessions (ZCARD of ACTIVE) or the arrivals of the last minute
+-- calm -> queueing when active sessions (live admissions: ACTIVE's slots not yet expired, as the
+-- series counts them) or the arrivals of the last minute
 -- reach a threshold; queueing -> calm once the line and the held buckets are empty and both
 -- measures have stayed below their thresholds for coolDownSec (`snq`: since when, '' if not).
 -- Arrivals are counted per minute of the room's clock (`snm` the minute, `sna` its count,
@@ -12,6 +13,11 @@
 -- (since when) and appended to `snl` ("q@ms;c@ms;"), which tick.lua hands to the ticker to audit.
 local MINUTE_MS = 60000
 local SWITCH_LOG_MAX = 4000 -- characters: a ticker down for long keeps the latest switches
+
+local function waiting_line()
+  local line, held = waiting_counts()
+  return line + held > 0
+end
 
 -- One look at the room's traffic: `arriving` counts a newcomer (before judging it, so the
 -- threshold's own arrival is the first to wait). Returns nothing; a switch updates `room`.
@@ -27,14 +33,14 @@ local function net_step(room, now, arriving)
   end
   local arrivals = count + previous * (MINUTE_MS - now % MINUTE_MS) / MINUTE_MS
   if arriving then
-    redis.call('HSET', ROOM, 'snm', minute, 'sna', count + 1, 'snp', previous)
+    redis.call('HSET', ROOM, 'snm', fmt(minute), 'sna', fmt(count + 1), 'snp', fmt(previous))
   end
-  local busy = redis.call('ZCARD', ACTIVE) >= tonumber(active_max)
+  local busy = redis.call('ZCOUNT', ACTIVE, '(' .. fmt(now), '+inf') >= tonumber(active_max)
     or arrivals >= tonumber(arrivals_max)
   local quiet_since, switch = tonumber(v[4]), nil
   if room.net_state ~= 'q' then
     if busy then switch = 'q' end
-  elseif busy or redis.call('ZCARD', LINE) > 0 or redis.call('SCARD', BKS) > 0 then
+  elseif busy or waiting_line() then
     if quiet_since then redis.call('HSET', ROOM, 'snq', '') end
   elseif not quiet_since then
     if tonumber(cool) == 0 then switch = 'c' else redis.call('HSET', ROOM, 'snq', fmt(now)) end

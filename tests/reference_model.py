@@ -9,6 +9,9 @@ when that is longer), the poll cadence within a budget, capacity, the
 per-ticket limit, and the sweep that enter and poll carry along at most once a minute.
 Queueing modes (SPEC "Room policies"): ``passthrough`` admits whatever the bank, within capacity,
 and spends none of it; ``reject`` refuses a newcomer (``RoomClosed``) and nobody else.
+The safety net (``net``: activeSessions, arrivalsPerMinute, coolDownSec): passthrough while calm,
+the room's own mode while queueing, switched by a newcomer's entry and by the tick
+(lua/_safety_net.lua), the switch to queueing emptying the bank.
 """
 
 from __future__ import annotations
@@ -70,6 +73,11 @@ class Model:
     generation: int = 1
     budget: int = 5_000
     mode: str = "fifo"
+    net: tuple[int, int, int] | None = None
+    net_state: str = "calm"
+    quiet_since: int | None = None
+    arrivals: tuple[int, int, int] | None = None  # (minute, its count, the minute before's)
+    ticked: int = 0
     swept: int = 0
     spots: dict[str, Spot] = field(default_factory=dict)
     active: dict[str, int] = field(default_factory=dict)
@@ -82,6 +90,51 @@ class Model:
 
     def eligible(self) -> list[tuple[int, str]]:
         return [(k, v) for k, v in self.waiting() if self.spots[v].score < self.hold]
+
+    def mode_now(self) -> str:
+        """The mode in force: passthrough while a safety net is calm."""
+        return "passthrough" if self.net and self.net_state == "calm" else self.mode
+
+    def net_step(self, newcomer: str | None) -> None:
+        """``newcomer``: the arrival being judged (not yet in the line the engine counts)."""
+        if self.net is None:
+            return
+        active_max, arrivals_max, cool = self.net
+        minute = self.now // 60_000
+        counted, count, previous = self.arrivals or (None, 0, 0)
+        if counted != minute:
+            previous = count if counted == minute - 1 else 0
+            count = 0
+        arrivals = count + previous * (60_000 - self.now % 60_000) / 60_000
+        if newcomer is not None:
+            self.arrivals = (minute, count + 1, previous)
+        busy = self.live_active() >= active_max or arrivals >= arrivals_max
+        switch = None
+        if self.net_state == "calm":
+            switch = "queueing" if busy else None
+        elif busy or [v for _, v in self.waiting() if v != newcomer]:
+            self.quiet_since = None
+        elif self.quiet_since is None:
+            if cool == 0:
+                switch = "calm"
+            else:
+                self.quiet_since = self.now
+        elif self.now - self.quiet_since >= cool * 1000:
+            switch = "calm"
+        if switch is None:
+            return
+        self.net_state, self.quiet_since = switch, None
+        if switch == "queueing" and self.status == "open":
+            self.bank, self.last = 0, self.now
+
+    def tick(self) -> None:
+        """The room's tick (tick.lua): once a second of the room's clock, while open."""
+        if self.status != "open" or self.now - self.ticked < 1000:
+            return
+        self.ticked = self.now
+        self.sweep()
+        self.drain()
+        self.net_step(None)
 
     def accrue(self) -> None:
         if self.status != "open":
@@ -108,7 +161,7 @@ class Model:
             return
         self.accrue()
         self.active = {v: e for v, e in self.active.items() if e > self.now}
-        passthrough = self.mode == "passthrough"
+        passthrough = self.mode_now() == "passthrough"
         budget = 200 if passthrough else min(200, self.bank // UNIT)
         if self.capacity is not None:
             budget = min(budget, self.capacity - len(self.active))
@@ -227,7 +280,7 @@ class Model:
             self.sweep()  # after `seen`: a visitor never sweeps itself
             self.drain()
             return self.answered(vid)
-        if self.mode == "reject":
+        if self.mode_now() == "reject":
             raise ModelError("RoomClosed")
         self.sweep()  # before the fullness check
         self.drain()
@@ -241,6 +294,7 @@ class Model:
         else:
             key = POST_OPEN + self.tickets
         self.spots[vid] = Spot(self.tickets, score, key, self.now, self.now // 60_000, 1)
+        self.net_step(vid)
         free = self.capacity is None or self.capacity - len(self.active) > 0
         nobody = not [1 for _, v in self.eligible() if v != vid]
         if (
@@ -248,10 +302,10 @@ class Model:
             and nobody
             and score < self.hold
             and self.status == "open"
-            and (self.mode == "passthrough" or self.bank >= UNIT)
+            and (self.mode_now() == "passthrough" or self.bank >= UNIT)
             and free
         ):
-            if self.mode != "passthrough":
+            if self.mode_now() != "passthrough":
                 self.bank -= UNIT
             self.admit(vid)
         return self.answered(vid)
