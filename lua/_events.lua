@@ -34,15 +34,18 @@ end
 
 -- The room's own settings (as stored) with a running event's overrides laid over them.
 local function lay_over(room, base, state)
-  room.mode, room.rate = base.mode, base.rate
+  room.own_mode, room.rate = base.mode, base.rate
   room.capacity, room.admission_ttl = base.capacity, base.admission_ttl
   room.event, room.overrides = '', nil
-  if not state then return end
-  room.event, room.overrides = state.id, state
-  if state.mode ~= '' then room.mode = state.mode end
-  if state.rate then room.rate = state.rate end
-  if state.capacity then room.capacity = state.capacity end
-  if state.ttl then room.admission_ttl = state.ttl end
+  if state then
+    room.event, room.overrides = state.id, state
+    if state.mode ~= '' then room.own_mode = state.mode end
+    if state.rate then room.rate = state.rate end
+    if state.capacity then room.capacity = state.capacity end
+    if state.ttl then room.admission_ttl = state.ttl end
+  end
+  -- an event's mode stands in for the room's own, under the safety net as the room's would
+  room.mode = net_mode(room.safety_net, room.net_state, room.own_mode)
 end
 
 -- Apply the events to `room` at `now`, crossing (and writing) every boundary passed since the
@@ -51,7 +54,7 @@ end
 -- a boundary was crossed here.
 local function at_events(room, now)
   if not room.event_state then return false end
-  local base = {mode = room.mode, rate = room.rate, capacity = room.capacity,
+  local base = {mode = room.own_mode, rate = room.rate, capacity = room.capacity,
     admission_ttl = room.admission_ttl}
   local state = parse_event_state(room.event_state)
   local crossed = false

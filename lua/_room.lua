@@ -3,12 +3,20 @@
 -- DEFAULT_POLL_BUDGET; tests/unit/test_lua_constants.py holds the two together).
 local DEFAULT_POLL_BUDGET = 5000
 
+-- The mode in force: a room with a safety net (_safety_net.lua) is passthrough unless queueing
+-- (or rejecting: a reject room takes nobody new, calm or not). `own_mode` is the room's, or a
+-- running scheduled event's (_events.lua).
+local function net_mode(config, state, own_mode)
+  if config ~= '' and state ~= 'q' and own_mode ~= 'reject' then return 'passthrough' end
+  return own_mode
+end
+
 -- The room's record (hash ROOM), read in one HMGET and built in one table constructor (which
 -- sizes the table once: filling an empty one field by field rehashes it on every call).
 local function load_room()
   local v = redis.call('HMGET', ROOM, 'st', 'seed', 'rid', 'oa', 'rate', 'cap', 'ttl', 'hold',
     'maxw', 'aban', 'clk', 'fix', 'bank', 'last', 'tk', 'dealt', 'gen', 'peak', 'swt', 'swc',
-    'rel', 'cvk', 'pbud', 'dst', 'mode', 'evo')
+    'rel', 'cvk', 'pbud', 'dst', 'mode', 'evo', 'snc', 'sns')
   if not v[1] then return nil end
   local n = tonumber
   local room = {status = v[1], seed = v[2], id = v[3], opens_at = n(v[4]) or 0,
@@ -19,7 +27,10 @@ local function load_room()
     generation = n(v[17]) or 0, peak = n(v[18]) or 0, sweep_started = n(v[19]) or 0,
     sweep_cursor = v[20] or '0', releasing = v[21] or '0', convict_key = v[22] or '',
     poll_budget = n(v[23]) or DEFAULT_POLL_BUDGET, draw_state = v[24] or '',
-    mode = v[25] or 'fifo', event_state = v[26], event = '', loaded = false}
+    mode = net_mode(v[27] or '', v[28] or '', v[25] or 'fifo'), loaded = false,
+    event_state = v[26], event = '', -- scheduled events (_events.lua)
+    -- the safety net's configuration and state ('' for none, calm): see _safety_net.lua
+    own_mode = v[25] or 'fifo', safety_net = v[27] or '', net_state = v[28] or ''}
   room.loaded = {room.bank, room.accrued_at, room.tickets, room.dealt, room.peak}
   return room
 end

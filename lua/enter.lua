@@ -1,6 +1,6 @@
 -- Enter the line: one spot per (room, vid); a repeated entry returns the same spot. Like poll,
 -- it carries a step of the sweep along, so a full line frees its abandoned places by itself.
--- needs: _base, _room, _events, _spot, _revocations, _drain, _sweep, _regroup, _answer, _admissions, _cadence, _expiry, _invite
+-- needs: _base, _room, _events, _spot, _revocations, _drain, _sweep, _regroup, _answer, _admissions, _cadence, _expiry, _invite, _safety_net
 -- KEYS: room spots line active adm rvk bks waits blk inv
 --   then, after those, the per-address limit's counters (one per window; none on a Redis
 --   Cluster, where they live on another shard and are counted apart).
@@ -83,6 +83,7 @@ redis.call('HINCRBY', ROOM, 'nent', 1)
 spend_invite(invite, vid)
 spot = {ticket = room.tickets, score = score, state = 'w', seen = now,
   session_jti = session_jti, network_tag = network_tag, since = now}
+if room.safety_net ~= '' then net_step(room, now, true) end -- may start queueing: this one waits
 local free = room.capacity == 0 or room.capacity - redis.call('ZCARD', ACTIVE) > 0
 local passthrough = room.mode == 'passthrough' -- admitted whatever the rate, within capacity
 local open = not pool and score < room.hold_score and room.status == 'open'

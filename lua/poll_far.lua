@@ -17,7 +17,7 @@ local MORE = {'MORE'}
 local vid, ticket, generation, spent = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[5]
 
 local v = redis.call('HMGET', ROOM, 'gen', 'st', 'clk', 'fix', 'oa', 'rate', 'cap', 'hold',
-  'swt', 'swc', 'rel', 'cvk', 'bank', 'last', 'aban', 'pbud', 'mode', 'evo')
+  'swt', 'swc', 'rel', 'cvk', 'bank', 'last', 'aban', 'pbud', 'mode', 'evo', 'snc', 'sns')
 if tonumber(v[1]) ~= generation then return MORE end
 local n = tonumber
 local room = {status = v[2], clock_offset = n(v[3]) or 0, pinned_clock = n(v[4]) or 0,
@@ -34,6 +34,8 @@ if v[18] then -- a scheduled event runs or is to come (see _events.lua)
   if event.mode ~= '' then mode = event.mode end
   room.rate, room.capacity = event.rate or room.rate, event.capacity or room.capacity
 end
+-- a calm safety net admits everyone: the mode in force is passthrough (see _safety_net.lua)
+if (v[19] or '') ~= '' and v[20] ~= 'q' and mode ~= 'reject' then mode = 'passthrough' end
 if mode == 'random' then return MORE end -- no place to answer: the full poll gives the odds
 if sweep_due(room.sweep_cursor, room.sweep_started, now) then return MORE end
 

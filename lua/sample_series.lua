@@ -1,8 +1,9 @@
 -- Sample a room's numbers for its series (queue/room_series.py), unless another instance has
 -- already written this 10 s slot: one call writes the sample and claims the slot in one step.
 -- A sample is one sorted-set member, scored by its slot (room clock ms):
---   slot:status:waiting:held:active:rate:capacity:<counters...>:<wait buckets...>
--- (status 0 idle, 1 open, 2 paused; counters and buckets cumulative, in ARGV's order). It goes
+--   slot:status:waiting:held:active:rate:capacity:<counters...>:<wait buckets...>:net
+-- (status 0 idle, 1 open, 2 paused; counters and buckets cumulative, in ARGV's order; net, the
+-- safety net's state: 0 none, 1 calm, 2 queueing, absent from samples older than it). It goes
 -- into s10 (trimmed to FINE_KEEP) and, when it is the minute's first, into s60 (COARSE_KEEP);
 -- each is given a TTL, so a deleted room's series vanish by themselves.
 -- Not a room operation (lua_scripts.STANDALONE): it builds its keys from the room's base.
@@ -19,7 +20,7 @@ local FINE_KEEP, COARSE_KEEP = tonumber(ARGV[3]), tonumber(ARGV[4])
 local counters, buckets, i = {}, {}, 5
 while ARGV[i] ~= '|' do counters[#counters + 1] = ARGV[i]; i = i + 1 end
 for j = i + 1, #ARGV do buckets[#buckets + 1] = ARGV[j] end
-local head = redis.call('HMGET', ROOM, 'st', 'clk', 'fix', 'rate', 'cap')
+local head = redis.call('HMGET', ROOM, 'st', 'clk', 'fix', 'rate', 'cap', 'snc', 'sns')
 if not head[1] then return {-1} end
 local clk, fix = tonumber(head[2]) or 0, tonumber(head[3]) or 0
 local now
@@ -44,6 +45,9 @@ local values = redis.call('HMGET', ROOM, unpack(counters))
 for k = 1, #counters do row[#row + 1] = values[k] or 0 end
 local waits = redis.call('HMGET', BASE .. 'waits', unpack(buckets))
 for k = 1, #buckets do row[#row + 1] = waits[k] or 0 end
+local net = 0
+if head[6] and head[6] ~= '' then net = head[7] == 'q' and 2 or 1 end
+row[#row + 1] = net
 local member = table.concat(row, ':')
 redis.call('ZADD', S10, slot, member)
 redis.call('ZREMRANGEBYSCORE', S10, '-inf', '(' .. fmt(slot - FINE_KEEP))

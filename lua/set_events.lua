@@ -11,7 +11,7 @@ local room = load_room()
 if not room then return err('RoomNotFound') end
 if (redis.call('HGET', ROOM, 'evv') or '0') ~= ARGV[1] then return err('EventsChanged') end
 local now = clock(room)
-local base = {mode = room.mode, rate = room.rate, capacity = room.capacity,
+local base = {mode = room.own_mode, rate = room.rate, capacity = room.capacity,
   admission_ttl = room.admission_ttl}
 at_events(room, now)
 accrue(room, now)

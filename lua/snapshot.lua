@@ -7,11 +7,12 @@
 --   holdScore, abandonAfterSec, pollBudgetPerSecond, regrouping (1/0), counted (1/0: the room
 --   counts its blocks), rvn, line length, live admissions, admitted last minute,
 --   blocks as field, count, ... , revocations as field, until, ... or 0 when rvn is the caller's,
---   mode ('' for fifo: rooms older than the modes), the next scheduled event's boundary (ms, 0:
+--   mode in force ('' for fifo: rooms older than the modes; passthrough while a safety net is
+--   calm, see _safety_net.lua), the next scheduled event's boundary (ms, 0:
 --   none; rate, capacity and mode are the running event's, until then)}
 -- or {} when the room does not exist.
 local v = redis.call('HMGET', ROOM, 'gen', 'st', 'fix', 'clk', 'oa', 'rate', 'cap', 'hold',
-  'aban', 'pbud', 'rel', 'cvk', 'blkz', 'rvn', 'mode', 'evo')
+  'aban', 'pbud', 'rel', 'cvk', 'blkz', 'rvn', 'mode', 'evo', 'snc', 'sns')
 if not v[1] then return {} end
 local n = tonumber
 local pinned = n(v[3]) or 0
@@ -26,9 +27,11 @@ if v[16] then -- a scheduled event runs or is to come (see _events.lua)
   if event.rate then v[6] = fmt(event.rate) end
   if event.capacity then v[7] = fmt(event.capacity) end
 end
+local mode = v[15] or ''
+if (v[17] or '') ~= '' and v[18] ~= 'q' and mode ~= 'reject' then mode = 'passthrough' end
 local revocations = 0
 if rvn ~= ARGV[1] then revocations = redis.call('HGETALL', RVK) end
 return {fmt(now), pinned > 0 and 1 or 0, v[1], v[2], v[5] or '0', v[6] or '0', v[7] or '0',
   v[8] or '0', v[9] or '0', v[10] or '', regrouping, v[13] == '1' and 1 or 0, rvn,
   redis.call('ZCARD', LINE), active_count(now), admitted_last_minute(now),
-  redis.call('HGETALL', BLOCKS), revocations, v[15] or '', fmt(boundary)}
+  redis.call('HGETALL', BLOCKS), revocations, mode, fmt(boundary)}

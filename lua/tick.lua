@@ -2,29 +2,37 @@
 -- moves and abandoned spots go even when nobody near the head polls. Every instance's ticker
 -- calls it about once a second per open room; the `tick` field (room clock, ms) makes only the
 -- first call of each interval work, so N instances run it once per room per interval.
--- needs: _base, _room, _events, _drain, _sweep, _regroup, _clock
+-- needs: _base, _room, _events, _drain, _sweep, _regroup, _clock, _safety_net
 -- KEYS: room spots line active adm rvk bks waits blk
 -- ARGV: interval (ms).
 -- Reply: {ran (1 when this call worked, else 0), now (ms, room clock), dealt, swept, draw due
---   (1 when opensAt has come and the pool waits for its draw: queue/draw.py makes it)}.
+--   (1 when opensAt has come and the pool waits for its draw: queue/draw.py makes it),
+--   the safety net's switches since the last tick that worked ("q@ms;c@ms;", '' for none:
+--   the ticker audits them, so each once)}.
 local every = tonumber(ARGV[1]) or 1000
 -- Most calls find another instance ticked this second: they read four fields and return.
 local v = redis.call('HMGET', ROOM, 'st', 'tick', 'fix', 'clk')
-if v[1] ~= 'open' then return {0, 0, 0, 0, 0} end
+if v[1] ~= 'open' then return {0, 0, 0, 0, 0, ''} end
 local now = room_clock(tonumber(v[3]) or 0, tonumber(v[4]) or 0)
 local last_tick = tonumber(v[2]) or 0
 -- a clock moved back (tests pin it) must not stop the ticks until it catches up
-if now >= last_tick and now - last_tick < every then return {0, fmt(now), 0, 0, 0} end
+if now >= last_tick and now - last_tick < every then return {0, fmt(now), 0, 0, 0, ''} end
 redis.call('HSET', ROOM, 'tick', fmt(now))
 local room = load_room()
 at_events(room, now)
 local swept = sweep_step(room, now, SWEEP_STEP)
 regroup_step(room, REGROUP_CARRIED)
 local dealt = drain(room, now)
+local switches = ''
+if room.safety_net ~= '' then
+  net_step(room, now, false)
+  switches = redis.call('HGET', ROOM, 'snl') or ''
+  if switches ~= '' then redis.call('HDEL', ROOM, 'snl') end
+end
 save_room(room, true)
 local due = 0
 if now >= room.opens_at and (room.draw_state == 'c' or (room.draw_state == 'r'
     and (tonumber(redis.call('HGET', ROOM, 'dls')) or 0) <= now)) then
   due = 1 -- never started, or its drawer's lease ran out (a process died mid-draw)
 end
-return {1, fmt(now), dealt, swept, due}
+return {1, fmt(now), dealt, swept, due, switches}

@@ -15,6 +15,9 @@ Invites (SPEC "Room policies"): a newcomer's invite is refused once expired (``I
 or used by ``uses`` other visitors (``InviteSpent``); its ``skip`` lane is admitted at once
 within capacity whatever the bank (spending none), else waits, like ``priority``, ahead of
 everyone else (and of the draw), by ticket, skip before priority.
+The safety net (``net``: activeSessions, arrivalsPerMinute, coolDownSec): passthrough while calm
+(unless the mode is reject), the room's own mode while queueing, switched by a newcomer's entry
+and by the tick (lua/_safety_net.lua), the switch to queueing emptying the bank.
 """
 
 from __future__ import annotations
@@ -94,6 +97,11 @@ class Model:
     generation: int = 1
     budget: int = 5_000
     mode: str = "fifo"
+    net: tuple[int, int, int] | None = None
+    net_state: str = "calm"
+    quiet_since: int | None = None
+    arrivals: tuple[int, int, int] | None = None  # (minute, its count, the minute before's)
+    ticked: int = 0
     swept: int = 0
     spots: dict[str, Spot] = field(default_factory=dict)
     invited: dict[str, set[str]] = field(default_factory=dict)  # invite id -> who spent it
@@ -107,6 +115,52 @@ class Model:
 
     def eligible(self) -> list[tuple[int, str]]:
         return [(k, v) for k, v in self.waiting() if self.spots[v].score < self.hold]
+
+    def mode_now(self) -> str:
+        """The mode in force: passthrough while a safety net is calm."""
+        calm = self.net and self.net_state == "calm" and self.mode != "reject"
+        return "passthrough" if calm else self.mode
+
+    def net_step(self, newcomer: str | None) -> None:
+        """``newcomer``: the arrival being judged (not yet in the line the engine counts)."""
+        if self.net is None:
+            return
+        active_max, arrivals_max, cool = self.net
+        minute = self.now // 60_000
+        counted, count, previous = self.arrivals or (None, 0, 0)
+        if counted != minute:
+            previous = count if counted == minute - 1 else 0
+            count = 0
+        arrivals = count + previous * (60_000 - self.now % 60_000) / 60_000
+        if newcomer is not None:
+            self.arrivals = (minute, count + 1, previous)
+        busy = self.live_active() >= active_max or arrivals >= arrivals_max
+        switch = None
+        if self.net_state == "calm":
+            switch = "queueing" if busy else None
+        elif busy or [v for _, v in self.waiting() if v != newcomer]:
+            self.quiet_since = None
+        elif self.quiet_since is None:
+            if cool == 0:
+                switch = "calm"
+            else:
+                self.quiet_since = self.now
+        elif self.now - self.quiet_since >= cool * 1000:
+            switch = "calm"
+        if switch is None:
+            return
+        self.net_state, self.quiet_since = switch, None
+        if switch == "queueing" and self.status == "open":
+            self.bank, self.last = 0, self.now
+
+    def tick(self) -> None:
+        """The room's tick (tick.lua): once a second of the room's clock, while open."""
+        if self.status != "open" or self.now - self.ticked < 1000:
+            return
+        self.ticked = self.now
+        self.sweep()
+        self.drain()
+        self.net_step(None)
 
     def accrue(self) -> None:
         if self.status != "open":
@@ -133,11 +187,11 @@ class Model:
             return
         self.accrue()
         self.active = {v: e for v, e in self.active.items() if e > self.now}
-        passthrough = self.mode == "passthrough"
+        passthrough = self.mode_now() == "passthrough"
         budget = 200 if passthrough else min(200, self.bank // UNIT)
         if self.capacity is not None:
             budget = min(budget, self.capacity - len(self.active))
-        if self.mode == "random":
+        if self.mode_now() == "random":
             self.draw_random(budget)
             return
         for _, vid in self.eligible():
@@ -259,7 +313,7 @@ class Model:
             return ("admitted", spot.ticket, None, None, spot.deal)
         if spot.score >= self.hold:
             return ("held", spot.ticket, None, None, 15_000)
-        if self.mode == "random":
+        if self.mode_now() == "random":
             return ("waiting", spot.ticket, None, None, self.random_cadence(), self.odds())
         position = 1 + sum(1 for k, _ in self.eligible() if k < spot.key)
         eta = None
@@ -293,7 +347,7 @@ class Model:
             self.sweep()  # after `seen`: a visitor never sweeps itself
             self.drain()
             return self.answered(vid)
-        if self.mode == "reject":
+        if self.mode_now() == "reject":
             raise ModelError("RoomClosed")
         if invite is not None:
             spenders = self.invited.setdefault(invite.invite_id, set())
@@ -316,13 +370,14 @@ class Model:
         else:
             key = POST_OPEN + self.tickets
         self.spots[vid] = Spot(self.tickets, score, key, self.now, self.now // 60_000, 1)
+        self.net_step(vid)
         free = self.capacity is None or self.capacity - len(self.active) > 0
         nobody = not [1 for _, v in self.eligible() if v != vid]
         at_once = not pool and score < self.hold and self.status == "open" and free
         if at_once and invite is not None and invite.lane == "skip":
             self.admit(vid)  # over and above the rate
-        elif at_once and nobody and (self.mode == "passthrough" or self.bank >= UNIT):
-            if self.mode != "passthrough":
+        elif at_once and nobody and (self.mode_now() == "passthrough" or self.bank >= UNIT):
+            if self.mode_now() != "passthrough":
                 self.bank -= UNIT
             self.admit(vid)
         return self.answered(vid)

@@ -22,6 +22,21 @@ export function when(ms, timeZone) {
   }).format(new Date(ms));
 }
 
+/**
+ * The safety net as the room's figures say it: its state, since when, and its thresholds.
+ * @param {{state: string, since: number | null, activeSessions: number,
+ *   arrivalsPerMinute: number, coolDownSec: number}} net
+ * @param {string} [timeZone] for tests; the browser's by default
+ * @returns {string}
+ */
+export function safetyNetSummary(net, timeZone) {
+  const since = net.since ? ` since ${when(net.since, timeZone)}` : "";
+  return (
+    `${net.state}${since} (queues from ${count(net.activeSessions)} active or ` +
+    `${count(net.arrivalsPerMinute)} arrivals / min; calm after ${count(net.coolDownSec)} s quiet)`
+  );
+}
+
 /** @returns {string} the browser's time zone name */
 export function zone() {
   return Intl.DateTimeFormat().resolvedOptions().timeZone || "local time";

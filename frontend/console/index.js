@@ -3,7 +3,7 @@ import "uplot/dist/uPlot.min.css";
 import "./console.css";
 import { call, problem } from "./api.js";
 import { RoomCharts } from "./charts.js";
-import { contrastRatio, count, releasedBy, when, zone } from "./format.js";
+import { contrastRatio, count, releasedBy, safetyNetSummary, when, zone } from "./format.js";
 import { placed, span, summary } from "./schedule.js";
 
 const REFRESH_MS = 5000;
@@ -203,6 +203,7 @@ class RoomPage {
     /** @type {[string, string][]} */
     const figures = [
       ["Status", room.status],
+      ...(room.safetyNet ? [["Safety net", safetyNetSummary(room.safetyNet)]] : []),
       ...(room.opensAt
         ? [[room.opensAt > (this.roomNow || Date.now()) ? "Opens" : "Opened", `${when(room.opensAt)} (${zone()})`]]
         : []),

@@ -251,3 +251,19 @@ def test_hold_score_and_opening_time_are_confirmed_in_words(stack: Stack, new_co
     )
     # 09:30 in Tokyo (UTC+9) is 00:30 UTC.
     assert engine.get_room(idle_room)["opensAt"] == 1_935_621_000_000
+
+
+def test_the_room_page_shows_the_safety_net_switching(
+    console: tuple[LiveServer, Crowd, str], new_context: Any
+) -> None:
+    live, crowd, secret = console
+    net = {"activeSessions": 3, "arrivalsPerMinute": 1000, "coolDownSec": 60}
+    crowd.engine.update_room(crowd.room, {"safetyNet": net})
+    page = new_context().new_page()
+    sign_in(page, live, secret)
+    page.goto(f"{live.url}/console/rooms/{crowd.room}")
+    figure = page.locator('[data-figure="Safety net"]')
+    expect(figure).to_contain_text("calm (queues from 3 active", timeout=10_000)
+    crowd.arrive(4)  # three admitted at once whatever the rate, the fourth waits
+    assert crowd.engine.stats(crowd.room).active == 3
+    expect(figure).to_contain_text("queueing since", timeout=10_000)

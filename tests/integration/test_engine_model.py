@@ -173,6 +173,20 @@ class EngineAgainstModel(RuleBasedStateMachine):
         self.engine.update_room(self.room, {"mode": mode})
         self.model.mode = mode
 
+    @rule(net=st.sampled_from([None, (2, 1_000, 0), (1_000, 3, 5), (3, 4, 60)]))
+    def safety_net(self, net: tuple[int, int, int] | None) -> None:
+        names = ("activeSessions", "arrivalsPerMinute", "coolDownSec")
+        value = net and dict(zip(names, net, strict=True))
+        self.engine.update_room(self.room, {"safetyNet": value})
+        self.model.net = net
+
+    @rule()
+    def tick(self) -> None:
+        """The room ticker's call, with nobody polling (a safety net switches in it too)."""
+        self.engine.tick(self.room)
+        self.model.tick()
+        self.model.draw()
+
     @invariant()
     def same_figures(self) -> None:
         if not hasattr(self, "room"):
@@ -182,6 +196,9 @@ class EngineAgainstModel(RuleBasedStateMachine):
         assert stats.dealt_total == self.model.dealt
         assert stats.tickets == self.model.tickets
         assert stats.now_ms == self.model.now
+        net = self.engine.get_room(self.room)["safetyNet"]
+        if self.model.net is not None:
+            assert net["state"] == self.model.net_state
         if self.model.capacity is not None:
             assert stats.peak_active <= self.model.capacity
         # the line's block counts (the far poll's snapshot) match the line, whatever happened

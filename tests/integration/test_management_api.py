@@ -419,3 +419,52 @@ def test_an_unknown_mode_is_a_400_naming_the_field(op: Operator, mode: Any) -> N
     response = op.patch(room["id"], {"mode": mode})
     assert response.status_code == 400 and set(response.json["fields"]) == {"mode"}
     assert op.get(room["id"])["mode"] == "fifo"
+
+
+NET = {"activeSessions": 2, "arrivalsPerMinute": 1000, "coolDownSec": 60}
+
+
+def test_a_bad_safety_net_is_a_400_naming_each_part(op: Operator) -> None:
+    room = op.create()
+    bad = {"activeSessions": 0, "arrivalsPerMinute": 1.5, "coolDownSec": -1}
+    response = op.patch(room["id"], {"safetyNet": bad})
+    assert response.status_code == 400
+    assert set(response.json["fields"]) == {
+        "safetyNet.activeSessions",
+        "safetyNet.arrivalsPerMinute",
+        "safetyNet.coolDownSec",
+    }
+    response = op.patch(room["id"], {"safetyNet": {"activeSessions": 1, "limit": 3}})
+    assert response.status_code == 400 and set(response.json["fields"]) == {
+        "safetyNet.limit",
+        "safetyNet.arrivalsPerMinute",
+        "safetyNet.coolDownSec",
+    }
+    response = op.patch(room["id"], {"safetyNet": "on"})
+    assert response.status_code == 400 and set(response.json["fields"]) == {"safetyNet"}
+    assert op.get(room["id"])["safetyNet"] is None
+
+
+def test_the_safety_net_switches_itself_and_the_audit_and_get_show_it(
+    op: Operator, keys: dict[str, Any], services: Services
+) -> None:
+    room = op.create()
+    response = op.patch(room["id"], {"safetyNet": NET, "action": "open"})
+    assert response.status_code == 200
+    assert response.json["safetyNet"] == NET | {"state": "calm", "since": None}
+    event = op.call("GET", "/audit", limit="1").json["events"][0]
+    assert event["keyId"] == keys["prod"].id
+    assert event["changes"]["safetyNet"] == {"before": None, "after": response.json["safetyNet"]}
+    engine = services.engine
+    answers = [engine.enter(room["id"], f"v{i}", f"s{i}", 10).status for i in range(3)]
+    assert answers == ["admitted", "admitted", "waiting"]
+    services.directory.refresh_once()
+    services.ticker.step()
+    shown = op.get(room["id"])["safetyNet"]
+    assert shown["state"] == "queueing" and shown["since"] is not None
+    event = op.call("GET", "/audit", limit="1").json["events"][0]
+    assert event["type"] == "queue.updated" and event["keyId"] == "safety-net"
+    assert event["changes"]["safetyNet.state"] == {"before": "calm", "after": "queueing"}
+    assert event["changes"]["safetyNet.since"]["after"] == shown["since"]
+    # the GET's value goes back in a PATCH as it is (state and since are ignored)
+    assert op.patch(room["id"], {"safetyNet": shown}).status_code == 200

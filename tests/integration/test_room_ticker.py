@@ -136,3 +136,32 @@ def test_an_open_room_nobody_waits_in_costs_no_script(
     engine.enter(room, "v0", "s", 10)  # someone waits: the tick works again
     engine.shift_clock(room, 1_000)
     assert ticker.step() == 1
+
+
+def test_safety_net_switches_are_reported_once_and_an_empty_room_still_cools(
+    engine: Engine,
+) -> None:
+    net = {"activeSessions": 1000, "arrivalsPerMinute": 2, "coolDownSec": 5}
+    room = make_room(engine, ratePerMinute=60, admissionTtlSec=30, safetyNet=net)
+    engine.set_clock(room, START)
+    engine.open(room)
+    reports: list[tuple[str, tuple[tuple[str, int], ...]]] = []
+    tickers = [ticker_for(engine) for _ in range(3)]
+    for ticker in tickers:
+        ticker.on_switch = lambda room_id, switches: reports.append((room_id, switches))
+    for i in range(3):
+        engine.enter(room, f"v{i}", f"s{i}", 10)  # the third waits: two arrivals this minute
+    for ticker in tickers:
+        ticker.step()
+    assert reports == [(room, (("queueing", START),))]
+    # everyone leaves: an empty room's tick is skipped, but not this one's (it must cool down)
+    engine.shift_clock(room, 1_000)
+    tickers[0].step()  # the third is admitted at the rate
+    for i in range(3):
+        engine.leave(room, f"v{i}", i + 1, 1)
+    assert engine.is_empty(room)
+    engine.shift_clock(room, 120_000)  # arrivals of two minutes ago no longer count
+    tickers[1].step()  # quiet from here
+    engine.shift_clock(room, 5_000)
+    tickers[2].step()
+    assert reports[1:] == [(room, (("calm", START + 126_000),))]

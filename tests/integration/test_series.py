@@ -254,12 +254,35 @@ def test_series_api_draws_what_was_sampled(
     assert body["times"] == [T0, T0 + 10_000] and body["step"] == 10_000
     assert body["waiting"] == [4, 3] and body["admitted"] == [0, 1]
     assert body["status"] == [1, 2] and body["rate"] == [60, 60]
+    assert body["safetyNet"] == [None, None]  # a room without one
     assert body["resolution"] == 10_000 and body["now"] == T0 + 10_000
     assert answer.headers["Cache-Control"] == "no-store"
     # The default: the last hour by the room's clock, in 10 s steps.
     default = client.get(url, headers=headers).json
     assert default["to"] == T0 + 10_001 and default["step"] == 10_000
     assert default["waiting"][-2:] == [4, 3]
+
+
+def test_the_series_shows_the_safety_net_state_and_older_samples_read_as_none(
+    engine: Engine, series: RoomSeries, redis_client: redis.Redis
+) -> None:
+    net = {"activeSessions": 2, "arrivalsPerMinute": 1000, "coolDownSec": 60}
+    room = pinned_room(engine, ratePerMinute=1, safetyNet=net)
+    plain = pinned_room(engine, slug="plain")
+    engine.enter(room, "v0", "s0", 10)
+    series.sample(room)
+    series.sample(plain)
+    for i in range(1, 4):  # the second reaches activeSessions: the third waits
+        engine.enter(room, f"v{i}", f"s{i}", 10)
+    engine.shift_clock(room, 10_000)
+    series.sample(room)
+    window = rs.aggregate(series.samples(room, T0, T0 + 20_000, False), T0, T0 + 20_000, 10_000)
+    assert window.safety_net == ["calm", "queueing"]
+    assert [s.net for s in series.samples(plain, T0, T0 + 1, False)] == [0]
+    # a sample written before the safety net existed has no state at its end
+    member = redis_client.zrange(engine.keys.room_base(plain) + "s10", 0, 0)[0]
+    older = rs.Sample.parse(member.rsplit(":", 1)[0])
+    assert older.net == 0 and older.waits == series.samples(plain, T0, T0 + 1, False)[0].waits
 
 
 @pytest.mark.parametrize(

@@ -52,13 +52,14 @@ describe("the built bundles", () => {
   });
 
   test("the bundles stay small", async () => {
-    // What visitors load stays under 10 kB, the hosted page's script under 13 kB (it carries the
+    // What visitors load stays under 10 kB, the hosted page's script under 13.5 kB (it carries the
     // agent with its worker solver, its WebAssembly search (about 2 kB gzipped, as base64) and
-    // between-poll estimates, and the page's states); the operator
+    // between-poll estimates, and the page's states: a random room's odds and an invite's refusals
+    // took it past 13 kB); the operator
     // console carries uPlot (about 20 kB); the API reference at /docs is Swagger UI's bundle (about
     // 450 kB), loaded by developers only.
     const limits = {
-      "static/hosted.js": 13_000,
+      "static/hosted.js": 13_500,
       "static/console.js": 35_000,
       "static/api-reference.js": 500_000,
     };

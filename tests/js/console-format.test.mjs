@@ -1,7 +1,7 @@
 // The console's pure helpers: what an operator reads in the summaries and confirmations.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { last, lineSummary, perMinute, recentSum, releasedBy, when } from "../../frontend/console/format.js";
+import { last, lineSummary, perMinute, recentSum, releasedBy, safetyNetSummary, when } from "../../frontend/console/format.js";
 
 test("a holdScore raise releases the held visitors scoring below it", () => {
   const held = { 75: 2, 90: 1 };
@@ -26,4 +26,17 @@ test("the line summary says the trend of the last five minutes", () => {
 
 test("times are shown in the operator's time zone", () => {
   assert.equal(when(Date.UTC(2026, 11, 3, 18, 30), "Europe/Paris"), "3 Dec 2026, 19:30");
+});
+
+test("the safety net figure says its state, since when and its thresholds", () => {
+  const net = { activeSessions: 500, arrivalsPerMinute: 1200, coolDownSec: 300 };
+  assert.equal(
+    safetyNetSummary({ ...net, state: "calm", since: null }),
+    "calm (queues from 500 active or 1,200 arrivals / min; calm after 300 s quiet)",
+  );
+  const since = Date.UTC(2026, 11, 5, 9, 30);
+  assert.equal(
+    safetyNetSummary({ ...net, state: "queueing", since }, "UTC"),
+    `queueing since ${when(since, "UTC")} (queues from 500 active or 1,200 arrivals / min; calm after 300 s quiet)`,
+  );
 });

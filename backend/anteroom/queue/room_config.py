@@ -279,6 +279,54 @@ def stored_bypass(stored: str) -> list[bypass_rules.Rule]:
     return bypass_rules.parse_rules(json.loads(stored), stored=True) if stored else []
 
 
+# The safety net (SPEC "Room policies"; lua/_safety_net.lua): null, or thresholds from which a
+# calm room (passthrough) starts queueing in its own mode, and the quiet it needs to turn back.
+# `state` and `since` are what the room's GET adds (room_engine.room_from_stored): taken back
+# in a PATCH, and ignored, so a GET's room can be sent as it is.
+SAFETY_NET_LIMITS: dict[str, IntRange] = {
+    "activeSessions": IntRange(1, 10_000_000),
+    "arrivalsPerMinute": IntRange(1, 10_000_000),
+    "coolDownSec": IntRange(0, 86_400),
+}
+SAFETY_NET_SHOWN = ("state", "since")
+
+
+def safety_net_problems(value: Any) -> dict[str, str]:
+    """Each bad part of a ``safetyNet`` value, by its name (``safetyNet.coolDownSec``)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        return {"safetyNet": "must be an object of " + ", ".join(SAFETY_NET_LIMITS) + ", or null"}
+    problems = {
+        f"safetyNet.{key}": "unknown field (known: " + ", ".join(SAFETY_NET_LIMITS) + ")"
+        for key in value
+        if key not in SAFETY_NET_LIMITS and key not in SAFETY_NET_SHOWN
+    }
+    for key, check in SAFETY_NET_LIMITS.items():
+        why = check(value[key]) if key in value else "is required"
+        if why:
+            problems[f"safetyNet.{key}"] = why
+    return problems
+
+
+def _safety_net(value: Any) -> str | None:
+    # The parts are named by validate (safety_net_problems); this only says that one is bad.
+    return "is invalid" if safety_net_problems(value) else None
+
+
+def _safety_net_stored(value: Any) -> str:
+    """The room hash's ``snc``: "activeSessions:arrivalsPerMinute:coolDownSec", '' for none."""
+    if value is None:
+        return ""
+    return ":".join(str(int(value[key])) for key in SAFETY_NET_LIMITS)
+
+
+def _safety_net_shown(stored: str) -> dict[str, int] | None:
+    if not stored:
+        return None
+    return dict(zip(SAFETY_NET_LIMITS, (int(x) for x in stored.split(":")), strict=True))
+
+
 @dataclass(frozen=True)
 class Field:
     """One configuration field; ``encode``/``decode`` store a value that is not a scalar.
@@ -343,6 +391,7 @@ FIELDS: tuple[Field, ...] = (
     Field("bypass", [], bypass_problem, False, _bypass_stored, _bypass_shown),
     # A public randomness beacon the next scheduled opening's draw names at commitment.
     Field("drawBeacon", None, draw_beacon_problem, False, _json_or_empty, _from_json_or_empty),
+    Field("safetyNet", None, _safety_net, False, _safety_net_stored, _safety_net_shown),
 )
 BY_API = {f.api: f for f in FIELDS}
 MUTABLE = frozenset(f.api for f in FIELDS if f.api != "slug")
@@ -363,7 +412,9 @@ def validate(data: Mapping[str, Any], *, partial: bool = False) -> dict[str, Any
     for f in FIELDS:
         if f.api in data:
             why = f.check(data[f.api])
-            if why:
+            if why and f.api == "safetyNet":
+                problems.update(safety_net_problems(data[f.api]))
+            elif why:
                 problems.setdefault(f.api, why)
             else:
                 out[f.api] = data[f.api]

@@ -249,6 +249,10 @@ def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
         # the room's clock as read (tests move it), so the web tier judges events on it too
         clock=[int(raw.get(stored("clockOffset")) or 0), int(raw.get(stored("pinnedClock")) or 0)],
     )
+    if room["safetyNet"] is not None:  # its state beside its thresholds (GET only, never set)
+        queueing = raw.get(stored("safetyNetState")) == "q"
+        since = int(raw.get(stored("safetyNetSince")) or 0)
+        room["safetyNet"] |= {"state": "queueing" if queueing else "calm", "since": since or None}
     return room
 
 

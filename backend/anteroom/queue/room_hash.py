@@ -54,6 +54,7 @@ FIELDS: tuple[RoomField, ...] = (
         "evo",
         "next event boundary and the running event's overrides (absent: no event to come)",
     ),
+    RoomField("safetyNet", "snc", "'activeSessions:arrivalsPerMinute:coolDownSec' ('': none)"),
     # State of the room and of its current opening.
     RoomField("status", "st", "idle, open or paused"),
     RoomField("generation", "gen", "opening number: a close starts the next"),
@@ -110,6 +111,14 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("pausedAt", "pat", "room clock ms the pause in progress began (0: none)"),
     RoomField("longestPause", "lps", "longest pause of the opening, ms"),
     RoomField("publicFairness", "pfr", "1 when the fairness report is public (room_config)"),
+    # The safety net's state (lua/_safety_net.lua): switched by enter.lua and tick.lua.
+    RoomField("safetyNetState", "sns", "'q' while the safety net queues; '' or 'c': calm"),
+    RoomField("safetyNetSince", "snt", "room clock ms of the safety net's last switch (none)"),
+    RoomField("safetyNetQuietSince", "snq", "room clock ms the queueing room went quiet ('')"),
+    RoomField("safetyNetMinute", "snm", "the room clock's minute whose arrivals `sna` counts"),
+    RoomField("safetyNetArrivals", "sna", "a safety net room's arrivals in minute `snm`"),
+    RoomField("safetyNetArrivalsBefore", "snp", "its arrivals in the minute before `snm`"),
+    RoomField("safetyNetSwitches", "snl", "switches tick.lua has not yet handed over, 'q@ms;'"),
 )
 
 STORED: dict[str, str] = {f.name: f.stored for f in FIELDS}

@@ -47,6 +47,8 @@ COUNTERS = {
     )
 }
 GAUGES = ("waiting", "held", "active", "rate", "capacity")
+# The safety net's state in a sample (lua/_safety_net.lua): 0 none (and older samples), 1, 2.
+NET_STATES = {1: "calm", 2: "queueing"}
 STATUS_CODES = {"idle": 0, "open": 1, "paused": 2}
 
 
@@ -62,13 +64,16 @@ class Sample:
     gauges: tuple[int, ...]  # GAUGES
     counters: tuple[int, ...]  # COUNTERS
     waits: tuple[int, ...]  # WAIT_BUCKETS, cumulative counts per bucket
+    net: int = 0  # the safety net's state (NET_STATES; 0: none)
 
     @classmethod
     def parse(cls, member: str) -> Sample:
         """A sorted-set member back into a sample."""
         parts = [int(float(x)) for x in member.split(":")]
         g, c = 2 + len(GAUGES), 2 + len(GAUGES) + len(COUNTERS)
-        return cls(parts[0], parts[1], tuple(parts[2:g]), tuple(parts[g:c]), tuple(parts[c:]))
+        w = c + len(WAIT_BUCKETS)
+        net = parts[w] if len(parts) > w else 0
+        return cls(parts[0], parts[1], tuple(parts[2:g]), tuple(parts[g:c]), tuple(parts[c:w]), net)
 
 
 def quantile(histogram: Sequence[int], q: float) -> float | None:
@@ -107,6 +112,7 @@ class SeriesWindow:
     counters: dict[str, list[int | None]]
     waits: list[list[int] | None]
     quantiles: dict[str, list[float | None]]
+    safety_net: list[str | None]  # its state at the window's last sample (None: none, no sample)
 
 
 def aggregate(samples: Sequence[Sample], from_ms: int, to_ms: int, step_ms: int) -> SeriesWindow:
@@ -122,12 +128,14 @@ def aggregate(samples: Sequence[Sample], from_ms: int, to_ms: int, step_ms: int)
     gauges: dict[str, list[int | None]] = {g: [None] * n for g in GAUGES}
     counters: dict[str, list[int | None]] = {c: [None] * n for c in COUNTERS.values()}
     waits: list[list[int] | None] = [None] * n
+    net: list[str | None] = [None] * n
     previous: Sample | None = None
     for sample in samples:
         slot = sample.at_ms - sample.at_ms % step_ms
         i = index.get(slot)
         if i is not None:
             status[i] = sample.status
+            net[i] = NET_STATES.get(sample.net)
             for name, value in zip(GAUGES, sample.gauges, strict=True):
                 gauges[name][i] = value
             if previous is not None:
@@ -145,7 +153,7 @@ def aggregate(samples: Sequence[Sample], from_ms: int, to_ms: int, step_ms: int)
         f"waitP{int(q * 100)}": [None if h is None else quantile(h, q) for h in waits]
         for q in (0.5, 0.9, 0.99)
     }
-    return SeriesWindow(starts, status, gauges, counters, waits, quantiles)
+    return SeriesWindow(starts, status, gauges, counters, waits, quantiles, net)
 
 
 class RoomSeries:

@@ -7,6 +7,10 @@ open room with no spot and no revocation is skipped after one read). The script 
 ``tick`` time in the room's hash, so however many processes and instances call it, it works once
 per room per second and the other calls only read that field.
 
+The safety net's switches (lua/_safety_net.lua) come back in the reply of the tick that works
+after them, so exactly one process hands each to ``on_switch`` (the web tier audits them). A room
+with a safety net is ticked even when empty: a queueing room must cool down with nobody in it.
+
 Other jobs may ride on the same tick: ``jobs`` are called with (room id, now ms on the room's
 clock) for each tick that worked in this process, so across all instances once per room per
 second.
@@ -33,6 +37,8 @@ TICK_EVERY_MS = 900
 WAKE_EVERY_SEC = 0.5
 
 Job = Callable[[str, int], None]
+# (room id, its switches: (state, room clock ms) oldest first), see TickResult.switches
+SwitchHandler = Callable[[str, tuple[tuple[str, int], ...]], None]
 log = logging.getLogger("anteroom")
 
 
@@ -47,15 +53,18 @@ class RoomTicker:
         breaker: Breaker | None = None,
         wake_every: float = WAKE_EVERY_SEC,
         fail_open: FailOpenLedger | None = None,
+        on_switch: SwitchHandler | None = None,
     ) -> None:
         """``breaker``: the ticker's own, so an outage costs it no connect attempts; ``fail_open``:
-        the process's fail-open admissions, booked at the first tick Redis answers."""
+        the process's fail-open admissions, booked at the first tick Redis answers;
+        ``on_switch``: told of each safety net switch, once across processes."""
         self.engine = engine
         self.directory = directory
         self.breaker = breaker or Breaker()
         self.fail_open = fail_open if fail_open is not None else FailOpenLedger()
         self.jobs: list[Job] = list(jobs)
         self.wake_every = wake_every
+        self.on_switch = on_switch
         self.failing = False  # Redis unreachable at the last step: logged once, retried
         self._thread = ProcessThread("anteroom-ticker")
 
@@ -79,12 +88,14 @@ class RoomTicker:
                 log.warning("room ticker: Redis unreachable, will retry: %s", exc)
             self.failing = True
             return worked
+        rooms = self.directory.known.rooms
         for room_id in self.open_rooms():
             if self.directory.stopping.is_set():
                 break
+            netted = rooms.get(room_id, {}).get("safetyNet") is not None
             try:
                 # An open room nobody waits in (most, most of the time) costs one read, no script.
-                if self.breaker.call(partial(self.engine.is_empty, room_id)):
+                if not netted and self.breaker.call(partial(self.engine.is_empty, room_id)):
                     continue
                 result = self.breaker.call(partial(self.engine.tick, room_id, TICK_EVERY_MS))
             except StorageUnavailable as exc:
@@ -98,6 +109,11 @@ class RoomTicker:
             if self.failing:
                 log.info("room ticker: Redis reachable again")
                 self.failing = False
+            if result.switches and self.on_switch is not None:
+                try:
+                    self.on_switch(room_id, result.switches)
+                except Exception:  # an audit that fails must not stop the line
+                    log.exception("room ticker: safety net switches of %s not reported", room_id)
             if result.ran:
                 worked += 1
                 self._run_jobs(room_id, result.now_ms)

@@ -82,6 +82,9 @@ class TickResult:
     dealt: int
     swept: int
     draw_due: bool = False  # opensAt has come and the pool waits for its draw
+    # The safety net's switches since the last tick that worked: (state, room clock ms), oldest
+    # first; state "queueing" or "calm" (lua/_safety_net.lua).
+    switches: tuple[tuple[str, int], ...] = ()
 
 
 def _none(value: Any) -> int | None:
@@ -158,15 +161,22 @@ def line_entries(raw: list[Any]) -> list[LineEntry]:
     ]
 
 
+NET_STATES = {"q": "queueing", "c": "calm"}  # the safety net's states as the scripts write them
+
+
 def tick_result(raw: list[Any]) -> TickResult:
     """The reply of lua/tick.lua."""
-    ran, now, dealt, swept, due = raw
+    ran, now, dealt, swept, due = raw[:5]
+    switched = raw[5] if len(raw) > 5 else ""  # tick.lua before the safety net (benchmarks)
     return TickResult(
         ran=bool(int(ran)),
         now_ms=int(now),
         dealt=int(dealt),
         swept=int(swept),
         draw_due=bool(int(due)),
+        switches=tuple(
+            (NET_STATES[entry[0]], int(entry[2:])) for entry in switched.split(";") if entry
+        ),
     )
 
 

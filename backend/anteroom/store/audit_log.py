@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import Client
 from anteroom.queue.storage_errors import storage_errors
 
+SAFETY_NET_ACTOR = "safety-net"  # the keyId of the safety net's own switches (no key made them)
 MAX_EVENTS = 100_000  # per environment; older events are trimmed (approximately) on write
 CURSOR_PATTERN = re.compile(r"^\d{1,20}-\d{1,20}$")
 
@@ -63,6 +65,22 @@ class AuditLog:
                     maxlen=MAX_EVENTS,
                     approximate=True,
                 )
+            )
+
+    def record_switches(self, room: dict[str, Any], switches: Sequence[tuple[str, int]]) -> None:
+        """Audit the safety net's switches of ``room`` ((state, room clock ms), oldest first):
+        ``queue.updated`` by the actor ``safety-net``, its state before and after, and when."""
+        for state, at_ms in switches:
+            before = "calm" if state == "queueing" else "queueing"
+            self.record(
+                room["environment"],
+                "queue.updated",
+                queue=room,
+                key_id=SAFETY_NET_ACTOR,
+                changes={
+                    "safetyNet.state": {"before": before, "after": state},
+                    "safetyNet.since": {"before": None, "after": at_ms},
+                },
             )
 
     def page(

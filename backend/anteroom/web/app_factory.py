@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from anteroom.queue.series_sampler import Sampler, SamplerThread
 from anteroom.resources import resource_dir
 from anteroom.sdk.tokens import Keyring
 from anteroom.service_container import Services
+from anteroom.store.audit_log import AuditLog
 from anteroom.store.keystore import KeyStore
 from anteroom.web import address_limits as limits
 from anteroom.web import http_errors as errors
@@ -37,6 +39,15 @@ def _sampled_rooms(directory: RoomDirectory) -> Iterator[str]:
     for room_id, room in directory.known.rooms.items():
         if room.get("status") != "idle":
             yield room_id
+
+
+def _audit_switches(
+    audit: AuditLog, directory: RoomDirectory, room_id: str, switches: Sequence[tuple[str, int]]
+) -> None:
+    """The room ticker's report of a room's safety net switches, into the audit log."""
+    room = directory.room_by_id(room_id)
+    if room is not None:
+        audit.record_switches(room, switches)
 
 
 def create_app(
@@ -101,7 +112,13 @@ def create_app(
             time.time,
             lock_path=Path(settings.data_dir) / SAMPLER_LOCK,
         ),
-        ticker=RoomTicker(engine, directory, breaker=breaker.twin(pause=1.0), fail_open=ledger),
+        ticker=RoomTicker(
+            engine,
+            directory,
+            breaker=breaker.twin(pause=1.0),
+            fail_open=ledger,
+            on_switch=partial(_audit_switches, AuditLog(client, engine.keys), directory),
+        ),
         fail_open=ledger,
     )
     app.extensions["anteroom"] = services

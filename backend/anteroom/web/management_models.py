@@ -89,6 +89,15 @@ FIELD_DOCS = {
     'shown again: an answer has `"secret": null` and a `secretId` that changes whenever the '
     "secret is set. A PATCH replaces the whole list, so send the secrets again. The edge "
     "middleware is given the same rules, secrets in clear, in its own configuration.",
+    "safetyNet": "Queue only when the site needs it; null: always the room's `mode`. While "
+    "`calm` the room admits everyone at once (passthrough, within capacity); it switches itself "
+    "to `queueing` (its own `mode`) as soon as its active sessions reach `activeSessions` or "
+    "its arrivals in the last minute reach `arrivalsPerMinute`, and back to `calm` once its line "
+    "(held spots too) has been empty and both measures below their thresholds for "
+    "`coolDownSec` (0 to 86,400). Nobody admitted loses the admission at a switch, nobody "
+    "waiting loses the place. Answers add `state` (`calm` or `queueing`) and `since` (room "
+    "clock ms of the last switch; null: never switched); a PATCH may send them back, they are "
+    "ignored. Each switch is in the audit log (keyId `safety-net`) and the series.",
 }
 _RULE_KINDS = {"kind": {"enum": ["path-prefix", "address-range"]}}
 _SECRET_KINDS = {"kind": {"enum": ["header", "cookie"]}}
@@ -120,6 +129,25 @@ BYPASS_IN = _bypass_type(
     secret_id=False,
 )
 BYPASS_OUT = _bypass_type({"type": "null"}, secret_id=True)
+_NET_STATE = {
+    "state": {"enum": ["calm", "queueing"], "readOnly": True},
+    "since": {"type": ["integer", "null"], "readOnly": True},
+}
+
+
+def _safety_net_type(*, answer: bool) -> Any:
+    """The safety net: its thresholds (rooms.SAFETY_NET_LIMITS), and its state when answered."""
+    props: dict[str, Any] = {
+        name: {"type": "integer", "minimum": rule.lo, "maximum": rule.hi}
+        for name, rule in rooms.SAFETY_NET_LIMITS.items()
+    }
+    props |= _NET_STATE
+    required = [*rooms.SAFETY_NET_LIMITS, *(_NET_STATE if answer else ())]
+    extra = {"additionalProperties": False, "required": required, "properties": props}
+    return Annotated[dict[str, Any], Field(json_schema_extra=extra)] | None
+
+
+SAFETY_NET_OUT = _safety_net_type(answer=True)
 # The shape of each room rule that is not an integer range (a new field must be added here).
 FIELD_TYPES: dict[str, Any] = {
     "slug": Annotated[str, Field(pattern=rooms.SLUG_PATTERN.pattern)],
@@ -157,6 +185,8 @@ FIELD_TYPES: dict[str, Any] = {
     ]
     | None,
     "bypass": BYPASS_IN,
+    # Checked by rooms.safety_net_problems (which _RoomBody.cross_check names part by part).
+    "safetyNet": _safety_net_type(answer=False),
     # Checked by rooms.draw_beacon_problem; the schema documents it.
     "drawBeacon": Annotated[
         dict[str, Any],
@@ -175,7 +205,7 @@ FIELD_TYPES: dict[str, Any] = {
     | None,
 }
 # Fields answered in another shape than they are written.
-ANSWER_TYPES: dict[str, Any] = {"bypass": BYPASS_OUT}
+ANSWER_TYPES: dict[str, Any] = {"bypass": BYPASS_OUT, "safetyNet": SAFETY_NET_OUT}
 
 
 def field_type(field: rooms.Field) -> Any:
@@ -208,6 +238,12 @@ def _room_fields(*, create: bool, answer: bool) -> dict[str, Any]:
 class _RoomBody(Body):
     messages: ClassVar[dict[str, Wording]] = {f.api: f.check for f in rooms.FIELDS}
 
+    @classmethod
+    def cross_check(cls, data: dict[str, Any], problems: dict[str, str]) -> None:
+        if "safetyNet" in problems and "safetyNet" in data:  # named part by part
+            del problems["safetyNet"]
+            problems.update(rooms.safety_net_problems(data["safetyNet"]))
+
 
 RoomCreate = create_model(
     "RoomCreate", __base__=_RoomBody, **_room_fields(create=True, answer=False)
@@ -236,6 +272,7 @@ class _PatchRules(_RoomBody):
 
     @classmethod
     def cross_check(cls, data: dict[str, Any], problems: dict[str, str]) -> None:
+        super().cross_check(data, problems)
         if "slug" in data:
             problems["slug"] = "is fixed once the room is created"
         action = data.get("action")

@@ -150,6 +150,10 @@ class Series(Answer):
         default_factory=list,
         description="Scheduled events' starts and ends within [from, to), in time order.",
     )
+    safetyNet: list[Literal["calm", "queueing"] | None] = Field(
+        description="The safety net's state at the window's last sample; null: no safety net "
+        "(or no sample). A change from one window to the next is a switch."
+    )
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
@@ -178,4 +182,5 @@ def answer(
     out |= window.gauges | window.counters | window.quantiles
     out |= {"waitBuckets": list(rs.WAIT_BUCKETS), "waits": window.waits}
     out["marks"] = marks_of(events or [], rng)
+    out["safetyNet"] = window.safety_net
     return Series.model_validate(out)
