@@ -141,3 +141,17 @@ def test_a_reject_room_tells_a_newcomer_it_is_not_open(
     assert "Spring drop is not open right now." in page.get_data(as_text=True)
     assert "_abt=;" in page.headers.get("Set-Cookie", "")  # no ticket to keep: nothing to poll
     assert services.engine.stats(room).waiting == 0
+
+
+def test_a_random_room_says_the_draw_and_its_odds_in_words(
+    client: FlaskClient, services: Services, api_key: str, room: str
+) -> None:
+    services.engine.update_room(room, {"mode": "random", "ratePerMinute": 1})
+    for i in range(39):  # 39 ahead at 1 a minute: the visitor is one of 40 in the draw
+        services.engine.enter(room, f"v{i}", f"s{i}", 10)
+    html = visit(client, api_key).get_data(as_text=True)
+    assert "in the draw" in html
+    assert re.search(
+        r'<p id="odds" class="note">About a 1 in 40 chance in the next minute</p>', html
+    )
+    assert "number" not in html  # no place to tell

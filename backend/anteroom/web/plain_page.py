@@ -88,6 +88,7 @@ def plain_page(slug: str) -> ResponseReturnValue:
         refresh,
         values=values,
         eta=eta_text(lang, answer.get("etaSeconds")),
+        odds=odds_text(context["t"], answer.get("odds")),
         ticket=answer.get("queueToken") or "",
     )
 
@@ -166,6 +167,7 @@ def _page(
     *,
     values: dict[str, Any] | None = None,
     eta: str | None = None,
+    odds: str | None = None,
     status: int = 200,
     ticket: str | None = None,
 ) -> Response:
@@ -177,6 +179,7 @@ def _page(
         title=title,
         status_text=text,
         eta=eta,
+        odds=odds,
         refresh=refresh,
         **context,
     )
@@ -224,6 +227,15 @@ def status_text(answer: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if status == "admitted":
         return "status.admitted", {}
     return "status.idle", {}
+
+
+def odds_text(translate: Any, odds: Any) -> str | None:
+    """A random room's odds in words, as the page's script says them (view.js oddsText):
+    "about a 1 in 40 chance in the next minute"; None without odds."""
+    if not isinstance(odds, int | float) or isinstance(odds, bool):
+        return None
+    n = round(1 / odds) if odds > 0 else 0
+    return str(translate(f"odds.{min(n, 2) if odds > 0 else 0}", n=n))
 
 
 def eta_text(lang: str, seconds: Any) -> str | None:
