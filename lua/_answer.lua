@@ -52,6 +52,20 @@ local function answer(room, vid, spot, now)
       book_released({order_key})
     end
   end
+  if room.prequeue then
+    local v = redis.call('HMGET', ROOM, 'pqf', 'pqt', 'pqu')
+    local first, last = tonumber(v[1]) or 0, tonumber(v[2]) or 0
+    if spot.ticket >= first and (last == 0 or spot.ticket <= last) then
+      -- in an event's pre-queue: its place is drawn at startsAt, so it has none to tell yet
+      -- (nor an order key for its ticket: the far poll must not place it by the one it has)
+      local starts = math.max(tonumber(v[3]) or 0, now)
+      local cadence = poll_after(1, room.rate / 60, starts - now, redis.call('ZCARD', LINE),
+        room.poll_budget)
+      return {'waiting', spot.ticket, -1, -1, fmt(starts), cadence, room.status, room.generation,
+        0, 0, '', spot.session_jti, spot.network_tag, 0, spot.score, fmt(now), '',
+        fmt(spot.seen + room.abandon_after * 1000)}
+    end
+  end
   if room.mode == 'random' then -- in the draw: no place or ETA, its odds instead
     local line = redis.call('ZCARD', LINE)
     local order_key = rank and redis.call('ZSCORE', LINE, vid) or ''

@@ -34,9 +34,16 @@ local function drain(room, now)
   local records, slots, waits, order = batch.records, batch.slots, batch.waits, batch.order
   local n = 0 -- entries in `records` and `slots`, counted here (# walks the table)
   local hold_score, abandon_ms, deal_number = room.hold_score, room.abandon_after * 1000, room.dealt
+  local stop = prequeue_stop(room) -- an event's pre-queue and those after it wait for its draw
   while admitted < budget and scanned < MAX_SCAN do
     local want = math.min(budget - admitted, MAX_SCAN - scanned)
-    local items = redis.call('ZRANGE', LINE, 0, want - 1, 'WITHSCORES')
+    local items
+    if stop then
+      items = redis.call('ZRANGE', LINE, '-inf', '(' .. fmt(stop), 'BYSCORE', 'LIMIT', 0, want,
+        'WITHSCORES')
+    else
+      items = redis.call('ZRANGE', LINE, 0, want - 1, 'WITHSCORES')
+    end
     if #items == 0 then break end
     local vids, order_keys = {}, {}
     for i = 1, #items / 2 do vids[i] = items[2 * i - 1]; order_keys[i] = items[2 * i] end

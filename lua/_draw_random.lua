@@ -31,7 +31,8 @@ local function drain_random(room, now)
   local check_revoked = redis.call('HLEN', RVK) > 0
   local admitted, scanned, dropped, held, batch = 0, 0, 0, 0, new_batch()
   local pre, later = 0, 0
-  local n = redis.call('ZCARD', LINE)
+  local stop = prequeue_stop(room) -- an event's pre-queue and those after it wait for its draw
+  local n = stop and redis.call('ZCOUNT', LINE, '-inf', '(' .. fmt(stop)) or redis.call('ZCARD', LINE)
   while admitted < budget and scanned < DRAW_MAX_SCAN and n > 0 do
     -- invitees' lanes (keys below the draw's, _invite.lua) go first, in their order
     local item = redis.call('ZRANGE', LINE, 0, 0, 'WITHSCORES')

@@ -2,26 +2,31 @@
 -- Scheduled events (SPEC "Room policies"): windows [startsAt, endsAt) that override some of the
 -- room's settings. The list lives in the room hash as JSON (`evs`, written by set_events.lua,
 -- sorted and checked by queue/room_events.py); what the scripts need of it on every call is in
--- one short field, `evo`: '<next boundary ms>|<running event id>|<mode>|<rate>|<capacity>|<ttl>'
--- ('' where the running event leaves a setting as the room has it; capacity 0: no bound). A
+-- one short field, `evo`: '<next boundary ms>|<running event id>|<mode>|<rate>|<capacity>|<ttl>|
+-- <pre-queue until>' ('' where the running event leaves a setting as the room has it; capacity
+-- 0: no bound; the last, the startsAt of an event whose own pre-queue collects entries now). A
 -- room with no event running or to come has no `evo` at all, so it pays one absent field.
 -- A boundary is crossed by the first script to run at or after it, on the room's clock, inside
 -- the script: the open room's ticker runs every second, so one passes even when nobody polls.
--- The events' state at `t`: the event running then (startsAt <= t < endsAt) and the next
--- boundary after `t`, encoded as `evo` is; '' when no event runs at `t` or starts after it.
+-- The events' state at `t`: the event running then (startsAt <= t < endsAt), the event whose
+-- pre-queue collects entries then (preQueueOpensAt <= t < startsAt) and the next boundary after
+-- `t`, encoded as `evo` is; '' when no event runs at `t` or starts after it.
 local function event_state_at(t)
   local raw = redis.call('HGET', ROOM, 'evs')
   if not raw or raw == '' then return '' end
-  local running, next_boundary = nil, 0
+  local running, prequeue, next_boundary = nil, '', 0
   for _, event in ipairs(cjson.decode(raw)) do
     local starts, ends = event.startsAt, event.endsAt
+    local opens = event.preQueueOpensAt
+    if opens == cjson.null then opens = nil end
     if starts <= t and t < ends then running = event end
-    for _, edge in ipairs({starts, ends}) do
+    if opens and opens <= t and t < starts then prequeue = fmt(starts) end
+    for _, edge in ipairs({opens or starts, starts, ends}) do
       if edge > t and (next_boundary == 0 or edge < next_boundary) then next_boundary = edge end
     end
   end
   if next_boundary == 0 then return '' end
-  if not running then return fmt(next_boundary) .. '|||||' end
+  if not running then return fmt(next_boundary) .. '||||||' .. prequeue end
   local o = running.overrides or {}
   local function setting(value)
     if value == nil then return '' end
@@ -29,7 +34,34 @@ local function event_state_at(t)
     return tostring(value)
   end
   return table.concat({fmt(next_boundary), running.id, setting(o.mode), setting(o.ratePerMinute),
-    setting(o.capacity), setting(o.admissionTtlSec)}, '|')
+    setting(o.capacity), setting(o.admissionTtlSec), prequeue}, '|')
+end
+
+-- An event's own pre-queue (SPEC "Room policies": Events). It collects the newcomers of
+-- [preQueueOpensAt, startsAt): they take tickets as anyone (so their keys sit behind everyone
+-- already in line and ahead of everyone after), the drain stops before the first of them
+-- (`pqs` 'o' while collecting, 'p' once startsAt has passed until their order is drawn), and
+-- at startsAt their places are drawn among themselves (shuffle_prequeue.lua, run by the ticker
+-- in batches): the k-th of them in the order of SHA-1(seed ':' first ticket ':' vid) takes the
+-- k-th key of their range. `pqf` is the pre-queue's first ticket, `pqt` its last once closed
+-- (both kept after the draw: their tickets' far polls go to Redis, since their order keys moved).
+local function open_prequeue(room, starts)
+  if room.prequeue then return end -- the last one's draw is still being made (within a tick)
+  redis.call('HSET', ROOM, 'pqs', 'o', 'pqf', fmt(room.tickets + 1), 'pqt', 0,
+    'pqu', fmt(starts), 'pqc', '')
+  room.prequeue, room.prequeue_first = 'o', room.tickets + 1
+end
+
+local function close_prequeue(room)
+  if room.prequeue ~= 'o' then return end
+  local first = tonumber(redis.call('HGET', ROOM, 'pqf')) or (room.tickets + 1)
+  if room.tickets < first then -- nobody came: nothing to draw
+    redis.call('HDEL', ROOM, 'pqs', 'pqu', 'pqc')
+    room.prequeue = nil
+    return
+  end
+  redis.call('HSET', ROOM, 'pqs', 'p', 'pqt', fmt(room.tickets), 'pqc', '')
+  room.prequeue = 'p'
 end
 
 -- The room's own settings (as stored) with a running event's overrides laid over them.
@@ -63,7 +95,11 @@ local function at_events(room, now)
     local edge = state.boundary
     accrue(room, edge)
     local text = event_state_at(edge)
+    local was_collecting = state.prequeue ~= nil
     state = text ~= '' and parse_event_state(text) or nil
+    local collecting = state and state.prequeue
+    if was_collecting and not collecting then close_prequeue(room) end
+    if collecting and not was_collecting then open_prequeue(room, collecting) end
     room.event_state = text
     lay_over(room, base, state and state.id ~= '' and state or nil)
     -- What was earned before the edge is dealt after it when crossed on time (a ticked room:

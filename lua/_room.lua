@@ -16,7 +16,7 @@ end
 local function load_room()
   local v = redis.call('HMGET', ROOM, 'st', 'seed', 'rid', 'oa', 'rate', 'cap', 'ttl', 'hold',
     'maxw', 'aban', 'clk', 'fix', 'bank', 'last', 'tk', 'dealt', 'gen', 'peak', 'swt', 'swc',
-    'rel', 'cvk', 'pbud', 'dst', 'mode', 'evo', 'snc', 'sns')
+    'rel', 'cvk', 'pbud', 'dst', 'mode', 'evo', 'snc', 'sns', 'pqs')
   if not v[1] then return nil end
   local n = tonumber
   local room = {status = v[1], seed = v[2], id = v[3], opens_at = n(v[4]) or 0,
@@ -30,12 +30,22 @@ local function load_room()
     mode = net_mode(v[27] or '', v[28] or '', v[25] or 'fifo'), loaded = false,
     event_state = v[26], event = '', -- scheduled events (_events.lua)
     -- the safety net's configuration and state ('' for none, calm): see _safety_net.lua
-    own_mode = v[25] or 'fifo', safety_net = v[27] or '', net_state = v[28] or ''}
+    own_mode = v[25] or 'fifo', safety_net = v[27] or '', net_state = v[28] or '',
+    -- an event's pre-queue: 'o' collecting, 'p' its draw to make (_events.lua); nil: none
+    prequeue = v[29]}
   room.loaded = {room.bank, room.accrued_at, room.tickets, room.dealt, room.peak}
   return room
 end
 
 local function clock(room) return room_clock(room.pinned_clock, room.clock_offset) end
+
+-- The first order key the drain must not reach while an event's pre-queue is open or its draw
+-- not yet made (its entrants' tickets and everyone's after), or nil.
+local POST_OPEN_ORDER = 4503599627370496 -- 2^52, as in enter.lua
+local function prequeue_stop(room)
+  if not room.prequeue then return nil end
+  return POST_OPEN_ORDER + (tonumber(redis.call('HGET', ROOM, 'pqf')) or 0)
+end
 
 -- Writes back only the counters that changed: most calls change none or two of them.
 -- With `lazy`, accrual alone (bank and accrued_at moved, nobody dealt) is not written: accruing

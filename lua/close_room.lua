@@ -4,12 +4,14 @@
 -- report stays public until the next opening); a draw not yet made is dropped with the pool, its
 -- commitment kept as withdrawn.
 -- needs: _base, _room, _bucket, _blocks, _pause
--- KEYS: room spots line active adm bks blk drawn
+-- KEYS: room spots line active adm bks blk drawn pqz
 -- ARGV: none. Reply: {'OK'} or {'ERR', 'RoomNotFound', 0}.
 local room = load_room()
 if not room then return err('RoomNotFound') end
 for _, score in ipairs(redis.call('SMEMBERS', BKS)) do redis.call('UNLINK', bucket(score)) end
-redis.call('UNLINK', SPOTS, ACTIVE, ADM, BKS, LINE, BLOCKS)
+redis.call('UNLINK', SPOTS, ACTIVE, ADM, BKS, LINE, BLOCKS, PQZ)
+-- an event's pre-queue goes with the line it was in (its tickets start again from 1)
+redis.call('HDEL', ROOM, 'pqs', 'pqf', 'pqt', 'pqu', 'pqc')
 redis.call('HSET', ROOM, 'st', 'idle', 'gen', room.generation + 1, 'tk', 0, 'dealt', 0,
   'bank', 0, 'last', 0, 'oa', 0, 'peak', 0, 'seed', '', 'swc', '0', 'rel', '0', 'cvk', '', 'blkz', 1)
 if room.status == 'paused' then end_pause(clock(room)) end -- a close ends a pause

@@ -90,7 +90,8 @@ local open = not pool and score < room.hold_score and room.status == 'open'
 if lane == 's' and open and free then
   -- the skip lane: straight in within capacity, over and above the rate (no budget spent)
   admit(room, vid, spot, now, lane_key(lane, spot.ticket))
-elseif open and eligible == 0 and (passthrough or room.bank >= UNIT) and free then
+elseif open and eligible == 0 and (passthrough or room.bank >= UNIT) and free
+    and not room.prequeue then -- an event's pre-queue: every newcomer waits for its draw
   -- nobody eligible is waiting and the budget allows: straight in, no queue jumped
   if not passthrough then room.bank = room.bank - UNIT end
   admit(room, vid, spot, now, lane and lane_key(lane, spot.ticket))

@@ -17,8 +17,9 @@ local MORE = {'MORE'}
 local vid, ticket, generation, spent = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[5]
 
 local v = redis.call('HMGET', ROOM, 'gen', 'st', 'clk', 'fix', 'oa', 'rate', 'cap', 'hold',
-  'swt', 'swc', 'rel', 'cvk', 'bank', 'last', 'aban', 'pbud', 'mode', 'evo', 'snc', 'sns')
+  'swt', 'swc', 'rel', 'cvk', 'bank', 'last', 'aban', 'pbud', 'mode', 'evo', 'snc', 'sns', 'pqs')
 if tonumber(v[1]) ~= generation then return MORE end
+if v[21] then return MORE end -- an event's pre-queue or its draw: poll.lua knows who is in it
 local n = tonumber
 local room = {status = v[2], clock_offset = n(v[3]) or 0, pinned_clock = n(v[4]) or 0,
   opens_at = n(v[5]) or 0, rate = n(v[6]) or 0, capacity = n(v[7]) or 0, hold_score = n(v[8]),

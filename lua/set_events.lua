@@ -22,6 +22,10 @@ else
 end
 local text = event_state_at(now)
 local state = text ~= '' and parse_event_state(text) or nil
+-- a pre-queue opened (its preQueueOpensAt is past) or ended (its event moved or cancelled) by
+-- this write: those collected so far are drawn among themselves as at startsAt
+if state and state.prequeue and not room.prequeue then open_prequeue(room, state.prequeue) end
+if room.prequeue == 'o' and not (state and state.prequeue) then close_prequeue(room) end
 lay_over(room, base, state and state.id ~= '' and state or nil)
 room.bank = math.min(room.bank, bank_cap(room.rate))
 if text ~= '' then redis.call('HSET', ROOM, 'evo', text) else redis.call('HDEL', ROOM, 'evo') end

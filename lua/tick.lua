@@ -8,15 +8,16 @@
 -- Reply: {ran (1 when this call worked, else 0), now (ms, room clock), dealt, swept, draw due
 --   (1 when opensAt has come and the pool waits for its draw: queue/draw.py makes it),
 --   the safety net's switches since the last tick that worked ("q@ms;c@ms;", '' for none:
---   the ticker audits them, so each once)}.
+--   the ticker audits them, so each once), 1 when an event's pre-queue waits for its draw
+--   (shuffle_prequeue.lua; the engine makes it), else 0}.
 local every = tonumber(ARGV[1]) or 1000
 -- Most calls find another instance ticked this second: they read four fields and return.
 local v = redis.call('HMGET', ROOM, 'st', 'tick', 'fix', 'clk')
-if v[1] ~= 'open' then return {0, 0, 0, 0, 0, ''} end
+if v[1] ~= 'open' then return {0, 0, 0, 0, 0, '', 0} end
 local now = room_clock(tonumber(v[3]) or 0, tonumber(v[4]) or 0)
 local last_tick = tonumber(v[2]) or 0
 -- a clock moved back (tests pin it) must not stop the ticks until it catches up
-if now >= last_tick and now - last_tick < every then return {0, fmt(now), 0, 0, 0, ''} end
+if now >= last_tick and now - last_tick < every then return {0, fmt(now), 0, 0, 0, '', 0} end
 redis.call('HSET', ROOM, 'tick', fmt(now))
 local room = load_room()
 at_events(room, now)
@@ -35,4 +36,5 @@ if now >= room.opens_at and (room.draw_state == 'c' or (room.draw_state == 'r'
     and (tonumber(redis.call('HGET', ROOM, 'dls')) or 0) <= now)) then
   due = 1 -- never started, or its drawer's lease ran out (a process died mid-draw)
 end
-return {1, fmt(now), dealt, swept, due, switches}
+local prequeue_due = (room.prequeue == 'p' or room.prequeue == 'q') and 1 or 0
+return {1, fmt(now), dealt, swept, due, switches, prequeue_due}

@@ -164,6 +164,7 @@ class RoomPage {
     };
     const starts = field("event-starts", `Starts (${zone()})`, { type: "datetime-local", required: "" });
     const ends = field("event-ends", `Ends (${zone()})`, { type: "datetime-local", required: "" });
+    const prequeue = field("event-prequeue", "Its own pre-queue opens (optional: places drawn at the start)", { type: "datetime-local" });
     const rate = field("event-rate", "Rate during it (per minute; empty: the room's)", { type: "number", min: "1" });
     const capacity = field("event-capacity", "Capacity during it (empty: the room's)", { type: "number", min: "1" });
     const mode = /** @type {HTMLSelectElement} */ (el("select", { id: "event-mode" }, [
@@ -171,7 +172,7 @@ class RoomPage {
       ...["fifo", "passthrough", "reject"].map((m) => el("option", { value: m }, [m])),
     ]));
     const form = el("form", { class: "stack", id: "schedule-event" }, [
-      ...starts.nodes, ...ends.nodes, ...rate.nodes, ...capacity.nodes,
+      ...starts.nodes, ...ends.nodes, ...prequeue.nodes, ...rate.nodes, ...capacity.nodes,
       el("label", { for: "event-mode" }, ["Mode during it"]), mode,
       el("button", { type: "submit" }, ["Schedule event"]),
     ]);
@@ -186,9 +187,12 @@ class RoomPage {
       if (rate.input.value) overrides.ratePerMinute = Number(rate.input.value);
       if (capacity.input.value) overrides.capacity = Number(capacity.input.value);
       if (mode.value) overrides.mode = mode.value;
+      /** @type {Record<string, any>} */
+      const body = { startsAt, endsAt, overrides };
+      if (prequeue.input.value) body.preQueueOpensAt = new Date(prequeue.input.value).getTime() + skew;
       this.confirmThen(
         `Schedule an event from ${when(startsAt)} to ${when(endsAt)}: ${Object.keys(overrides).join(", ") || "nothing"} change for its window, on the room's clock.`,
-        { startsAt, endsAt, overrides }, undefined, "POST", `/queues/${this.id}/events`,
+        body, undefined, "POST", `/queues/${this.id}/events`,
       );
     });
     return form;

@@ -66,6 +66,7 @@ def test_events_on_the_timeline_scheduled_and_cancelled(stack: Stack, new_contex
     form = page.locator("#schedule-event")
     form.get_by_label("Starts").fill("2099-06-01T10:00")
     form.get_by_label("Ends").fill("2099-06-01T12:00")
+    form.get_by_label("Its own pre-queue opens").fill("2099-06-01T09:30")
     form.get_by_label("Capacity during it").fill("5")
     form.get_by_label("Mode during it").select_option("reject")
     form.get_by_role("button", name="Schedule event").click()
@@ -73,6 +74,7 @@ def test_events_on_the_timeline_scheduled_and_cancelled(stack: Stack, new_contex
     events = engine.get_room(room)["events"]
     assert len(events) == 2 and events[1]["overrides"] == {"capacity": 5, "mode": "reject"}
     assert events[1]["endsAt"] - events[1]["startsAt"] == 120 * MINUTE
+    assert events[1]["startsAt"] - events[1]["preQueueOpensAt"] == 30 * MINUTE
     later = page.locator(f'#events li[data-event="{events[1]["id"]}"]')
     expect(later).to_contain_text("scheduled")
 

@@ -103,6 +103,26 @@ def test_a_pre_queue_shows_its_countdown_once_and_no_place(stack: Stack, new_con
     assert re.search(r"\d:\d\d", elsewhere) is None, elsewhere
 
 
+def test_an_event_s_pre_queue_shows_its_countdown_and_no_place(
+    stack: Stack, new_context: Any
+) -> None:
+    """A room already open, an event whose own pre-queue is open: the newcomer's page counts
+    down to the event's start, as a room's opening does, and shows no place."""
+    live, engine, api_key = stack
+    slug = "event-" + secrets.token_hex(4)
+    room = make_room(engine, env="web", slug=slug, redirectUrl=f"{live.url}/healthz")
+    engine.open(room)
+    now = engine.stats(room).now_ms
+    event = {"id": "ev00000000e2e0", "startsAt": now + 10 * 60_000, "endsAt": now + 20 * 60_000,
+             "preQueueOpensAt": now - 60_000, "overrides": {"ratePerMinute": 600}}  # fmt: skip
+    engine.set_events(room, "0", [event])
+    page = new_context().new_page()
+    visit(page, live, slug, api_key, "prequeue")
+    expect(page.locator("#countdown")).to_have_text(re.compile(r"^(09|10):\d\d$"))
+    expect(page.locator(".figure-position")).to_be_hidden()
+    assert [e.score for e in engine.line(room)] and engine.stats(room).dealt_total == 0
+
+
 def test_the_front_of_the_line_says_almost_there_with_a_full_bar(
     stack: Stack, new_context: Any
 ) -> None:

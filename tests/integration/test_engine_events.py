@@ -218,3 +218,80 @@ def test_an_event_s_mode_stands_under_the_safety_net_as_the_room_s_own(engine: E
     engine.update_room(room, {"mode": "reject"})  # the room's own reject holds while calm too
     with pytest.raises(eng.RoomClosed):
         engine.enter(room, "d", "sd", 10)
+
+
+def prequeue_room(engine: Engine, ahead: int = 3) -> tuple[str, int, dict[str, Any]]:
+    """A room at one admission a second with ``ahead`` in line, and an event whose pre-queue
+    opens 10 s from now and starts at 20 s (rate 600 from then)."""
+    room, t0 = pinned_room(engine, ratePerMinute=60)
+    for i in range(ahead):
+        engine.enter(room, f"early{i}", f"se{i}", 10)
+    event = {"startsAt": t0 + 20 * SECOND, "endsAt": t0 + 60 * SECOND,
+             "preQueueOpensAt": t0 + 10 * SECOND, "overrides": {"ratePerMinute": 600}}  # fmt: skip
+    (written,) = schedule(engine, room, event)
+    return room, t0, written
+
+
+def drawn_order(engine: Engine, room: str, vids: list[str], first_ticket: int) -> list[str]:
+    """The pre-queue's draw as SPEC states it, computed here from the room's secret seed."""
+    import hashlib
+
+    seed = engine.redis.hget(engine.keys.room(room), "seed")
+
+    def number(vid: str) -> int:
+        return int(hashlib.sha1(f"{seed}:{first_ticket}:{vid}".encode()).hexdigest()[:13], 16)
+
+    return sorted(vids, key=lambda v: (number(v), v))
+
+
+def test_an_event_s_pre_queue_waits_for_its_start_and_is_drawn_among_itself(
+    engine: Engine,
+) -> None:
+    room, t0, _ = prequeue_room(engine)
+    dealt_per_second(engine, room, 10)  # the three ahead go in at the room's rate
+    assert engine.stats(room).dealt_total == 3 and engine.stats(room).waiting == 0
+    # the pre-queue opens: newcomers wait, even with nobody ahead and admissions earned
+    entrants = [f"p{i:03d}" for i in range(300)]
+    answers = {vid: engine.enter(room, vid, "s-" + vid, 10) for vid in entrants}
+    first = answers["p000"]
+    assert first.status == "waiting" and first.position is None and first.order_key is None
+    assert first.opens_at_ms == t0 + 20 * SECOND  # the page counts down to the draw
+    assert dealt_per_second(engine, room, 9) == [0] * 9  # nobody before startsAt
+    # at startsAt: drawn among themselves, then admitted at the event's rate in that order
+    engine.shift_clock(room, SECOND)
+    engine.tick(room)
+    expected = drawn_order(engine, room, entrants, first.ticket or 0)
+    assert expected != entrants  # (a draw: 300 in arrival order would be 1 in 300!)
+    gone = engine.stats(room).dealt_total - 3  # admitted since, from the top of the draw
+    assert [e.visitor for e in engine.line(room)] == expected[gone : gone + 200]
+    later = [engine.enter(room, f"z{i}", f"sz{i}", 10) for i in range(3)]
+    waiting = engine.stats(room).waiting
+    assert [a.position for a in later] == [waiting - 2, waiting - 1, waiting]  # behind them all
+    again = engine.enter(room, expected[250], "s-" + expected[250], 10)
+    assert again.position is not None and again.order_key is not None  # placed now
+    before = engine.stats(room).dealt_total
+    dealt_per_second(engine, room, 2)
+    assert engine.stats(room).dealt_total - before == 20  # at the event's rate
+    head = engine.line(room)[0].visitor
+    assert head == expected[engine.stats(room).dealt_total - 3]
+
+
+def test_those_in_line_before_a_pre_queue_stay_ahead_of_it(engine: Engine) -> None:
+    room, _, _ = prequeue_room(engine, ahead=30)  # 30 ahead at 1 a second: some still wait
+    engine.shift_clock(room, 10 * SECOND)
+    engine.enter(room, "p1", "s-p1", 10)
+    engine.enter(room, "p2", "s-p2", 10)
+    engine.shift_clock(room, 10 * SECOND)
+    engine.tick(room)
+    line = [e.visitor for e in engine.line(room)]
+    assert line[: len(line) - 2] == [f"early{i}" for i in range(30 - len(line) + 2, 30)]
+    assert sorted(line[-2:]) == ["p1", "p2"]
+
+
+def test_a_far_ticket_in_a_pre_queue_is_answered_by_redis(engine: Engine) -> None:
+    room, t0, _ = prequeue_room(engine, ahead=0)
+    engine.shift_clock(room, 10 * SECOND)
+    answers = [engine.enter(room, f"p{i:04d}", f"s{i}", 10) for i in range(300)]
+    last = answers[-1]
+    answer = engine.poll(room, "p0299", last.ticket or 0, 1, last.session_jti)
+    assert answer.position is None and answer.opens_at_ms == t0 + 20 * SECOND

@@ -109,7 +109,7 @@ def test_a_scheduled_event_cancelled_is_gone(op: Operator, services: Services) -
             {
                 "startsAt": "+1",
                 "endsAt": "+2",
-                "preQueueOpensAt": "+0",
+                "preQueueOpensAt": "+2",
                 "overrides": {"capacity": 5},
             },
             "preQueueOpensAt",
@@ -225,3 +225,32 @@ def test_the_series_marks_the_events_boundaries(op: Operator, services: Services
         {"at": now + 2 * MINUTE, "kind": "eventEnds", "event": one},
         {"at": now + 2 * MINUTE, "kind": "eventStarts", "event": two},
     ]  # the second's end is after the window's `to` (the room's now)
+
+
+def test_an_event_s_pre_queue_holds_its_window_and_its_times(
+    op: Operator, services: Services
+) -> None:
+    room, now = pinned(op, services)
+    body = {
+        "startsAt": now + 10 * MINUTE,
+        "endsAt": now + 20 * MINUTE,
+        "preQueueOpensAt": now + 5 * MINUTE,
+        "overrides": {"ratePerMinute": 600},
+    }
+    event = op.call("POST", events_path(room), body).json
+    assert event["preQueueOpensAt"] == now + 5 * MINUTE and event["state"] == "scheduled"
+    # the pre-queue's minutes are the event's too: nothing else may run in them
+    before = {
+        "startsAt": now + 4 * MINUTE,
+        "endsAt": now + 6 * MINUTE,
+        "overrides": {"capacity": 5},
+    }
+    refused = op.call("POST", events_path(room), before)
+    assert refused.status_code == 409 and event["id"] in refused.json["message"]
+    services.engine.shift_clock(room, 6 * MINUTE)
+    listed = op.call("GET", events_path(room)).json
+    assert listed["events"][0]["state"] == "prequeue" and listed["activeEvent"] is None
+    moved = op.call("PATCH", events_path(room, event["id"]), {"startsAt": now + 15 * MINUTE})
+    assert moved.status_code == 400 and "startsAt" in moved.json["fields"]
+    longer = op.call("PATCH", events_path(room, event["id"]), {"endsAt": now + 30 * MINUTE})
+    assert longer.status_code == 200 and longer.json["endsAt"] == now + 30 * MINUTE

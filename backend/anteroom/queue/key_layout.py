@@ -43,11 +43,14 @@ class KeySpace:
         (field = a bucket's upper bound in seconds, see ``WAIT_BUCKETS`` in room_engine.py);
         ``blk`` counts the line's live spots per block of order keys (lua/_blocks.lua);
         ``drawn`` lists the opening's entrant ids in drawn order (queue/draw.py);
-        ``inv`` counts invite spends: ``<invite id>`` → uses, ``<invite id>|<vid>`` → 1.
+        ``inv`` counts invite spends: ``<invite id>`` → uses, ``<invite id>|<vid>`` → 1;
+        ``pqz`` numbers an event's pre-queue entrants while their places are drawn
+        (lua/shuffle_prequeue.lua).
         """
         base = self.room_base(room_id)
         names = (
-            "room", "spots", "line", "active", "adm", "rvk", "bks", "waits", "blk", "drawn", "inv"
+            "room", "spots", "line", "active", "adm", "rvk", "bks", "waits", "blk", "drawn", "inv",
+            "pqz",
         )  # fmt: skip
         return {name: base + name for name in names}
 

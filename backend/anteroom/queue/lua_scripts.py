@@ -53,6 +53,7 @@ OPERATIONS = (
     "finish_draw",
     "reroll_draw",
     "set_events",
+    "shuffle_prequeue",
 )
 
 # Scripts loaded as written: the room series' sampler and refusal counter, the challenge spend.

@@ -175,6 +175,9 @@ class NoDraw(EngineError):
     code = "NoDraw"
 
 
+# Entrants numbered, or placed, per step of an event pre-queue's draw (~5 ms of Redis a step).
+PREQUEUE_BATCH = 2_000
+
 _ERRORS: dict[str, type[EngineError]] = {
     cls.code: cls
     for cls in (
@@ -684,7 +687,15 @@ class Engine:
             # DrawLost: another process took it over, and it makes the draw
             with contextlib.suppress(DrawLost):
                 self.draw(room_id)
+        if result.prequeue_due:
+            self.draw_prequeue(room_id)
         return result
+
+    def draw_prequeue(self, room_id: str, batch: int = PREQUEUE_BATCH) -> None:
+        """Draw the places of an event's closed pre-queue (lua/shuffle_prequeue.lua), a batch
+        per call (each a few ms of Redis) until done; other processes may share the steps."""
+        while not int(self._run("shuffle_prequeue", room_id, batch)[0]):
+            pass
 
     def set_clock(self, room_id: str, epoch_ms: int) -> None:
         """Pin a room's clock at ``epoch_ms`` (0 unpins). Tests only; no HTTP route calls this."""

@@ -94,11 +94,19 @@ def check_window(event: Mapping[str, Any], now_ms: int, *, started: bool) -> dic
         problems["endsAt"] = "must be after startsAt"
     elif event["endsAt"] <= now_ms:
         problems["endsAt"] = "is in the past (room clock)"
-    if "preQueueOpensAt" in event:
-        # SPEC's event pre-queue (a shuffle at startsAt as an opening's draw) is not built:
-        # refused by name rather than taken and quietly run without a pre-queue.
-        problems["preQueueOpensAt"] = "an event's own pre-queue is not available yet"
+    opens = event.get("preQueueOpensAt")
+    if opens is not None:
+        if why := _time(opens):
+            problems["preQueueOpensAt"] = why
+        elif opens >= event["startsAt"]:
+            problems["preQueueOpensAt"] = "must be before startsAt"
     return problems
+
+
+def window_start(event: Mapping[str, Any]) -> int:
+    """Where an event's hold on the room begins: its pre-queue's opening, else its start."""
+    opens = event.get("preQueueOpensAt")
+    return int(opens) if opens is not None else int(event["startsAt"])
 
 
 def overlapping(
@@ -109,7 +117,7 @@ def overlapping(
     for other in events:
         if other["id"] == candidate["id"]:
             continue
-        if other["startsAt"] < candidate["endsAt"] and candidate["startsAt"] < other["endsAt"]:
+        if window_start(other) < candidate["endsAt"] and window_start(candidate) < other["endsAt"]:
             return other
     return None
 
@@ -123,9 +131,12 @@ def running(events: Sequence[Mapping[str, Any]], now_ms: int) -> Mapping[str, An
 
 
 def state(event: Mapping[str, Any], now_ms: int) -> str:
-    """``scheduled``, ``running`` or ``ended`` at ``now_ms``."""
-    if now_ms < event["startsAt"]:
+    """``scheduled``, ``prequeue`` (its own pre-queue collects entries), ``running`` or
+    ``ended`` at ``now_ms``."""
+    if now_ms < window_start(event):
         return "scheduled"
+    if now_ms < event["startsAt"]:
+        return "prequeue"
     return "running" if now_ms < event["endsAt"] else "ended"
 
 

@@ -55,6 +55,12 @@ FIELDS: tuple[RoomField, ...] = (
         "next event boundary and the running event's overrides (absent: no event to come)",
     ),
     RoomField("safetyNet", "snc", "'activeSessions:arrivalsPerMinute:coolDownSec' ('': none)"),
+    # An event's own pre-queue (lua/_events.lua, shuffle_prequeue.lua).
+    RoomField("prequeueState", "pqs", "'o' collecting, 'p'/'q' its draw being made (absent: none)"),
+    RoomField("prequeueFirst", "pqf", "the pre-queue's first ticket (kept after its draw)"),
+    RoomField("prequeueLast", "pqt", "its last ticket once closed (0 while collecting)"),
+    RoomField("prequeueUntil", "pqu", "the event's startsAt, shown as the entrants' opensAt"),
+    RoomField("prequeueCursor", "pqc", "where the draw's current step goes on from"),
     # State of the room and of its current opening.
     RoomField("status", "st", "idle, open or paused"),
     RoomField("generation", "gen", "opening number: a close starts the next"),

@@ -85,6 +85,7 @@ class TickResult:
     # The safety net's switches since the last tick that worked: (state, room clock ms), oldest
     # first; state "queueing" or "calm" (lua/_safety_net.lua).
     switches: tuple[tuple[str, int], ...] = ()
+    prequeue_due: bool = False  # an event's pre-queue has closed and waits for its draw
 
 
 def _none(value: Any) -> int | None:
@@ -177,6 +178,7 @@ def tick_result(raw: list[Any]) -> TickResult:
         switches=tuple(
             (NET_STATES[entry[0]], int(entry[2:])) for entry in switched.split(";") if entry
         ),
+        prequeue_due=len(raw) > 6 and bool(int(raw[6])),
     )
 
 

@@ -113,12 +113,11 @@ def create_event(call: Call[Any], room_id: str) -> ResponseReturnValue:
         "endsAt": body["endsAt"],
         "overrides": body["overrides"],
     }
-    probe = event | (
-        {"preQueueOpensAt": body["preQueueOpensAt"]} if "preQueueOpensAt" in body else {}
-    )
+    if body.get("preQueueOpensAt") is not None:
+        event["preQueueOpensAt"] = body["preQueueOpensAt"]
 
     def change(events: list[dict[str, Any]], now: int) -> tuple[None, dict[str, Any]]:
-        _problems(probe, now, started=False)
+        _problems(event, now, started=False)
         return None, event
 
     written, now = _write(call, room_id, change)
@@ -138,16 +137,21 @@ def update_event(call: Call[Any], room_id: str, event_id: str) -> ResponseReturn
         if state == "ended":
             raise errors.EventEnded(f"Event {event_id} has ended; it stays on record unchanged.")
         started = state == "running"
-        if started and body.get("startsAt", event["startsAt"]) != event["startsAt"]:
-            fields = {"startsAt": "the event has started: only endsAt and overrides may change"}
-            raise errors.BadRequest("The event is not valid.", fields=fields)
+        if state != "scheduled":
+            # its pre-queue (collecting, or drawn at startsAt) is tied to both times
+            for name in ("startsAt", "preQueueOpensAt"):
+                if name in body and body[name] != event.get(name):
+                    why = "the event has started" if started else "its pre-queue is open"
+                    fields = {name: f"{why}: only endsAt and overrides may change"}
+                    raise errors.BadRequest("The event is not valid.", fields=fields)
         changed = event | {
             k: v for k, v in body.items() if k in ("startsAt", "endsAt", "overrides")
         }
-        probe = changed | (
-            {"preQueueOpensAt": body["preQueueOpensAt"]} if "preQueueOpensAt" in body else {}
-        )
-        _problems(probe, now, started=started)
+        if "preQueueOpensAt" in body:
+            changed.pop("preQueueOpensAt", None)
+            if body["preQueueOpensAt"] is not None:
+                changed["preQueueOpensAt"] = body["preQueueOpensAt"]
+        _problems(changed, now, started=started)
         return event, changed
 
     written, now = _write(call, room_id, change)

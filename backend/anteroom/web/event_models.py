@@ -12,7 +12,7 @@ from anteroom.web.api_models import Answer, Body, Wording, schema_extra
 from anteroom.web.management_models import FIELD_DOCS, field_type
 
 EVENT_ID = r"^ev[0-9a-f]{12}$"
-EVENT_STATES = ("scheduled", "running", "ended")
+EVENT_STATES = ("scheduled", "prequeue", "running", "ended")
 TIME = {"ge": 1, "le": room_events.MAX_TIME_MS}
 
 
@@ -73,7 +73,12 @@ class EventCreate(_EventRules):
         description="Epoch ms: the room's own settings apply again from here.", **TIME
     )
     preQueueOpensAt: int | None = Field(
-        None, description="An event's own pre-queue: not available yet (400).", **TIME
+        None,
+        description="Epoch ms before startsAt: from here newcomers join the event's own "
+        "pre-queue (no place yet, and nobody of it or after it admitted) and at startsAt their "
+        "places are drawn among themselves, behind those already in line, ahead of later "
+        "arrivals. Fixed once the pre-queue has opened.",
+        **TIME,
     )
     overrides: dict[str, Any] = Field(description=OVERRIDES_DOC)
     model_config = ConfigDict(json_schema_extra=lambda schema: _document_overrides(schema))
@@ -83,7 +88,12 @@ class EventPatch(_EventRules):
     startsAt: int | None = Field(None, description="Only while the event is scheduled.", **TIME)
     endsAt: int | None = Field(None, description="Not into the past.", **TIME)
     preQueueOpensAt: int | None = Field(
-        None, description="An event's own pre-queue: not available yet (400).", **TIME
+        None,
+        description="Epoch ms before startsAt: from here newcomers join the event's own "
+        "pre-queue (no place yet, and nobody of it or after it admitted) and at startsAt their "
+        "places are drawn among themselves, behind those already in line, ahead of later "
+        "arrivals. Fixed once the pre-queue has opened.",
+        **TIME,
     )
     overrides: dict[str, Any] | None = Field(None, description="Replaces the event's overrides.")
     model_config = ConfigDict(
@@ -101,6 +111,7 @@ class Event(Answer):
     id: str = Field(pattern=EVENT_ID)
     startsAt: int
     endsAt: int
+    preQueueOpensAt: int | None = Field(None, description="Its own pre-queue's opening, if any.")
     overrides: dict[str, Any]
     state: Literal[EVENT_STATES] = Field(  # type: ignore[valid-type]
         description="At the answer's time on the room's clock."
