@@ -15,9 +15,10 @@ local function read_invite(at)
 end
 
 -- The lane `invite` gives `vid` (nil: none presented), or nil and an error reply: expired on
--- the room's clock, or used up by `uses` other identities. It spends nothing.
+-- the room's clock, or used up by `uses` other identities. It spends nothing. A lane with no
+-- invite (id '') is a request a bypass rule let through: the skip lane, nothing to spend.
 local function invite_lane(invite, vid, now)
-  if invite.id == '' then return nil end
+  if invite.id == '' then return invite.lane end
   if now >= invite.expires then return nil, err('InviteExpired') end
   invite.spent_before = redis.call('HEXISTS', INV, invite.id .. '|' .. vid) == 1
   if not invite.spent_before

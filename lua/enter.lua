@@ -8,7 +8,7 @@
 --   ('<generation>:<ticket>:<minute>' of a ticket whose polls this minute are used up, else ''),
 --   the number of limit counters n, then per counter its limit and its window (seconds), then
 --   only for a newcomer with an invite (see read_invite in _invite.lua): its id, expiry (ms),
---   uses and lane.
+--   uses and lane; or, for one a bypass rule lets through, '', 0, 0, 's' (the skip lane).
 -- Reply: a queue answer (see `answer` in _answer.lua) or {'ERR', code, retry s}; the address
 --   over its limit: {'ERR', 'AddressLimited', s until its window resets}; a newcomer to a
 --   room in mode reject: {'ERR', 'RoomClosed', 0}; an invite expired or used up:

@@ -7,6 +7,13 @@ import { contrastRatio, count, releasedBy, safetyNetSummary, when, zone } from "
 import { placed, span, summary } from "./schedule.js";
 
 const REFRESH_MS = 5000;
+/** @type {Record<string, string>} what each queueing mode does, as the confirmation says it */
+const MODES = {
+  fifo: "visitors are admitted in arrival order, at the rate.",
+  random: "each admission is drawn at random among those waiting, at the rate.",
+  passthrough: "everyone is admitted at once (within capacity), still counted.",
+  reject: "no new entries; newcomers are shown the closed message.",
+};
 const main = /** @type {HTMLElement} */ (document.getElementById("main"));
 const scopes = (main.dataset.scopes || "").split(" ");
 
@@ -217,6 +224,10 @@ class RoomPage {
       ["Admitted last minute", `${count(stats.admittedLastMinute)} (rate ${count(room.ratePerMinute)} / min)`],
       ["Admitted in all", count(stats.dealtTotal)],
       ["holdScore", String(room.holdScore)],
+      ["Mode", room.mode],
+      ["Session renewal", room.sessionRenewal === false ? "not renewable: admissions end at their expiry" : "renewable while active"],
+      // how many, never what: the API shows no secret, and the console shows not even a name
+      ["Bypass rules", count((room.bypass || []).length)],
     ];
     byId("figures").replaceChildren(
       ...figures.flatMap(([k, v]) => [el("dt", {}, [k]), el("dd", { "data-figure": k }, [v])]),
@@ -274,6 +285,7 @@ class RoomPage {
         this.numberForm("capacity", "Capacity (most active visitors, 0 for no limit)", 0, (v) =>
           `Change the capacity from ${this.room.capacity || "no limit"} to ${v || "no limit"}.`),
         this.holdForm(),
+        this.modeForm(),
       ];
       host.replaceChildren(this.buttons, this.openAt, ...this.forms);
       byId("texts").replaceChildren(
@@ -353,6 +365,28 @@ class RoomPage {
       const value = Number(input.value);
       // The API's "no limit" capacity is null; 0 is how the form says it.
       this.confirmThen(text(value), { [field]: field === "capacity" && value === 0 ? null : value });
+    });
+    return form;
+  }
+
+  modeForm() {
+    const select = /** @type {HTMLSelectElement} */ (el("select", { id: "field-mode" },
+      Object.keys(MODES).map((mode) => el("option", { value: mode }, [mode]))));
+    const form = el("form", { class: "stack", "data-field": "mode" }, [
+      el("label", { for: "field-mode" }, ["Queueing mode"]),
+      select,
+      el("button", { type: "submit" }, ["Change"]),
+    ]);
+    this.fillers.push(() => {
+      // changed elsewhere (or by us): show it, unless the operator is choosing
+      if (document.activeElement !== select && select.dataset.shown !== this.room.mode) {
+        select.value = select.dataset.shown = this.room.mode;
+      }
+    });
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const next = select.value;
+      this.confirmThen(`Change the mode from ${this.room.mode} to ${next}: ${MODES[next]} Nobody already waiting loses or changes their place.`, { mode: next });
     });
     return form;
   }

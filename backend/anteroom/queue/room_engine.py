@@ -252,6 +252,10 @@ def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
         # the room's clock as read (tests move it), so the web tier judges events on it too
         clock=[int(raw.get(stored("clockOffset")) or 0), int(raw.get(stored("pinnedClock")) or 0)],
     )
+    if raw.get(stored("bypass")):
+        # The rules as stored (secret hashes), for the service's own matching (never shown:
+        # the API's answers list the fields they show, and `bypass` is the rules without them).
+        room["bypassStored"] = raw[stored("bypass")]
     if room["safetyNet"] is not None:  # its state beside its thresholds (GET only, never set)
         queueing = raw.get(stored("safetyNetState")) == "q"
         since = int(raw.get(stored("safetyNetSince")) or 0)
@@ -476,12 +480,17 @@ class Engine:
         network_tag: str = "",
         address_limit: Sequence[tuple[str, int, int]] = (),
         invite: InviteClaims | None = None,
+        bypass: bool = False,
     ) -> QueueAnswer:
         """Take (or find again) the visitor's spot; an entry counts as a poll of its ticket.
 
         ``invite``: a verified invite of this room. A newcomer spends it (once per ``vid``) and
         takes its lane; a spot found again keeps its place and spends nothing. Refused with
         :class:`InviteExpired` or :class:`InviteSpent`, the entry changes nothing.
+
+        ``bypass``: one of the room's bypass rules matched the request (web/service_bypass.py):
+        a newcomer takes the skip lane as a skip invite would (admitted at once within
+        capacity, over and above the rate), with no invite to spend.
 
         ``address_limit``: the entering address's limit counters (key, limit, window seconds),
         counted first by the same script, so the limit costs no round trip of its own (one
@@ -494,6 +503,8 @@ class Engine:
             args += [int(limit), int(window)]
         if invite is not None:  # after the counters: an entry without one sends nothing more
             args += [invite.invite_id, int(invite.expires_at_ms), int(invite.uses), invite.lane[0]]
+        elif bypass:  # a lane and no invite (lua/_invite.lua)
+            args += ["", 0, 0, "s"]
         keys = [key for key, _, _ in address_limit]
         raw = self._run("enter", room_id, *args, extra_keys=keys)
         return self._counted(room_id, vid, raw)

@@ -22,7 +22,7 @@ from anteroom.web import address_limits as limits
 from anteroom.web import api_routes as routes
 from anteroom.web import http_errors as errors
 from anteroom.web import queue_answers as visitor
-from anteroom.web import room_lookup
+from anteroom.web import room_lookup, service_bypass
 from anteroom.web.fail_open import fail_open, usable_offline
 from anteroom.web.json_body import parse
 from anteroom.web.visitor_models import (
@@ -241,10 +241,15 @@ def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
         # write); its network pays at identify already.
         _remember_refusal(s, room)
 
+    # A bypass rule lets the request through the skip lane (an invite keeps its own lane).
+    bypass = invite is None and service_bypass.matches(
+        room, request.remote_addr, request.headers, request.headers.get("Cookie", "")
+    )
+
     def enter_line() -> visitor.QueueAnswer:
         try:
             return s.engine.enter(room["id"], session.visitor_id, session.session_id, score, tag,
-                                  counters, invite)  # fmt: skip
+                                  counters, invite, bypass)  # fmt: skip
         except AddressLimited as exc:
             limits.refused_by_script("enter", exc.retry_after or 1)
 
