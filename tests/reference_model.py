@@ -18,6 +18,12 @@ everyone else (and of the draw), by ticket, skip before priority.
 The safety net (``net``: activeSessions, arrivalsPerMinute, coolDownSec): passthrough while calm
 (unless the mode is reject), the room's own mode while queueing, switched by a newcomer's entry
 and by the tick (lua/_safety_net.lua), the switch to queueing emptying the bank.
+Scheduled events (SPEC "Room policies": Events): from startsAt to endsAt (room clock) an event's
+overrides (mode, ratePerMinute, capacity, admissionTtlSec) stand in for the room's own settings
+(``own``). A boundary is crossed by the first script at or after it (enter, poll, the tick,
+pause, an update, a write of the events): what was earned before it is earned at the rate then
+in force, and kept when crossed within a second of it; crossed later, the bank keeps at most a
+second of the new rate. An event's mode stands in for the room's own under the safety net.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ POST_OPEN = 2**52
 POOL = 2**24
 DRAWN_SPAN = 2**51  # the draw's keys fill [-2^51, 0); invitees' lanes are below
 LANES = {"skip": -(2**53), "priority": -(2**52)}
+# an event's overrides (API names) -> the model's settings
+OVERRIDES = {"mode": "mode", "ratePerMinute": "rate", "capacity": "capacity"}
 
 
 SEEN_BOOKING_MAX_MS = 150_000  # as lua/_expiry.lua's SEEN_BOOKING_MAX
@@ -45,6 +53,11 @@ def draw_rank(seed: str, deal_number: int, line: int) -> int:
     secret seed: the first 52 bits of SHA-1(seed ':' deal number), mod the line's length."""
     digest = hashlib.sha1(f"{seed}:{deal_number}".encode()).hexdigest()
     return int(digest[:13], 16) % line
+
+
+def bank_cap(rate: int) -> int:
+    """The bank holds at most one second's worth, and at least one admission."""
+    return max(UNIT, rate * 1000)
 
 
 class ModelError(Exception):
@@ -107,6 +120,18 @@ class Model:
     invited: dict[str, set[str]] = field(default_factory=dict)  # invite id -> who spent it
     active: dict[str, int] = field(default_factory=dict)
     admissions: list[int] = field(default_factory=list)
+    # scheduled events: the list as written (sorted, never overlapping), the one in force and
+    # the next boundary (0: none) as of the last crossing, the room's own settings under them
+    events: list[dict] = field(default_factory=list)
+    running: dict | None = None
+    boundary: int = 0
+    own: dict = field(default_factory=dict)
+    peak_bound: int | None = None  # the most capacity ever in force (None: unbounded once)
+
+    def __post_init__(self) -> None:
+        self.own = {"mode": self.mode, "rate": self.rate, "capacity": self.capacity,
+                    "ttl_ms": self.ttl_ms}  # fmt: skip
+        self.peak_bound = self.capacity
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -158,18 +183,77 @@ class Model:
         if self.status != "open" or self.now - self.ticked < 1000:
             return
         self.ticked = self.now
+        self.at_events()
         self.sweep()
         self.drain()
         self.net_step(None)
 
-    def accrue(self) -> None:
+    def accrue(self, until: int | None = None) -> None:
+        """Earn admissions for open time up to ``until`` (now) at the rate in force."""
+        until = self.now if until is None else until
         if self.status != "open":
             return
         start = max(self.last, self.opens_at)
-        if self.now > start:
-            cap = max(UNIT, self.rate * 1000)
-            self.bank = min(cap, self.bank + (self.now - start) * self.rate)
-            self.last = self.now
+        if until > start:
+            self.bank = min(bank_cap(self.rate), self.bank + (until - start) * self.rate)
+            self.last = until
+
+    # -- scheduled events ------------------------------------------------------------------
+
+    def event_state_at(self, t: int) -> tuple[dict | None, int]:
+        """The event running at ``t`` (startsAt <= t < endsAt) and the next boundary after."""
+        running = next((e for e in self.events if e["startsAt"] <= t < e["endsAt"]), None)
+        edges = [x for e in self.events for x in (e["startsAt"], e["endsAt"]) if x > t]
+        return running, min(edges, default=0)
+
+    def lay_over(self) -> None:
+        """The settings in force: the running event's overrides over the room's own."""
+        overrides = self.running["overrides"] if self.running else {}
+        for name, setting in OVERRIDES.items():
+            setattr(self, setting, overrides.get(name, self.own[setting]))
+        ttl = overrides.get("admissionTtlSec")
+        self.ttl_ms = self.own["ttl_ms"] if ttl is None else ttl * 1000
+        if self.peak_bound is not None:
+            more = self.capacity is None
+            self.peak_bound = None if more else max(self.peak_bound, self.capacity)
+
+    def at_events(self) -> None:
+        """Cross every boundary passed since the last script ran, earning up to each at the
+        rate in force before it; one passed a second or more ago keeps a second of the new rate."""
+        while self.boundary and self.now >= self.boundary:
+            edge = self.boundary
+            self.accrue(edge)
+            self.running, self.boundary = self.event_state_at(edge)
+            self.lay_over()
+            if self.now - edge >= 1000:
+                self.bank = min(self.bank, bank_cap(self.rate))
+
+    def set_events(self, events: list[dict]) -> None:
+        """Replace the events: boundaries passed are crossed first and admissions earned up to
+        now at the settings in force, then the new list's settings at now apply."""
+        self.at_events()
+        self.accrue()
+        self.events = [dict(e) for e in events]
+        self.running, self.boundary = self.event_state_at(self.now)
+        self.lay_over()
+        self.bank = min(self.bank, bank_cap(self.rate))
+
+    def update(self, **changes: object) -> None:
+        """An update of the room's settings (update_room.lua): ``hold``, ``net`` or its own
+        mode, rate, capacity, ttl_ms. A rate change books what was earned at the old rate, and a
+        running event's overrides stay in force over the room's own."""
+        self.at_events()
+        if "hold" in changes:
+            self.hold = changes.pop("hold")  # type: ignore[assignment]
+        if "net" in changes:
+            self.net = changes.pop("net")  # type: ignore[assignment]
+        if "rate" in changes:
+            self.accrue()
+        self.own.update(changes)
+        self.lay_over()
+        overrides = self.running["overrides"] if self.running else {}
+        if "rate" in changes and "ratePerMinute" not in overrides:
+            self.bank = min(self.bank, bank_cap(self.rate))  # a second of the rate written
 
     def live_active(self) -> int:
         return sum(1 for exp in self.active.values() if exp > self.now)
@@ -310,7 +394,7 @@ class Model:
     def answer(self, vid: str) -> tuple:
         spot = self.spots[vid]
         if spot.admitted_at is not None:
-            return ("admitted", spot.ticket, None, None, spot.deal)
+            return ("admitted", spot.ticket, None, None, spot.deal, spot.expires)
         if spot.score >= self.hold:
             return ("held", spot.ticket, None, None, 15_000)
         if self.mode_now() == "random":
@@ -334,6 +418,7 @@ class Model:
     def enter(self, vid: str, score: int, invite: Invite | None = None) -> tuple:
         if self.status == "idle":
             return ("idle",)
+        self.at_events()
         spot = self.spots.get(vid)
         if spot and spot.admitted_at is not None and self.now > spot.expires + 60_000:
             self.drop(vid)
@@ -383,8 +468,11 @@ class Model:
         return self.answered(vid)
 
     def poll(self, vid: str, ticket: int, generation: int) -> tuple:
+        if generation != self.generation:
+            raise ModelError("TicketGone")
+        self.at_events()
         spot = self.spots.get(vid)
-        if generation != self.generation or not spot or spot.ticket != ticket:
+        if not spot or spot.ticket != ticket:
             raise ModelError("TicketGone")
         if spot.admitted_at is not None and self.now > spot.expires + 60_000:
             self.drop(vid)
@@ -440,6 +528,7 @@ class Model:
     def pause(self) -> None:
         if self.status != "open":
             raise ModelError("NotOpen")
+        self.at_events()
         self.accrue()
         self.status = "paused"
 

@@ -12,17 +12,29 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from anteroom.engine import Engine, QueueAnswer
 from anteroom.queue import room_engine as eng
+from anteroom.queue import room_events
 from anteroom.queue.line_blocks import block_of
 from anteroom.queue.redis_link import connect
 from anteroom.sdk import draw as draws
 from anteroom.sdk.tokens import InviteClaims
 from helpers import make_room
-from reference_model import Invite, Model, ModelError
+from reference_model import Invite, Model, ModelError, bank_cap
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 VISITORS = [f"v{i}" for i in range(8)]
 START = 1_800_000_000_000
+EVENTS = ["e1", "e2", "e3"]
+# an event's overrides: each setting left as the room has it (absent) or one of these
+OVERRIDDEN = st.fixed_dictionaries(
+    {},
+    optional={
+        "mode": st.sampled_from(["fifo", "random", "passthrough", "reject"]),
+        "ratePerMinute": st.sampled_from([1, 60, 600, 6_000]),
+        "capacity": st.sampled_from([None, 1, 3]),
+        "admissionTtlSec": st.sampled_from([30, 120]),
+    },
+)
 
 
 def comparable(answer: QueueAnswer) -> tuple:
@@ -30,7 +42,9 @@ def comparable(answer: QueueAnswer) -> tuple:
         return ("idle",)
     if answer.status == "admitted":
         assert answer.admission is not None
-        return ("admitted", answer.ticket, None, None, answer.admission.deal_number)
+        # the admission's life too: an event's admissionTtlSec, or the room's own
+        admission = answer.admission
+        return ("admitted", answer.ticket, None, None, admission.deal_number, admission.expires_ms)
     said = (answer.status, answer.ticket, answer.position, answer.eta_seconds, answer.poll_after_ms)
     return said if answer.odds is None else (*said, answer.odds)
 
@@ -60,9 +74,8 @@ class EngineAgainstModel(RuleBasedStateMachine):
             admissionTtlSec=30, abandonAfterSec=60, maxWaiting=6, mode=mode,
         )  # fmt: skip
         self.engine.set_clock(self.room, START)
-        self.model = Model(rate, capacity, 30_000, hold, 60_000, 6, START)
         # a third of runs draw from the start, so lines of several are drawn from
-        self.model.mode = mode
+        self.model = Model(rate, capacity, 30_000, hold, 60_000, 6, START, mode=mode)
         # most runs should exercise an open line; a third start with a pre-queue, so a draw
         # of several entrants is made, published and checked
         self.open(ahead)
@@ -166,19 +179,74 @@ class EngineAgainstModel(RuleBasedStateMachine):
     @rule(hold=st.sampled_from([5, 50, 70, 90]))
     def hold_score(self, hold: int) -> None:
         self.engine.update_room(self.room, {"holdScore": hold})
-        self.model.hold = hold
+        self.model.update(hold=hold)
 
     @rule(mode=st.sampled_from(["fifo", "fifo", "random", "random", "passthrough", "reject"]))
     def switch_mode(self, mode: str) -> None:
         self.engine.update_room(self.room, {"mode": mode})
-        self.model.mode = mode
+        self.model.update(mode=mode)
+
+    @rule(rate=st.sampled_from([1, 60, 600]), capacity=st.sampled_from([None, 1, 2]))
+    def change_rate(self, rate: int, capacity: int | None) -> None:
+        """The room's own rate and capacity: a running event's stay in force over them."""
+        self.engine.update_room(self.room, {"ratePerMinute": rate, "capacity": capacity})
+        self.model.update(rate=rate, capacity=capacity)
 
     @rule(net=st.sampled_from([None, (2, 1_000, 0), (1_000, 3, 5), (3, 4, 60)]))
     def safety_net(self, net: tuple[int, int, int] | None) -> None:
         names = ("activeSessions", "arrivalsPerMinute", "coolDownSec")
         value = net and dict(zip(names, net, strict=True))
         self.engine.update_room(self.room, {"safetyNet": value})
-        self.model.net = net
+        self.model.update(net=net)
+
+    def write_events(self, events: list[dict[str, Any]]) -> None:
+        """The list written as the management API writes it (compare-and-set on its version)."""
+        version = self.engine.get_room(self.room)["eventsVersion"]
+        self.engine.set_events(self.room, version, events)
+        self.model.set_events(events)
+
+    @rule(
+        which=st.sampled_from(EVENTS),
+        starts=st.sampled_from([-5_000, 0, 1, 500, 1_000, 2_000, 30_000]),
+        length=st.sampled_from([1, 999, 1_000, 2_500, 30_000, 90_000]),
+        overrides=OVERRIDDEN,
+    )
+    def schedule(self, which: str, starts: int, length: int, overrides: dict[str, Any]) -> None:
+        """Schedule or change event ``which`` as the API allows (a running one keeps its start,
+        an ended one is on record unchanged); an overlap or a window in the past is refused."""
+        now, events = self.model.now, self.model.events
+        before = next((e for e in events if e["id"] == which), None)
+        state = before and room_events.state(before, now)
+        if state == "ended":
+            return
+        start = before["startsAt"] if before and state == "running" else now + starts
+        event = {"id": which, "startsAt": start, "endsAt": now + starts + length,
+                 "overrides": overrides or {"ratePerMinute": 600}}  # fmt: skip
+        if room_events.check_window(event, now, started=state == "running"):
+            return
+        try:
+            listed = room_events.with_change(events, event, now)
+        except room_events.EventOverlap:
+            return
+        self.write_events(listed)
+
+    @rule(which=st.sampled_from(EVENTS))
+    def cancel(self, which: str) -> None:
+        """Cancel as the API does: a scheduled event goes, a running one ends now."""
+        now, events = self.model.now, self.model.events
+        event = next((e for e in events if e["id"] == which), None)
+        if event is None or room_events.state(event, now) == "ended":
+            return
+        if room_events.state(event, now) == "running":
+            self.write_events(room_events.with_change(events, event | {"endsAt": now}, now))
+        else:
+            self.write_events([e for e in events if e["id"] != which])
+
+    @precondition(lambda self: self.model.boundary > self.model.now)
+    @rule(late=st.sampled_from([0, 999, 1_000]))
+    def to_boundary(self, late: int) -> None:
+        """The clock moved to the next boundary, or just under or at a second past it."""
+        self.jump(self.model.boundary - self.model.now + late)
 
     @rule()
     def tick(self) -> None:
@@ -196,11 +264,25 @@ class EngineAgainstModel(RuleBasedStateMachine):
         assert stats.dealt_total == self.model.dealt
         assert stats.tickets == self.model.tickets
         assert stats.now_ms == self.model.now
+        # the boundaries crossed where the model crosses them: the next one and the event in force
+        evo = self.client.hget(self.engine.keys.room(self.room), "evo") or "0|"
+        boundary, running = evo.split("|")[:2]
+        assert int(boundary) == self.model.boundary
+        assert running == (self.model.running["id"] if self.model.running else "")
+        if self.model.status == "open":
+            # the bank as booked (written lazily: earned since `last` at the rate in force,
+            # which a boundary crossed books first) is the model's
+            bank, last = self.client.hmget(self.engine.keys.room(self.room), "bank", "last")
+            since, booked = max(int(last), self.model.opens_at), int(bank)
+            if self.model.last > since:  # a boundary crossed on time may leave more than a cap
+                earned = (self.model.last - since) * self.model.rate
+                booked = min(bank_cap(self.model.rate), booked + earned)
+            assert booked == self.model.bank
         net = self.engine.get_room(self.room)["safetyNet"]
         if self.model.net is not None:
             assert net["state"] == self.model.net_state
-        if self.model.capacity is not None:
-            assert stats.peak_active <= self.model.capacity
+        if self.model.peak_bound is not None:
+            assert stats.peak_active <= self.model.peak_bound
         # the line's block counts (the far poll's snapshot) match the line, whatever happened
         keys = self.engine.keys.room_keys(self.room)
         line = self.client.zrange(keys["line"], 0, -1, withscores=True)
