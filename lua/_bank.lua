@@ -6,5 +6,7 @@ local function bank_cap(rate) return math.max(UNIT, rate * 1000) end
 local function earned(bank, accrued_at, opens_at, rate, now)
   local from = math.max(accrued_at, opens_at)
   if now <= from then return bank, accrued_at end
-  return math.min(bank_cap(rate), bank + (now - from) * rate), now
+  -- a bank above the cap (what a scheduled event's faster rate earned before its end, crossed
+  -- on time: _events.lua) is kept to be dealt, not cut down by the slower rate's cap
+  return math.min(math.max(bank_cap(rate), bank), bank + (now - from) * rate), now
 end

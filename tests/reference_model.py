@@ -195,7 +195,8 @@ class Model:
             return
         start = max(self.last, self.opens_at)
         if until > start:
-            self.bank = min(bank_cap(self.rate), self.bank + (until - start) * self.rate)
+            cap = max(bank_cap(self.rate), self.bank)  # as _bank.lua: a bank over it is kept
+            self.bank = min(cap, self.bank + (until - start) * self.rate)
             self.last = until
 
     # -- scheduled events ------------------------------------------------------------------

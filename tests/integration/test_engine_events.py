@@ -295,3 +295,19 @@ def test_a_far_ticket_in_a_pre_queue_is_answered_by_redis(engine: Engine) -> Non
     last = answers[-1]
     answer = engine.poll(room, "p0299", last.ticket or 0, 1, last.session_jti)
     assert answer.position is None and answer.opens_at_ms == t0 + 20 * SECOND
+
+
+def test_what_an_event_earned_before_its_end_is_dealt_after_it_when_ticked_off_the_edge(
+    engine: Engine,
+) -> None:
+    """Ticks a second apart, the event's end half a second after one: the half second it
+    earned at its own rate is dealt by the next tick, not cut down to the room's rate."""
+    room, t0 = pinned_room(engine, ratePerMinute=1)
+    fill(engine, room, 200)
+    schedule(
+        engine,
+        room,
+        {"startsAt": t0 + 500, "endsAt": t0 + 10_500, "overrides": {"ratePerMinute": 600}},
+    )
+    dealt = dealt_per_second(engine, room, 12)
+    assert sum(dealt) == 100, dealt  # ten seconds at ten a second, whatever the ticks' phase
