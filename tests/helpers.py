@@ -13,6 +13,7 @@ from typing import Any
 from flask.testing import FlaskClient
 
 from anteroom.engine import Engine
+from anteroom.sdk.tokens import TicketClaims
 
 TEST_KEYS = "k1:" + "a" * 43 + "="
 # Debian's Chromium, never a downloaded one; the flags keep it off this machine's closed network.
@@ -32,6 +33,16 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def carried_claims(room: str, vid: str, answer: Any) -> TicketClaims:
+    """The ticket claims a visitor carries after ``answer`` (a waiting QueueAnswer of the
+    first opening), as the views pass them to a poll: the far poll's order key among them."""
+    return TicketClaims(
+        room_id=room, visitor_id=vid, ticket=answer.ticket or 0, generation=1,
+        environment="test", session_id=answer.session_jti, score=answer.score,
+        order_key=answer.order_key, kept_until=answer.kept_until_ms,
+    )  # fmt: skip
 
 
 def make_room(engine: Engine, env: str = "test", slug: str = "drop", **config: Any) -> str:

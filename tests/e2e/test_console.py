@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from console_pages import sign_in
 from playwright.sync_api import Page, expect
 
 from anteroom.engine import Engine
@@ -79,13 +80,6 @@ def watch_csp(page: Page) -> list[str]:
     )
     page.on("pageerror", lambda e: errors.append(str(e)))
     return errors
-
-
-def sign_in(page: Page, live: LiveServer, secret: str) -> None:
-    page.goto(f"{live.url}/console")
-    page.get_by_label("Secret key").fill(secret)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Rooms")).to_be_visible()
 
 
 def last_values(page: Page, chart: str) -> list[Any]:

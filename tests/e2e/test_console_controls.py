@@ -8,6 +8,7 @@ import secrets
 from typing import Any
 
 import pytest
+from console_pages import open_room_page
 from playwright.sync_api import Page, expect
 
 from anteroom.engine import Engine
@@ -27,13 +28,7 @@ def room_page(stack: Stack, new_context: Any) -> tuple[Page, Engine, str]:
     _, secret = KeyStore(engine.redis, engine.keys).create("web")
     room = make_room(engine, env="web", slug="drop-" + secrets.token_hex(4), capacity=50)
     engine.open(room)
-    page = new_context().new_page()
-    page.goto(f"{live.url}/console")
-    page.get_by_label("Secret key").fill(secret)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Rooms")).to_be_visible()
-    page.goto(f"{live.url}/console/rooms/{room}")
-    expect(page.locator('[data-figure="Status"]')).to_have_text("open", timeout=10_000)
+    page = open_room_page(new_context().new_page(), live, secret, room)
     return page, engine, room
 
 

@@ -8,6 +8,7 @@ import secrets
 from typing import Any
 
 import pytest
+from console_pages import open_room_page
 from playwright.sync_api import Page, expect
 
 from anteroom.engine import Engine
@@ -23,15 +24,7 @@ MINUTE = 60_000
 
 
 def signed_in(stack: Stack, new_context: Any, room: str, secret: str) -> Page:
-    live = stack[0]
-    page = new_context().new_page()
-    page.goto(f"{live.url}/console")
-    page.get_by_label("Secret key").fill(secret)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.get_by_role("heading", name="Rooms")).to_be_visible()
-    page.goto(f"{live.url}/console/rooms/{room}")
-    expect(page.locator('[data-figure="Status"]')).to_have_text("open", timeout=10_000)
-    return page
+    return open_room_page(new_context().new_page(), stack[0], secret, room)
 
 
 def confirm(page: Page, says: str, method: str) -> None:

@@ -14,8 +14,7 @@ from anteroom.queue import room_engine as eng
 from anteroom.queue import room_events
 from anteroom.queue.far_poll import answer_far
 from anteroom.queue.redis_link import connect
-from anteroom.sdk.tokens import TicketClaims
-from helpers import make_room
+from helpers import carried_claims, make_room
 
 pytestmark = pytest.mark.redis
 
@@ -176,11 +175,7 @@ def test_a_far_ticket_is_never_answered_across_an_event_s_boundary(engine: Engin
     answers = {f"v{i:04d}": engine.enter(room, f"v{i:04d}", f"s{i}", 10) for i in range(2_600)}
     last = answers["v2599"]
     assert last.position == 2_600 and last.order_key is not None  # a far ticket
-    carried = TicketClaims(
-        room_id=room, visitor_id="v2599", ticket=last.ticket or 0, generation=1,
-        environment="test", session_id=last.session_jti, score=last.score,
-        order_key=last.order_key, kept_until=last.kept_until_ms,
-    )  # fmt: skip
+    carried = carried_claims(room, "v2599", last)
     schedule(
         engine,
         room,

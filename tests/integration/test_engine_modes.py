@@ -8,8 +8,7 @@ import pytest
 from anteroom.engine import Engine
 from anteroom.queue import room_config as rooms
 from anteroom.queue import room_engine as eng
-from anteroom.sdk.tokens import TicketClaims
-from helpers import make_room
+from helpers import carried_claims, make_room
 
 pytestmark = pytest.mark.redis
 
@@ -157,11 +156,7 @@ def test_a_passthrough_room_is_never_answered_from_the_snapshot(engine: Engine) 
     room = pinned_room(engine, ratePerMinute=1, maxWaiting=10_000)
     answers = {vid: engine.enter(room, vid, "s-" + vid, 10) for vid in fill_ids(2_600)}
     last = answers["v2599"]
-    carried = TicketClaims(
-        room_id=room, visitor_id="v2599", ticket=last.ticket or 0, generation=1,
-        environment="test", session_id=last.session_jti, score=last.score,
-        order_key=last.order_key, kept_until=last.kept_until_ms,
-    )  # fmt: skip
+    carried = carried_claims(room, "v2599", last)
     engine.update_room(room, {"mode": "passthrough"})
     answer = engine.poll(room, "v2599", last.ticket or 0, 1, last.session_jti, carried=carried)
     assert answer.position == 2_400  # Redis's answer, after its drain of 200

@@ -11,8 +11,7 @@ from test_engine_concurrency import PER_PROCESS, PROCESSES, run_worker
 from test_engine_modes import deal_number, fill, fill_ids, line_of, pinned_room
 
 from anteroom.engine import Engine
-from anteroom.sdk.tokens import TicketClaims
-from helpers import open_room
+from helpers import carried_claims, open_room
 from reference_model import draw_rank
 
 pytestmark = pytest.mark.redis
@@ -96,11 +95,7 @@ def test_a_far_ticket_in_a_random_room_is_never_answered_from_the_snapshot(
     answers = {vid: engine.enter(room, vid, "s-" + vid, 10) for vid in fill_ids(2_600)}
     last = answers["v2599"]
     assert last.position == 2_600 and last.order_key is not None  # a far ticket
-    carried = TicketClaims(
-        room_id=room, visitor_id="v2599", ticket=last.ticket or 0, generation=1,
-        environment="test", session_id=last.session_jti, score=last.score,
-        order_key=last.order_key, kept_until=last.kept_until_ms,
-    )  # fmt: skip
+    carried = carried_claims(room, "v2599", last)
     engine.update_room(room, {"mode": "random"})
     answer = engine.poll(room, "v2599", last.ticket or 0, 1, last.session_jti, carried=carried)
     assert answer.position is None and answer.odds == pytest.approx(1 / 2_600, rel=1e-3)
