@@ -276,7 +276,8 @@ class EngineAgainstModel(RuleBasedStateMachine):
             since, booked = max(int(last), self.model.opens_at), int(bank)
             if self.model.last > since:  # a boundary crossed on time may leave more than a cap
                 earned = (self.model.last - since) * self.model.rate
-                booked = min(bank_cap(self.model.rate), booked + earned)
+                # as _bank.lua earns it: a bank already over the cap is kept, not cut down
+                booked = min(max(bank_cap(self.model.rate), booked), booked + earned)
             assert booked == self.model.bank
         net = self.engine.get_room(self.room)["safetyNet"]
         if self.model.net is not None:
