@@ -7,7 +7,8 @@ answers it: filed, admitted or refused) and ``poll_us`` (poll.lua once on each w
 Figures are Redis's own (usec / calls of EVALSHA over a batch, ``INFO commandstats``); the
 ratio is the rule's over the fifo room's of the same round, and medians over rounds.
 Rules whose cost is outside Redis (bypass rules: the edge's, or the service's, Python;
-sessionRenewal: a claim in the admission) are not here: bench/bypass.py measures the edge's.
+sessionRenewal: a claim in the admission) are not here: bench/bypass.py measures the edge's,
+bench/service_bypass.py the service's.
 
 Run: ``python bench/rules.py [--rounds N] [--batch N]``; writes bench/results/rules.json.
 """
@@ -71,11 +72,15 @@ def setups() -> dict[str, Callable[[Engine, str], tuple[str, Callable[[str], Any
 
         return make
 
-    def event(running: bool) -> Callable[[Engine, str], tuple[str, Callable[[str], Any]]]:
+    def event(
+        running: bool, prequeue: bool = False
+    ) -> Callable[[Engine, str], tuple[str, Callable[[str], Any]]]:
         def make(engine: Engine, slug: str) -> tuple[str, Callable[[str], Any]]:
             room, now = room_with(engine, slug)
             starts = now - HOUR if running else now + HOUR
             window = {"id": "ev000000000001", "startsAt": starts, "endsAt": starts + 2 * HOUR}
+            if prequeue:
+                window["preQueueOpensAt"] = now - HOUR
             engine.set_events(room, "0", [window | {"overrides": {"ratePerMinute": 2}}])
             return room, lambda vid: engine.enter(room, vid, "s", 10)
 
@@ -104,6 +109,7 @@ def setups() -> dict[str, Callable[[Engine, str], tuple[str, Callable[[str], Any
         "reject (entries refused; polls of those in line before)": rejecting,
         "event running (rate overridden)": event(True),
         "event to come": event(False),
+        "event's pre-queue collecting": event(False, prequeue=True),
         "safety net queueing": plain(safetyNet=net),
         "invite, priority lane": invited,
     }

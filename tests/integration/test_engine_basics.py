@@ -324,3 +324,17 @@ def test_a_spot_written_before_the_upgrade_keeps_its_place(
         engine.tick(room)
     answers = [engine.poll(room, v, t, 1) for v, t in (("new", 1), ("old", 2))]
     assert [a.admission.deal_number if a.admission else None for a in answers] == [1, 2]
+
+
+def test_a_room_s_hash_is_a_hash_table_so_each_field_read_is_one_lookup(engine: Engine) -> None:
+    """~80 fields as a listpack make every absent field a policy reads a scan of them all."""
+    room = make_room(engine)
+    assert engine.redis.object("encoding", engine.keys.room(room)) == "hashtable"
+    # a room created before (its hash written again without the marker: a small encoding)
+    fields = engine.redis.hgetall(engine.keys.room(room))
+    del fields["hte"]
+    engine.redis.delete(engine.keys.room(room))
+    engine.redis.hset(engine.keys.room(room), mapping=fields)
+    assert engine.redis.object("encoding", engine.keys.room(room)) in ("listpack", "ziplist")
+    engine.update_room(room, {"name": "Renamed"})
+    assert engine.redis.object("encoding", engine.keys.room(room)) == "hashtable"

@@ -61,6 +61,9 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("prequeueLast", "pqt", "its last ticket once closed (0 while collecting)"),
     RoomField("prequeueUntil", "pqu", "the event's startsAt, shown as the entrants' opensAt"),
     RoomField("prequeueCursor", "pqc", "where the draw's current step goes on from"),
+    # How Redis keeps the hash (create_room.lua): a value longer than 64 bytes, so the hash is a
+    # hash table (each field read in O(1)) rather than a listpack scanned per field.
+    RoomField("hashTable", "hte", "65 dashes: keeps the room's hash a hash table"),
     # State of the room and of its current opening.
     RoomField("status", "st", "idle, open or paused"),
     RoomField("generation", "gen", "opening number: a close starts the next"),
