@@ -54,8 +54,9 @@ def _write(call: Call[Any], room_id: str, change: Change) -> tuple[dict[str, Any
                 listed = room_events.with_change(events, after, now)
             except room_events.EventOverlap as exc:
                 other = exc.other
+                start = room_events.window_start(other)  # its pre-queue's opening, if any
                 raise errors.EventOverlap(
-                    f"Overlaps event {other['id']} ({other['startsAt']} to {other['endsAt']})."
+                    f"Overlaps event {other['id']} ({start} to {other['endsAt']})."
                 ) from None
             except room_events.EventProblem as exc:
                 raise errors.BadRequest("The event is not valid.", fields=exc.fields) from None
