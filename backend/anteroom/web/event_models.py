@@ -39,6 +39,12 @@ def _document_overrides(schema: dict[str, Any], **extra: Any) -> None:
         prop.update(shape)
 
 
+PREQUEUE_DOC = (
+    "Epoch ms before startsAt: from here newcomers join the event's own pre-queue (no place yet, "
+    "and nobody of it or after it admitted) and at startsAt their places are drawn among "
+    "themselves, behind those already in line, ahead of later arrivals. Fixed once the "
+    "pre-queue has opened."
+)
 OVERRIDES_DOC = (
     "The room's settings this event replaces from startsAt to endsAt, each checked as the "
     "room's own field (" + ", ".join(room_events.OVERRIDES) + "); the rest stay the room's."
@@ -72,14 +78,7 @@ class EventCreate(_EventRules):
     endsAt: int = Field(
         description="Epoch ms: the room's own settings apply again from here.", **TIME
     )
-    preQueueOpensAt: int | None = Field(
-        None,
-        description="Epoch ms before startsAt: from here newcomers join the event's own "
-        "pre-queue (no place yet, and nobody of it or after it admitted) and at startsAt their "
-        "places are drawn among themselves, behind those already in line, ahead of later "
-        "arrivals. Fixed once the pre-queue has opened.",
-        **TIME,
-    )
+    preQueueOpensAt: int | None = Field(None, description=PREQUEUE_DOC, **TIME)
     overrides: dict[str, Any] = Field(description=OVERRIDES_DOC)
     model_config = ConfigDict(json_schema_extra=lambda schema: _document_overrides(schema))
 
@@ -87,14 +86,7 @@ class EventCreate(_EventRules):
 class EventPatch(_EventRules):
     startsAt: int | None = Field(None, description="Only while the event is scheduled.", **TIME)
     endsAt: int | None = Field(None, description="Not into the past.", **TIME)
-    preQueueOpensAt: int | None = Field(
-        None,
-        description="Epoch ms before startsAt: from here newcomers join the event's own "
-        "pre-queue (no place yet, and nobody of it or after it admitted) and at startsAt their "
-        "places are drawn among themselves, behind those already in line, ahead of later "
-        "arrivals. Fixed once the pre-queue has opened.",
-        **TIME,
-    )
+    preQueueOpensAt: int | None = Field(None, description=PREQUEUE_DOC, **TIME)
     overrides: dict[str, Any] | None = Field(None, description="Replaces the event's overrides.")
     model_config = ConfigDict(
         json_schema_extra=lambda schema: _document_overrides(schema, minProperties=1)
