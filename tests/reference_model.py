@@ -24,6 +24,12 @@ overrides (mode, ratePerMinute, capacity, admissionTtlSec) stand in for the room
 pause, an update, a write of the events): what was earned before it is earned at the rate then
 in force, and kept when crossed within a second of it; crossed later, the bank keeps at most a
 second of the new rate. An event's mode stands in for the room's own under the safety net.
+An event's own pre-queue (preQueueOpensAt < startsAt): opened when its preQueueOpensAt is crossed
+(or written already past), unless the last one's draw is still to be made; its entrants are
+the newcomers from then (tickets from ``pq_first``), none straight in, answered without a place
+(opensAt: startsAt), and the drain stops before the first of them. Crossing startsAt (or the
+event's cancelling) closes it; the next tick draws their places among themselves: the k-th by
+SHA-1(seed ':' first ticket ':' vid) takes key 2^52 + first + k - 1 (see :func:`prequeue_order`).
 """
 
 from __future__ import annotations
@@ -53,6 +59,16 @@ def draw_rank(seed: str, deal_number: int, line: int) -> int:
     secret seed: the first 52 bits of SHA-1(seed ':' deal number), mod the line's length."""
     digest = hashlib.sha1(f"{seed}:{deal_number}".encode()).hexdigest()
     return int(digest[:13], 16) % line
+
+
+def prequeue_order(seed: str, first_ticket: int, vids: list[str]) -> list[str]:
+    """SPEC "Room policies", Events: an event pre-queue's entrants in drawn order, by the first
+    52 bits of SHA-1(seed ':' the pre-queue's first ticket ':' vid), ties by vid."""
+
+    def number(vid: str) -> int:
+        return int(hashlib.sha1(f"{seed}:{first_ticket}:{vid}".encode()).hexdigest()[:13], 16)
+
+    return sorted(vids, key=lambda vid: (number(vid), vid))
 
 
 def bank_cap(rate: int) -> int:
@@ -127,6 +143,14 @@ class Model:
     boundary: int = 0
     own: dict = field(default_factory=dict)
     peak_bound: int | None = None  # the most capacity ever in force (None: unbounded once)
+    # an event's pre-queue: the startsAt of the one collecting as of the last crossing (None:
+    # none), and the room's: None, 'o' collecting, 'p' closed, its draw to be made; its first
+    # ticket, its last once closed (0 while collecting) and the startsAt its entrants count to
+    collecting: int | None = None
+    prequeue: str | None = None
+    pq_first: int = 0
+    pq_last: int = 0
+    pq_until: int = 0
 
     def __post_init__(self) -> None:
         self.own = {"mode": self.mode, "rate": self.rate, "capacity": self.capacity,
@@ -140,6 +164,11 @@ class Model:
 
     def eligible(self) -> list[tuple[int, str]]:
         return [(k, v) for k, v in self.waiting() if self.spots[v].score < self.hold]
+
+    def drainable(self) -> list[tuple[int, str]]:
+        """The eligible the drain may reach: all, or those ahead of a pre-queue not yet drawn."""
+        stop = self.prequeue_stop()
+        return [(k, v) for k, v in self.eligible() if stop is None or k < stop]
 
     def mode_now(self) -> str:
         """The mode in force: passthrough while a safety net is calm."""
@@ -187,6 +216,7 @@ class Model:
         self.sweep()
         self.drain()
         self.net_step(None)
+        self.draw_prequeue()  # the engine's tick makes it once the script says it is due
 
     def accrue(self, until: int | None = None) -> None:
         """Earn admissions for open time up to ``until`` (now) at the rate in force."""
@@ -201,11 +231,61 @@ class Model:
 
     # -- scheduled events ------------------------------------------------------------------
 
-    def event_state_at(self, t: int) -> tuple[dict | None, int]:
-        """The event running at ``t`` (startsAt <= t < endsAt) and the next boundary after."""
+    def event_state_at(self, t: int) -> tuple[dict | None, int, int | None]:
+        """The event running at ``t`` (startsAt <= t < endsAt), the next boundary after (a
+        pre-queue's opening is one) and the startsAt of the event whose pre-queue collects at
+        ``t`` (preQueueOpensAt <= t < startsAt), else None."""
         running = next((e for e in self.events if e["startsAt"] <= t < e["endsAt"]), None)
-        edges = [x for e in self.events for x in (e["startsAt"], e["endsAt"]) if x > t]
-        return running, min(edges, default=0)
+        collecting = next(
+            (
+                e["startsAt"]
+                for e in self.events
+                if e.get("preQueueOpensAt", t + 1) <= t < e["startsAt"]
+            ),
+            None,
+        )
+        edges = [
+            x
+            for e in self.events
+            for x in (e.get("preQueueOpensAt", e["startsAt"]), e["startsAt"], e["endsAt"])
+            if x > t
+        ]
+        boundary = min(edges, default=0)
+        return (running, boundary, collecting) if boundary else (None, 0, None)
+
+    def open_prequeue(self, starts: int) -> None:
+        if self.prequeue:  # the last one's draw is still to be made
+            return
+        self.prequeue, self.pq_first, self.pq_last, self.pq_until = "o", self.tickets + 1, 0, starts
+
+    def close_prequeue(self) -> None:
+        if self.prequeue != "o":
+            return
+        if self.tickets < self.pq_first:  # nobody came: nothing to draw
+            self.prequeue = None
+            return
+        self.prequeue, self.pq_last = "p", self.tickets
+
+    def in_prequeue(self, spot: Spot) -> bool:
+        """A spot of the pre-queue open or closed and not yet drawn: answered without a place."""
+        if not self.prequeue or spot.ticket < self.pq_first:
+            return False
+        return self.pq_last == 0 or spot.ticket <= self.pq_last
+
+    def prequeue_stop(self) -> int | None:
+        """The first order key the drain must not reach while a pre-queue waits for its draw."""
+        return POST_OPEN + self.pq_first if self.prequeue else None
+
+    def draw_prequeue(self) -> None:
+        """The closed pre-queue's draw: its entrants still in the line (waiting, not held, keys
+        in its ticket range) take the range's keys in drawn order."""
+        if self.prequeue != "p":
+            return
+        lo, hi = POST_OPEN + self.pq_first, POST_OPEN + self.pq_last
+        entrants = [v for k, v in self.eligible() if lo <= k <= hi]
+        for k, vid in enumerate(prequeue_order(self.seed, self.pq_first, entrants)):
+            self.spots[vid].key = lo + k
+        self.prequeue = None
 
     def lay_over(self) -> None:
         """The settings in force: the running event's overrides over the room's own."""
@@ -224,7 +304,12 @@ class Model:
         while self.boundary and self.now >= self.boundary:
             edge = self.boundary
             self.accrue(edge)
-            self.running, self.boundary = self.event_state_at(edge)
+            was = self.collecting
+            self.running, self.boundary, self.collecting = self.event_state_at(edge)
+            if was and not self.collecting:
+                self.close_prequeue()
+            if self.collecting and not was:
+                self.open_prequeue(self.collecting)
             self.lay_over()
             if self.now - edge >= 1000:
                 self.bank = min(self.bank, bank_cap(self.rate))
@@ -235,7 +320,12 @@ class Model:
         self.at_events()
         self.accrue()
         self.events = [dict(e) for e in events]
-        self.running, self.boundary = self.event_state_at(self.now)
+        self.running, self.boundary, self.collecting = self.event_state_at(self.now)
+        # a pre-queue opened or ended by this write (its event cancelled): drawn as at startsAt
+        if self.collecting and not self.prequeue:
+            self.open_prequeue(self.collecting)
+        if self.prequeue == "o" and not self.collecting:
+            self.close_prequeue()
         self.lay_over()
         self.bank = min(self.bank, bank_cap(self.rate))
 
@@ -279,7 +369,7 @@ class Model:
         if self.mode_now() == "random":
             self.draw_random(budget)
             return
-        for _, vid in self.eligible():
+        for _, vid in self.drainable():
             if budget <= 0:
                 break
             spot = self.spots[vid]
@@ -294,7 +384,7 @@ class Model:
     def draw_random(self, budget: int) -> None:
         """Each admission drawn among the eligible, invitees' lanes first in their order; an
         abandoned spot drawn is dropped and the same deal drawn again among the rest."""
-        line = self.eligible()
+        line = self.drainable()
         while budget > 0 and line:
             in_lane = line[0][0] < -DRAWN_SPAN
             _, vid = line.pop(0 if in_lane else draw_rank(self.seed, self.dealt + 1, len(line)))
@@ -360,12 +450,12 @@ class Model:
         spot.count += 1
         return False
 
-    def cadence(self, position: int, pace: float) -> int:
+    def cadence(self, position: int, pace: float, until: int | None = None) -> int:
         """SPEC 11: 1-2 s at the front (max(100, 10 s of admissions)), then about five polls
         over the expected wait from 2 s to 5 min, stretched when the line's polls would exceed
         the budget (5,000 a second by default)."""
         front = max(100, math.ceil(pace * 10))
-        delay = max(0, self.opens_at - self.now)
+        delay = max(0, (self.opens_at if until is None else until) - self.now)
         before_opening = min(delay / 5, 300_000)
         if position <= front:
             return math.floor(max(1000 if position * 2 <= front else 2000, before_opening))
@@ -398,6 +488,16 @@ class Model:
             return ("admitted", spot.ticket, None, None, spot.deal, spot.expires)
         if spot.score >= self.hold:
             return ("held", spot.ticket, None, None, 15_000)
+        if self.in_prequeue(spot):  # no place until the draw; the page counts to startsAt
+            until = max(self.pq_until, self.now)
+            return (
+                "waiting",
+                spot.ticket,
+                None,
+                None,
+                self.cadence(1, self.rate / 60, until),
+                until,
+            )
         if self.mode_now() == "random":
             return ("waiting", spot.ticket, None, None, self.random_cadence(), self.odds())
         position = 1 + sum(1 for k, _ in self.eligible() if k < spot.key)
@@ -462,7 +562,12 @@ class Model:
         at_once = not pool and score < self.hold and self.status == "open" and free
         if at_once and invite is not None and invite.lane == "skip":
             self.admit(vid)  # over and above the rate
-        elif at_once and nobody and (self.mode_now() == "passthrough" or self.bank >= UNIT):
+        elif (
+            at_once
+            and nobody
+            and (self.mode_now() == "passthrough" or self.bank >= UNIT)
+            and not self.prequeue  # an event's pre-queue: every newcomer waits for its draw
+        ):
             if self.mode_now() != "passthrough":
                 self.bank -= UNIT
             self.admit(vid)
@@ -538,5 +643,6 @@ class Model:
         self.active.clear()
         self.admissions.clear()
         self.status, self.opens_at, self.seed, self.draw_state = "idle", 0, "", ""
+        self.prequeue = None  # the pre-queue goes with the line (the events stay)
         self.bank = self.last = self.tickets = self.dealt = 0
         self.generation += 1

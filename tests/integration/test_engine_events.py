@@ -5,6 +5,7 @@ nobody polling), once, burst-free, and the room's own settings apply outside."""
 from __future__ import annotations
 
 import multiprocessing as mp
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from anteroom.engine import Engine
 from anteroom.queue import room_engine as eng
 from anteroom.queue import room_events
 from anteroom.queue.far_poll import answer_far
+from anteroom.queue.line_blocks import block_of
 from anteroom.queue.redis_link import connect
 from helpers import carried_claims, make_room
 
@@ -306,3 +308,70 @@ def test_what_an_event_earned_before_its_end_is_dealt_after_it_when_ticked_off_t
     )
     dealt = dealt_per_second(engine, room, 12)
     assert sum(dealt) == 100, dealt  # ten seconds at ten a second, whatever the ticks' phase
+
+
+def _enter_through(url: str, room: str, end_ms: int, worker: int, started: Any, out: Any) -> None:
+    """Another instance: ticks, enters newcomers and takes small steps of any pre-queue draw
+    due (as a ticker sharing it with the others would), until the clock reaches ``end_ms``."""
+    engine = Engine(connect(url, timeout=30))
+    started.wait()
+    entered = []
+    while engine.stats(room).now_ms < end_ms:
+        engine.tick(room)
+        engine.draw_prequeue(room, batch=7)
+        vid = f"w{worker}-{len(entered)}"
+        engine.enter(room, vid, "s", 10)
+        entered.append(vid)
+    out.put(entered)
+
+
+@pytest.mark.slow
+def test_several_instances_share_a_pre_queue_and_its_draw(engine: Engine, redis_url: str) -> None:
+    """Four processes enter and tick while the test moves the clock through an event's
+    pre-queue and its start: everyone is admitted or in line once, the pre-queue's entrants in
+    their drawn order, behind those before them and ahead of those after, drawn once."""
+    # fast enough that those before the pre-queue are all let in during it: the drain must stop
+    room, t0 = pinned_room(engine, ratePerMinute=6_000)
+    event = {"startsAt": t0 + 5 * SECOND, "endsAt": t0 + 60 * SECOND,
+             "preQueueOpensAt": t0 + 2 * SECOND, "overrides": {"ratePerMinute": 600}}  # fmt: skip
+    schedule(engine, room, event)
+    end = t0 + 8 * SECOND
+    ctx = mp.get_context("spawn")
+    started, out = ctx.Barrier(5), ctx.Queue()
+    workers = [
+        ctx.Process(target=_enter_through, args=(redis_url, room, end, w, started, out))
+        for w in range(4)
+    ]
+    for worker in workers:
+        worker.start()
+    started.wait(timeout=120)
+    while engine.stats(room).now_ms < end:
+        engine.shift_clock(room, 50)
+        engine.tick(room)
+    entered = [vid for _ in workers for vid in out.get(timeout=60)]
+    for worker in workers:
+        worker.join(timeout=30)
+    keys = engine.keys.room_keys(room)
+    first, last = (int(x) for x in engine.redis.hmget(keys["room"], "pqf", "pqt"))
+    assert engine.redis.hget(keys["room"], "pqs") is None  # the draw is made and done
+    # every visitor once: admitted (by deal number) or waiting in line (by order key)
+    spots = {vid: raw.split("|") for vid, raw in engine.redis.hgetall(keys["spots"]).items()}
+    line = dict(engine.redis.zrange(keys["line"], 0, -1, withscores=True))
+    assert sorted(spots) == sorted(entered)
+    admitted = {vid for vid, f in spots.items() if f[2] == "a"}
+    assert set(line) == set(entered) - admitted
+    assert len(admitted) == engine.stats(room).dealt_total
+    ticket = {vid: int(f[0]) for vid, f in spots.items()}
+    before = sorted((v for v in entered if ticket[v] < first), key=ticket.__getitem__)
+    inside = [v for v in entered if first <= ticket[v] <= last]
+    after = sorted((v for v in entered if ticket[v] > last), key=ticket.__getitem__)
+    assert len(before) > 10 and len(inside) > 10 and len(after) > 10  # each group had some
+    served = sorted(entered, key=lambda v: (0, int(spots[v][8])) if v in admitted else (1, line[v]))
+    assert served == before + drawn_order(engine, room, inside, first) + after
+    # drawn once: the range's keys, each taken once (a second placing would have moved some
+    # again), and the line's block counts match it
+    drawn_keys = sorted(int(line[v]) - 2**52 for v in inside if v in line)
+    assert len(set(drawn_keys)) == len(drawn_keys)
+    assert drawn_keys == list(range(first + len(inside) - len(drawn_keys), first + len(inside)))
+    counted = {b: int(n) for b, n in engine.redis.hgetall(keys["blk"]).items() if int(n)}
+    assert counted == dict(Counter(block_of(int(key)) for key in line.values()))

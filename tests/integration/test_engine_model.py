@@ -46,6 +46,8 @@ def comparable(answer: QueueAnswer) -> tuple:
         admission = answer.admission
         return ("admitted", answer.ticket, None, None, admission.deal_number, admission.expires_ms)
     said = (answer.status, answer.ticket, answer.position, answer.eta_seconds, answer.poll_after_ms)
+    if answer.status == "waiting" and answer.position is None and answer.odds is None:
+        return (*said, answer.opens_at_ms)  # an event pre-queue's entrant: counts to startsAt
     return said if answer.odds is None else (*said, answer.odds)
 
 
@@ -65,9 +67,18 @@ class EngineAgainstModel(RuleBasedStateMachine):
         hold=st.sampled_from([50, 70]),
         ahead=st.sampled_from([None, None, 30_000]),
         mode=st.sampled_from(["fifo", "fifo", "random"]),
+        prequeue=st.sampled_from([None, None, 2_500, 30_000]),
+        early=st.lists(st.sampled_from(VISITORS), max_size=5, unique=True),
     )
     def create(
-        self, rate: int, capacity: int | None, hold: int, ahead: int | None, mode: str
+        self,
+        rate: int,
+        capacity: int | None,
+        hold: int,
+        ahead: int | None,
+        mode: str,
+        prequeue: int | None,
+        early: list[str],
     ) -> None:
         self.room = make_room(
             self.engine, ratePerMinute=rate, capacity=capacity, holdScore=hold,
@@ -79,6 +90,9 @@ class EngineAgainstModel(RuleBasedStateMachine):
         # most runs should exercise an open line; a third start with a pre-queue, so a draw
         # of several entrants is made, published and checked
         self.open(ahead)
+        if prequeue:  # half the runs begin with an event's pre-queue open, and its entrants
+            self.schedule("e1", prequeue, 30_000, {}, prequeue)
+            self.crowd(early)
 
     def both(self, engine_call: Any, model_call: Any) -> Any:
         try:
@@ -98,6 +112,17 @@ class EngineAgainstModel(RuleBasedStateMachine):
             lambda: self.model.enter(vid, score),
         )
         assert got == expected
+
+    @precondition(lambda self: self.model.prequeue == "o")
+    @rule(vids=st.lists(st.sampled_from(VISITORS), min_size=2, max_size=5, unique=True))
+    def crowd(self, vids: list[str]) -> None:
+        """Several come while an event's pre-queue collects (or leave first, to come back with
+        a new ticket), so its draws are of several."""
+        for vid in vids:
+            spot = self.model.spots.get(vid)
+            if spot is not None and not self.model.in_prequeue(spot):
+                self.leave(vid)
+            self.enter(vid, 10)
 
     @rule(
         vid=st.sampled_from(VISITORS),
@@ -210,18 +235,27 @@ class EngineAgainstModel(RuleBasedStateMachine):
         starts=st.sampled_from([-5_000, 0, 1, 500, 1_000, 2_000, 30_000]),
         length=st.sampled_from([1, 999, 1_000, 2_500, 30_000, 90_000]),
         overrides=OVERRIDDEN,
+        pre=st.sampled_from([None, None, 1, 1_000, 2_500, 40_000]),
     )
-    def schedule(self, which: str, starts: int, length: int, overrides: dict[str, Any]) -> None:
-        """Schedule or change event ``which`` as the API allows (a running one keeps its start,
-        an ended one is on record unchanged); an overlap or a window in the past is refused."""
+    def schedule(
+        self, which: str, starts: int, length: int, overrides: dict[str, Any], pre: int | None
+    ) -> None:
+        """Schedule or change event ``which`` as the API allows (a running one, or one whose
+        pre-queue is open, keeps its start and pre-queue; an ended one is on record unchanged);
+        an overlap or a window in the past is refused. ``pre``: a pre-queue opening that long
+        before startsAt (maybe past already: it opens as the list is written)."""
         now, events = self.model.now, self.model.events
         before = next((e for e in events if e["id"] == which), None)
         state = before and room_events.state(before, now)
         if state == "ended":
             return
-        start = before["startsAt"] if before and state == "running" else now + starts
-        event = {"id": which, "startsAt": start, "endsAt": now + starts + length,
+        event = {"id": which, "startsAt": now + starts, "endsAt": now + starts + length,
                  "overrides": overrides or {"ratePerMinute": 600}}  # fmt: skip
+        if pre is not None:
+            event["preQueueOpensAt"] = now + starts - pre
+        if before and state in ("running", "prequeue"):  # both times are fixed by then
+            event.pop("preQueueOpensAt", None)
+            event |= {k: before[k] for k in ("startsAt", "preQueueOpensAt") if k in before}
         if room_events.check_window(event, now, started=state == "running"):
             return
         try:
@@ -269,6 +303,11 @@ class EngineAgainstModel(RuleBasedStateMachine):
         boundary, running = evo.split("|")[:2]
         assert int(boundary) == self.model.boundary
         assert running == (self.model.running["id"] if self.model.running else "")
+        # an event's pre-queue: collecting, or closed with its draw to make, where the model's is
+        pqs, pqf, pqt = self.client.hmget(self.engine.keys.room(self.room), "pqs", "pqf", "pqt")
+        assert pqs == self.model.prequeue
+        if pqs:
+            assert (int(pqf), int(pqt)) == (self.model.pq_first, self.model.pq_last)
         if self.model.status == "open":
             # the bank as booked (written lazily: earned since `last` at the rate in force,
             # which a boundary crossed books first) is the model's
@@ -289,6 +328,8 @@ class EngineAgainstModel(RuleBasedStateMachine):
         line = self.client.zrange(keys["line"], 0, -1, withscores=True)
         counted = {b: int(n) for b, n in self.client.hgetall(keys["blk"]).items() if int(n)}
         assert counted == dict(Counter(block_of(int(key)) for _, key in line))
+        # and the line is the model's, each at its order key (an event pre-queue's drawn ones too)
+        assert [(int(key), vid) for vid, key in line] == self.model.eligible()
         # the draw as published: committed at scheduling, the seed secret until the draw is made,
         # then the seed, the count and the root of the model's own drawn order
         if self.model.status != "idle" and self.model.draw_state:
