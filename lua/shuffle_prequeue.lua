@@ -6,7 +6,9 @@
 -- stay behind everyone who was in line before it and ahead of everyone after. Until the last
 -- batch the drain stops before the range (prequeue_stop in _room.lua). Steps made by several
 -- processes at once each go on from the cursor they read: the work is never done twice.
--- needs: _base, _blocks
+-- When it is made while another event's pre-queue has opened (its preQueueOpensAt came before
+-- this draw's tick), that one opens now, for the newcomers from here.
+-- needs: _base, _blocks, _event_state
 -- KEYS: room line blk pqz
 -- ARGV: batch size.
 -- Reply: {1 when the draw is made (or none was due), else 0}.
@@ -45,6 +47,12 @@ end
 if #members < batch then
   redis.call('DEL', PQZ)
   redis.call('HDEL', ROOM, 'pqs', 'pqc', 'pqu')
+  local state = redis.call('HMGET', ROOM, 'evo', 'tk')
+  local collecting = state[1] and parse_event_state(state[1]).prequeue
+  if collecting then -- see open_prequeue in _events.lua
+    redis.call('HSET', ROOM, 'pqs', 'o', 'pqf', fmt((tonumber(state[2]) or 0) + 1), 'pqt', 0,
+      'pqu', fmt(collecting), 'pqc', '')
+  end
   return {1}
 end
 redis.call('HSET', ROOM, 'pqc', fmt(at + batch))

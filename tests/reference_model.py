@@ -286,6 +286,8 @@ class Model:
         for k, vid in enumerate(prequeue_order(self.seed, self.pq_first, entrants)):
             self.spots[vid].key = lo + k
         self.prequeue = None
+        if self.collecting:  # another event's pre-queue opened meanwhile: it opens now
+            self.open_prequeue(self.collecting)
 
     def lay_over(self) -> None:
         """The settings in force: the running event's overrides over the room's own."""

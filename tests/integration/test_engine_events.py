@@ -375,3 +375,28 @@ def test_several_instances_share_a_pre_queue_and_its_draw(engine: Engine, redis_
     assert drawn_keys == list(range(first + len(inside) - len(drawn_keys), first + len(inside)))
     counted = {b: int(n) for b, n in engine.redis.hgetall(keys["blk"]).items() if int(n)}
     assert counted == dict(Counter(block_of(int(key)) for key in line.values()))
+
+
+def test_a_pre_queue_opening_before_the_last_one_is_drawn_opens_once_it_is(
+    engine: Engine,
+) -> None:
+    """A short event's pre-queue closes at its start; the next event's opens half a second
+    later, before the tick that makes the first draw: it opens when that draw is made."""
+    room, t0 = pinned_room(engine, ratePerMinute=60)
+    first = {"startsAt": t0 + 2 * SECOND, "endsAt": t0 + 2 * SECOND + 200,
+             "preQueueOpensAt": t0 + SECOND, "overrides": {"ratePerMinute": 600}}  # fmt: skip
+    second = {"startsAt": t0 + 60 * SECOND, "endsAt": t0 + 120 * SECOND,
+              "preQueueOpensAt": t0 + 2_500, "overrides": {"ratePerMinute": 600}}  # fmt: skip
+    schedule(engine, room, first, second)
+    engine.set_clock(room, t0 + SECOND)
+    engine.enter(room, "a", "sa", 10)  # in the first pre-queue
+    engine.set_clock(room, t0 + 2_600)  # both edges passed with nobody calling
+    engine.enter(room, "b", "sb", 10)  # its first draw not made yet: an ordinary place
+    engine.tick(room)  # makes the first draw, then opens the second pre-queue
+    late = engine.enter(room, "c", "sc", 10)
+    assert late.status == "waiting" and late.position is None  # in the second pre-queue
+    assert late.opens_at_ms == t0 + 60 * SECOND
+    engine.set_clock(room, t0 + 59 * SECOND)
+    for _ in range(3):
+        engine.tick(room)  # a, then b, admitted at the room's rate; c waits for its draw
+    assert engine.poll(room, "c", late.ticket or 0, 1, "sc").status == "waiting"
