@@ -168,6 +168,18 @@ def test_capacity_still_bounds_a_bypass(
     assert services.engine.stats(room).active == 1
 
 
+def test_a_bypass_passes_a_reject_room_as_it_passes_the_edge(
+    client: FlaskClient, services: Services, api_key: str, room: str
+) -> None:
+    """The operator's monitoring gets in whatever the mode; anyone else is refused."""
+    services.engine.update_room(room, {"mode": "reject"})
+    refused = Visitor(client, api_key, address=OUTSIDE).enter("drop")
+    assert refused.status_code == 403 and refused.json["error"] == "RoomClosed"
+    monitor = Visitor(client, api_key, headers=HUMAN | {"X-Monitor": SECRET})
+    assert monitor.enter("drop").json["status"] == "admitted"
+    assert services.engine.stats(room).waiting == 0
+
+
 def test_a_room_without_rules_is_unchanged(
     client: FlaskClient, services: Services, api_key: str, room: str
 ) -> None:
