@@ -1,4 +1,4 @@
--- needs: _base, _admissions, _revocations, _blocks, _bucket, _expiry, _record, _room, _draw_random
+-- needs: _base, _admissions, _revocations, _blocks, _bucket, _expiry, _record, _room, _draw_random, _drain_budget
 -- The drain's view of a waiting record, in one match and without a table per spot (it deals
 -- up to 200 a call): head "ticket|score|", score, middle "|seen|session jti|network tag|",
 -- seen, session jti, entry time ('' in records older than the wait histogram). The admitted
@@ -14,19 +14,9 @@ local WAITING_PATTERN = '^([^|]*|([^|]*)|)w(|([^|]*)|([^|]*)|[^|]*|)([^|]*)||$'
 local MAX_SCAN = 1000
 local function drain(room, now)
   if room.mode == 'random' then return drain_random(room, now) end -- _draw_random.lua
-  if room.status ~= 'open' or now < room.opens_at then return 0 end
-  -- the pool stands at the head and is not in its drawn order until the draw is made
-  -- (queue/draw.py): nobody is admitted before
-  if room.draw_state == 'c' or room.draw_state == 'r' then return 0 end
-  accrue(room, now)
   -- passthrough admits whatever the rate (capacity still bounds it), and spends no bank
   local passthrough = room.mode == 'passthrough'
-  local budget = passthrough and MAX_ADMIT or math.min(MAX_ADMIT, math.floor(room.bank / UNIT))
-  if budget < 1 then return 0 end -- the common case: nothing earned yet, nothing to read
-  free_expired(now)
-  if room.capacity > 0 then
-    budget = math.min(budget, room.capacity - redis.call('ZCARD', ACTIVE))
-  end
+  local budget = drain_budget(room, now, passthrough)
   if budget < 1 then return 0 end
   local check_revoked = redis.call('HLEN', RVK) > 0
   local admitted_at, expires = fmt(now), fmt(now + room.admission_ttl * 1000)

@@ -1,4 +1,4 @@
--- needs: _base, _admissions, _revocations, _blocks, _bucket, _expiry, _record, _room, _cadence
+-- needs: _base, _admissions, _revocations, _blocks, _bucket, _expiry, _record, _room, _cadence, _drain_budget
 -- The drain of a room in mode random (SPEC "Room policies"): each admission is drawn among the
 -- eligible waiting, every spot in the line with the same chance whatever its arrival. The k-th
 -- admission of the opening takes rank H(seed, k) mod n of the line (n its length then), H the
@@ -18,15 +18,7 @@ local function draw_rank(seed, deal_number, n)
 end
 
 local function drain_random(room, now)
-  if room.status ~= 'open' or now < room.opens_at then return 0 end
-  if room.draw_state == 'c' or room.draw_state == 'r' then return 0 end
-  accrue(room, now)
-  local budget = math.min(MAX_ADMIT, math.floor(room.bank / UNIT))
-  if budget < 1 then return 0 end
-  free_expired(now)
-  if room.capacity > 0 then
-    budget = math.min(budget, room.capacity - redis.call('ZCARD', ACTIVE))
-  end
+  local budget = drain_budget(room, now, false)
   if budget < 1 then return 0 end
   local check_revoked = redis.call('HLEN', RVK) > 0
   local admitted, scanned, dropped, held, batch = 0, 0, 0, 0, new_batch()
