@@ -485,7 +485,8 @@ class Engine:
         """Take (or find again) the visitor's spot; an entry counts as a poll of its ticket.
 
         ``invite``: a verified invite of this room. A newcomer spends it (once per ``vid``) and
-        takes its lane; a spot found again keeps its place and spends nothing. Refused with
+        takes its lane; a spot found again keeps its place and spends nothing; a ``vid`` that
+        spent it before and has no spot any more enters the public line. Refused with
         :class:`InviteExpired` or :class:`InviteSpent`, the entry changes nothing.
 
         ``bypass``: one of the room's bypass rules matched the request (web/service_bypass.py):
