@@ -89,7 +89,9 @@ class RoomTicker:
             if self.fail_open.rooms():
                 self.check_ins.saw_outage()  # admitted offline: all must check in anew
             self.book_fail_open()
-            self.check_ins.check_in(self.fail_open_rooms())  # no drain waits for us now
+            # no drain waits for this process's own now (through its breaker: an outage costs
+            # the ticker no connect attempt per step)
+            self.breaker.call(partial(self.check_ins.check_in, self.fail_open_rooms()))
         except StorageUnavailable as exc:
             self.check_ins.saw_outage()
             if not self.failing:
