@@ -16,9 +16,10 @@
 local proc, valid_until = ARGV[1], tonumber(ARGV[2]) or 0
 local outage, leaving = ARGV[3] == '1', ARGV[4] == '1'
 local stale, grace = tonumber(ARGV[5]), tonumber(ARGV[6])
-local v = redis.call('HMGET', ROOM, 'st', 'fix', 'clk')
+local v = redis.call('HMGET', ROOM, 'st', 'fix', 'clk', 'fol')
 if not v[1] then return {0, 0, 0} end -- no such room (deleted)
 local now = room_clock(tonumber(v[2]) or 0, tonumber(v[3]) or 0)
+local lease_before = tonumber(v[4])
 local checked = 0
 if leaving then
   redis.call('HDEL', FO, proc, proc .. '|n')
@@ -32,6 +33,11 @@ else
     checked = 1
   elseif not outage and (valid_until == 0 or redis.call('EXISTS', FO) == 0) then
     return {0, fmt(now), 0} -- a probe, or too late to an empty register: nothing to reckon
+  end
+  -- The lease is reckoned again only as it nears its end: a later stamp never shortens it,
+  -- and until then no process can have gone missing (its stamp + stale is beyond the lease).
+  if checked == 1 and not outage and lease_before and lease_before - stale / 2 > now then
+    return {1, fmt(now), 0}
   end
 end
 -- Fields: '<process>' its last check-in, '<process>|n' when it was found missing, '|since'
