@@ -2,13 +2,22 @@
 -- How many a drain may admit now (0: none, and nothing more to read): none while the room is
 -- not open, before opensAt or while its pre-queue's draw is not made (the pool is not in its
 -- drawn order yet: queue/draw.py); else the bank (passthrough: whatever the rate, spending no
--- bank), at most MAX_ADMIT, within free capacity. Accrues the bank and frees expired slots.
+-- bank), at most MAX_ADMIT, within free capacity; none while a fail-open room waits for the
+-- processes' outage admissions to be booked. Accrues the bank and frees expired slots.
+-- failMode open: nothing is dealt while a process may hold outage admissions of this room not
+-- yet booked (`fol`, kept by check_in_fail_open.lua: until then every process has booked its).
+local function fail_open_held(now)
+  local v = redis.call('HMGET', ROOM, 'fm', 'fol')
+  return v[1] == 'open' and v[2] ~= false and now >= tonumber(v[2])
+end
+
 local function drain_budget(room, now, passthrough)
   if room.status ~= 'open' or now < room.opens_at then return 0 end
   if room.draw_state == 'c' or room.draw_state == 'r' then return 0 end
   accrue(room, now)
   local budget = passthrough and MAX_ADMIT or math.min(MAX_ADMIT, math.floor(room.bank / UNIT))
   if budget < 1 then return 0 end -- the common case: nothing earned yet, nothing to read
+  if fail_open_held(now) then return 0 end
   free_expired(now)
   if room.capacity > 0 then
     budget = math.min(budget, room.capacity - redis.call('ZCARD', ACTIVE))

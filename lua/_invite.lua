@@ -17,12 +17,15 @@ end
 -- The lane `invite` gives `vid` (nil: none presented), or nil and an error reply: expired on
 -- the room's clock, or used up by `uses` other identities. It spends nothing. A lane with no
 -- invite (id '') is a request a bypass rule let through: the skip lane, nothing to spend.
+-- An invite puts each identity in its lane once: one that spent it and has no spot any more
+-- (it left, or its admission is over) enters the public line, as without it; how long a
+-- visit lasts is the room's session rules' to say (sessionRenewal), never a second entry's.
 local function invite_lane(invite, vid, now)
   if invite.id == '' then return invite.lane end
   if now >= invite.expires then return nil, err('InviteExpired') end
   invite.spent_before = redis.call('HEXISTS', INV, invite.id .. '|' .. vid) == 1
-  if not invite.spent_before
-      and (tonumber(redis.call('HGET', INV, invite.id)) or 0) >= invite.uses then
+  if invite.spent_before then return nil end
+  if (tonumber(redis.call('HGET', INV, invite.id)) or 0) >= invite.uses then
     return nil, err('InviteSpent')
   end
   return invite.lane

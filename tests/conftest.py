@@ -35,6 +35,7 @@ CLUSTER_SUITES = frozenset(
     {
         "test_engine_basics",
         "test_engine_concurrency",
+        "test_engine_fail_open_checkin",
         "test_engine_far_poll",
         "test_engine_lifecycle",
         "test_engine_model",

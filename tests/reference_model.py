@@ -14,7 +14,8 @@ lua/_draw_random.lua) and answers a waiting spot with its odds instead of a plac
 Invites (SPEC "Room policies"): a newcomer's invite is refused once expired (``InviteExpired``)
 or used by ``uses`` other visitors (``InviteSpent``); its ``skip`` lane is admitted at once
 within capacity whatever the bank (spending none), else waits, like ``priority``, ahead of
-everyone else (and of the draw), by ticket, skip before priority.
+everyone else (and of the draw), by ticket, skip before priority. It gives each visitor its
+lane once: one who spent it and enters again without a spot joins the public line.
 The safety net (``net``: activeSessions, arrivalsPerMinute, coolDownSec): passthrough while calm
 (unless the mode is reject), the room's own mode while queueing, switched by a newcomer's entry
 and by the tick (lua/_safety_net.lua), the switch to queueing emptying the bank.
@@ -543,6 +544,8 @@ class Model:
                 raise ModelError("InviteExpired")
             if vid not in spenders and len(spenders) >= invite.uses:
                 raise ModelError("InviteSpent")
+            if vid in spenders:
+                invite = None  # its lane was had once: the public line now
         self.sweep()  # before the fullness check
         self.drain()
         if len(self.waiting()) >= self.max_waiting:

@@ -68,6 +68,7 @@ class Services:
         # Waited for: a round in flight would otherwise reopen a client about to be closed.
         self.directory.stop(wait=5)
         self.sampler.stop()
+        self.ticker.leave()  # after its thread: no check-in may follow
 
     @property
     def keys(self) -> KeySpace:

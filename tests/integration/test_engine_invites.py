@@ -104,9 +104,29 @@ def test_each_identity_spends_once_and_keeps_its_spot(engine: Engine) -> None:
     with pytest.raises(eng.InviteSpent):
         engine.enter(room, "c", "sc", 10, invite=token)
     assert engine.stats(room).tickets == 3  # the refused entry took nothing
-    # one who spent it, gone and back, is not a new use
+    # one who spent it, gone and back, is not a new use, and joins the public line: the
+    # invite put it in its lane once
     engine.leave(room, "a", first.ticket, 1)
-    assert engine.enter(room, "a", "sa3", 10, invite=token).position == 2  # behind b
+    back = engine.enter(room, "a", "sa3", 10, invite=token)
+    assert back.position == 3 and line_of(engine, room) == ["b", "v0", "a"]
+    assert engine.stats(room).tickets == 4
+
+
+def test_a_skip_invite_admits_its_holder_once(engine: Engine) -> None:
+    room = open_room(engine, ratePerMinute=1, admissionTtlSec=60, sessionRenewal=False)
+    engine.enter(room, "v0", "s0", 10)
+    token = invite(room)
+    first = engine.enter(room, "guest", "sg", 10, invite=token)
+    assert first.status == "admitted"
+    engine.leave(room, "guest", first.ticket, 1)  # leaves, then enters again with the link
+    again = engine.enter(room, "guest", "sg", 10, invite=token)
+    assert (again.status, again.position) == ("waiting", 2)
+    # its admission over rather than left: likewise
+    other = engine.enter(room, "other", "so", 10, invite=invite(room, invite_id="iv-b"))
+    assert other.status == "admitted"
+    engine.shift_clock(room, 121_000)
+    back = engine.enter(room, "other", "so", 10, invite=invite(room, invite_id="iv-b"))
+    assert back.status == "waiting" and line_of(engine, room)[-1] == "other"
 
 
 def test_an_expired_invite_is_refused_on_the_room_clock(engine: Engine) -> None:

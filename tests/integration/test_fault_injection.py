@@ -1,14 +1,17 @@
 """Faults under a crowd, through the real service (issue 21): Redis killed in an open room
-leaves no ghost admission; latency, half-open stalls and resets between the service and Redis
-(tests/fault_proxy.py) keep every promise, and no thread logs a traceback.
+leaves no ghost admission, with two workers or four (issue 32); latency, half-open stalls and
+resets between the service and Redis (tests/fault_proxy.py) keep every promise, and no thread
+logs a traceback.
 """
 
 from __future__ import annotations
 
+import http.client
+import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -22,7 +25,7 @@ from anteroom.store.keystore import KeyStore
 from fault_proxy import FaultProxy
 from helpers import free_port, make_room
 from live_server import LiveServer, LiveServers
-from visitor_client import Visitor
+from visitor_client import Answer, Visitor
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -155,6 +158,122 @@ def test_redis_killed_in_an_open_room_leaves_no_ghost_admission(
     )
     assert refreshed.status_code == 200 and refreshed.json["status"] == "admitted", refreshed.text
     assert "Traceback" not in server.output()
+    client.close()
+
+
+class PinnedTransport:
+    """The visitor API over a kept-alive connection that one given worker accepted (opened
+    again to that worker when it closes an idle one)."""
+
+    def __init__(self, server: LiveServer, worker: int, conn: http.client.HTTPConnection) -> None:
+        self.server, self.worker, self.conn = server, worker, conn
+
+    def post(
+        self, path: str, body: object, headers: Mapping[str, str], address: str | None
+    ) -> Answer:
+        sent = dict(headers) | {"Content-Type": "application/json"}
+        if address:
+            sent["X-Forwarded-For"] = address
+        try:
+            self.conn.request("POST", path, body=json.dumps(body), headers=sent)
+            response = self.conn.getresponse()
+        except (ConnectionError, http.client.HTTPException):
+            self.conn.close()
+            self.conn = self._reconnect()
+            self.conn.request("POST", path, body=json.dumps(body), headers=sent)
+            response = self.conn.getresponse()
+        return PinnedAnswer(response.status, dict(response.getheaders()), response.read())
+
+    def _reconnect(self) -> http.client.HTTPConnection:
+        for _ in range(200):
+            conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
+            conn.connect()
+            if self.server.worker_holding(conn.sock) == self.worker:  # type: ignore[arg-type]
+                return conn
+            conn.close()
+        raise AssertionError(f"worker {self.worker} accepts no connection")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class PinnedAnswer:
+    def __init__(self, status: int, headers: dict[str, str], body: bytes) -> None:
+        self.status_code, self.headers, self.text = status, headers, body.decode()
+        self.json = json.loads(body) if body else None
+
+
+def test_outage_admissions_of_four_workers_leave_no_ghost(
+    own_redis: EmbeddedRedis, live_server: LiveServers, tmp_path: Path
+) -> None:
+    """Each of four workers admits some of the line during an outage (their polls pinned to
+    it); once Redis is back, whichever worker ticks first must not deal a spot another worker
+    let in offline: every one is booked before the room drains again."""
+    client = redis.Redis.from_url(own_redis.url, decode_responses=True)
+    engine = Engine(client)  # the test's own link: it reaches Redis while the workers cannot
+    api_key = KeyStore(client, engine.keys).create("shop")[0].public_key
+    room = make_room(engine, env="shop", slug="open-drop", failMode="open", ratePerMinute=1)
+    engine.open(room)
+    with FaultProxy("127.0.0.1", own_redis.port) as proxy:
+        server = live_server(
+            proxy.url, tmp_path / "live", **(SERVER_ENV | {"ANTEROOM_WORKERS": "4"})
+        )
+        visitors = enter_all(server.url, api_key, "open-drop", 16, 5)
+        until(lambda: knows_room(server, "open-drop"), 15, "the rooms snapshot")
+        # the workers' tickers are at work on the room
+        ticked = int(client.hget(engine.keys.room(room), "tick") or 0)
+        until(lambda: int(client.hget(engine.keys.room(room), "tick") or 0) > ticked + 1000, 10,
+              "two ticks")  # fmt: skip
+        # pinned last: a worker closes a connection kept idle for 2 s
+        pinned = list(server.connection_per_worker().items())
+        assert len(pinned) == 4, "a connection to each worker"
+        for i, visitor in enumerate(visitors):
+            visitor.transport = PinnedTransport(server, *pinned[i % 4])
+
+        proxy.refuse = True  # Redis is down for the service
+        proxy.reset()
+        admitted: set[int] = set()
+
+        def all_admitted_offline() -> bool:
+            for i, visitor in enumerate(visitors):
+                if i not in admitted:
+                    answer = visitor.poll()
+                    assert answer.status_code in (200, 503), answer.text
+                    if answer.status_code == 200:
+                        assert answer.json["failOpen"] is True, answer.text
+                        admitted.add(i)
+            return len(admitted) == len(visitors)
+
+        until(all_admitted_offline, 20, "every visitor admitted offline, by all four workers")
+        # Meanwhile the room earns admissions to deal: a ghost would be dealt at once.
+        engine.update_room(room, {"ratePerMinute": 6000})
+        engine.shift_clock(room, 2_000)
+        proxy.refuse = False  # Redis is back
+
+        until(lambda: engine.stats(room).active == len(visitors), 15, "the admissions booked")
+        stats = engine.stats(room)
+        assert (stats.dealt_total, stats.waiting) == (0, 0), "spots let in offline dealt again"
+        # and nothing is left for a later drain to deal
+        engine.shift_clock(room, 2_000)
+        engine.tick(room, 1)
+        assert engine.stats(room).dealt_total == 0
+
+        # Once every worker has booked and checked in, the line moves again: a newcomer who
+        # has to wait (the room full) is dealt by the workers' own ticks once there is room.
+        def answered_from_redis(visitor: Visitor) -> bool:
+            answer = visitor.poll()  # an admitted spot: its admission, from Redis once reached
+            return answer.status_code == 200 and not answer.json.get("failOpen")
+
+        for visitor in visitors[:4]:  # one through each worker
+            until(lambda v=visitor: answered_from_redis(v), 10, "the worker reaching Redis")
+        engine.update_room(room, {"capacity": len(visitors)})
+        newcomer = enter_all(server.url, api_key, "open-drop", 1, 6)[0]
+        assert newcomer.last["status"] == "waiting", newcomer.last
+        engine.update_room(room, {"capacity": len(visitors) + 1})
+        until(lambda: engine.stats(room).dealt_total == 1, 15, "the newcomer dealt")
+        assert "Traceback" not in server.output(), server.output()
+        for visitor in visitors:
+            visitor.transport.close()
     client.close()
 
 

@@ -141,3 +141,34 @@ def test_spent_expired_forged_and_other_room_invites(
     for bad in (forged, elsewhere, "iv1.nonsense", "st1." + once[4:]):
         answer = Visitor(client, keys["public"]).enter("spring-drop", bad)
         assert (answer.status_code, answer.json["error"]) == (401, "TokenInvalid"), bad
+
+
+def test_an_invite_admits_its_visitor_once_and_re_entry_is_the_public_line(
+    client: FlaskClient, keys: dict[str, Any], op: Operator, services: Services,
+    room: dict[str, Any],
+) -> None:  # fmt: skip
+    """A uses=1 skip invite in a room that renews no session: leaving and entering again with
+    it, or coming back once the admission is over, is no second admission past the line."""
+    # (spots kept unpolled for 10 minutes: the line ahead stays while the clock moves on)
+    settings = {"sessionRenewal": False, "abandonAfterSec": 600}
+    assert op.patch(room["id"], settings).status_code == 200
+    waiting(client, keys, 1)
+    [once] = issue(op, services, room["id"])
+    guest = Visitor(client, keys["public"])
+    admitted = guest.enter("spring-drop", once).json
+    assert admitted["status"] == "admitted"
+    renew = guest.post("admission/refresh", {"apiKey": keys["public"], "token": admitted["token"]})
+    assert (renew.status_code, renew.json["error"]) == (403, "NotRenewable")
+    assert guest.leave().status_code == 204
+    again = guest.enter("spring-drop", once)
+    assert again.status_code == 200, again.json
+    assert (again.json["status"], again.json["position"]) == ("waiting", 2)  # behind the one
+    assert again.json["ticket"] > admitted["ticket"]
+
+    [other] = issue(op, services, room["id"])
+    second = Visitor(client, keys["public"])
+    assert second.enter("spring-drop", other).json["status"] == "admitted"
+    services.engine.shift_clock(room["id"], (int(room["admissionTtlSec"]) + 61) * 1000)
+    back = second.enter("spring-drop", other)  # its admission over: no renewal by re-entry
+    assert back.status_code == 200, back.json
+    assert back.json["status"] == "waiting" and back.json["position"] == 2

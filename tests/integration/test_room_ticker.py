@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import pytest
 import redis
@@ -14,6 +15,7 @@ from redis.retry import Retry
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue.breaker import Breaker
+from anteroom.queue.fail_open_ledger import FailOpenAdmission
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.room_directory import RoomDirectory
 from anteroom.queue.room_ticker import RoomTicker
@@ -165,3 +167,44 @@ def test_safety_net_switches_are_reported_once_and_an_empty_room_still_cools(
     engine.shift_clock(room, 5_000)
     tickers[2].step()
     assert reports[1:] == [(room, (("calm", START + 126_000),))]
+
+
+def test_tickers_book_check_in_and_leave_so_no_drain_deals_an_outage_admission(
+    engine: Engine,
+) -> None:
+    """Two processes' tickers on a fail-open room: one of them let v5 in during an outage and
+    its requests do not reach Redis yet; the other, back first, must not drain until it has
+    booked v5 and checked in; once it stops and leaves, the other is not kept waiting."""
+    room = make_room(engine, ratePerMinute=600, failMode="open")
+    engine.set_clock(room, START)
+    engine.open(room)
+    for i in range(300):
+        engine.enter(room, f"v{i}", f"s{i}", 10)
+    first, second = ticker_for(engine), ticker_for(engine)
+    for _ in range(2):  # a probe of the room's clock, then a check-in
+        first.step()
+        second.step()
+    dealt = engine.stats(room).dealt_total
+    assert len(engine.redis.hkeys(engine.keys.room_base(room) + "fo")) == 2
+
+    second.fail_open.record(room, FailOpenAdmission("v5", 6, 1, time.time() + 60))
+    second.check_ins.ready = lambda: False  # its requests' breaker still open
+    engine.shift_clock(room, 1_000)
+    second.step()  # books v5 and tells of the outage, but vouches for nothing yet
+    first.step()  # checks in, and its tick deals nothing: the second has not checked in
+    assert engine.stats(room).dealt_total == dealt
+    assert engine.line(room, 1)[0].visitor == "v0"
+    second.check_ins.ready = lambda: True
+    second.step()
+    engine.shift_clock(room, 1_000)
+    first.step()
+    stats = engine.stats(room)
+    assert stats.dealt_total == dealt + 10 and stats.active == dealt + 11  # v5 booked, not dealt
+    assert "v5" not in [e.visitor for e in engine.line(room)]
+
+    second.leave()  # a process that stops
+    engine.shift_clock(room, 60_000)  # long past any check-in the second made
+    first.step()  # (its check-in, sent before the clock jumped, counts as late: ignored)
+    engine.shift_clock(room, 1_000)
+    first.step()
+    assert engine.stats(room).dealt_total == dealt + 20

@@ -73,6 +73,14 @@ def _start_background(worker: Any) -> None:
     worker.wsgi.extensions["anteroom"].start_background()
 
 
+def _stop_background(_arbiter: Any, worker: Any) -> None:
+    """gunicorn's worker_exit: the worker's threads stopped, its fail-open registers left."""
+    try:
+        worker.wsgi.extensions["anteroom"].stop_background()
+    except Exception:  # a worker on its way out must still exit
+        log.exception("worker exit: background threads not stopped")
+
+
 def _stop_on_one_signal(worker: Any) -> None:
     """Let a worker be told to quit once: by its master, never also by the terminal.
 
@@ -176,6 +184,9 @@ def _serve(settings: Settings) -> int:
                 # Each worker's background threads (rooms directory, series sampler) start
                 # when it boots, not at its first request: a quiet room is sampled too.
                 self.cfg.set("post_worker_init", worker_ready)
+                # A worker that stops leaves the fail-open rooms' registers, so their drains
+                # do not wait for it (queue/fail_open_checkin.py).
+                self.cfg.set("worker_exit", _stop_background)
                 # A dead worker's live gauges (breaker state) stop counting.
                 self.cfg.set("child_exit", lambda _arbiter, worker: multiprocess.mark_process_dead(
                     worker.pid))  # fmt: skip

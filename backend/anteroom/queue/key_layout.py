@@ -45,12 +45,14 @@ class KeySpace:
         ``drawn`` lists the opening's entrant ids in drawn order (queue/draw.py);
         ``inv`` counts invite spends: ``<invite id>`` → uses, ``<invite id>|<vid>`` → 1;
         ``pqz`` numbers an event's pre-queue entrants while their places are drawn
-        (lua/shuffle_prequeue.lua).
+        (lua/shuffle_prequeue.lua); ``fo`` registers the processes serving a failMode-open
+        room: ``<process>`` → its last check-in (ms), ``<process>|n`` → when it was found
+        missing, ``|since`` → the last check-in after an outage (lua/check_in_fail_open.lua).
         """
         base = self.room_base(room_id)
         names = (
             "room", "spots", "line", "active", "adm", "rvk", "bks", "waits", "blk", "drawn", "inv",
-            "pqz",
+            "pqz", "fo",
         )  # fmt: skip
         return {name: base + name for name in names}
 

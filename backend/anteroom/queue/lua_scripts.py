@@ -34,6 +34,7 @@ OPERATIONS = (
     "poll_far",
     "book_seen",
     "book_fail_open",
+    "check_in_fail_open",
     "book_seen_many",
     "snapshot",
     "leave",

@@ -18,6 +18,7 @@ import redis
 from anteroom.queue import lua_scripts as scripts
 from anteroom.queue import room_config as rooms
 from anteroom.queue import room_events
+from anteroom.queue.cluster_client import is_cluster
 from anteroom.queue.draw_beacon import round_at
 from anteroom.queue.far_poll import Gone, answer_far
 from anteroom.queue.key_layout import DEFAULT_PREFIX, KeySpace
@@ -485,7 +486,8 @@ class Engine:
         """Take (or find again) the visitor's spot; an entry counts as a poll of its ticket.
 
         ``invite``: a verified invite of this room. A newcomer spends it (once per ``vid``) and
-        takes its lane; a spot found again keeps its place and spends nothing. Refused with
+        takes its lane; a spot found again keeps its place and spends nothing; a ``vid`` that
+        spent it before and has no spot any more enters the public line. Refused with
         :class:`InviteExpired` or :class:`InviteSpent`, the entry changes nothing.
 
         ``bypass``: one of the room's bypass rules matched the request (web/service_bypass.py):
@@ -557,6 +559,44 @@ class Engine:
             flat += [vid, "" if ticket is None else ticket, int(left_ms)]
         booked, freed = self._run("book_fail_open", room_id, *flat)
         return int(booked), int(freed)
+
+    def check_in_fail_open(
+        self,
+        process: str,
+        checks: Sequence[tuple[str, int, bool]],
+        stale_ms: int,
+        grace_ms: int,
+        leaving: bool = False,
+    ) -> list[tuple[bool, int] | None]:
+        """Check ``process`` in with failMode-open rooms, one pipelined round: ``checks`` is
+        (room id, valid until on its clock (0: a probe), saw an outage) per room. Per room:
+        (checked in, now on its clock), or None for a room gone or a call that failed.
+        See lua/check_in_fail_open.lua. (A cluster pipelines no script: one call a room.)"""
+        calls = [
+            (room_id, [process, int(valid_until), "1" if outage else "", "1" if leaving else "",
+                       int(stale_ms), int(grace_ms)])
+            for room_id, valid_until, outage in checks
+        ]  # fmt: skip
+        replies: list[Any] = []
+        if is_cluster(self.redis):
+            for room_id, args in calls:
+                try:
+                    replies.append(self._run("check_in_fail_open", room_id, *args))
+                except EngineError as exc:  # that room only (gone, say)
+                    replies.append(exc)
+        else:
+            pipe = self.redis.pipeline(transaction=False)
+            script = self._scripts["check_in_fail_open"]
+            for room_id, args in calls:
+                keys = self.script_keys("check_in_fail_open", room_id)
+                script(keys=keys, args=args, client=pipe)
+            with storage_errors():
+                replies = pipe.execute(raise_on_error=False)
+        answers: list[tuple[bool, int] | None] = []
+        for raw in replies:  # an error in one room's reply (a moved slot) fails that one only
+            ok = isinstance(raw, list) and len(raw) == 3 and int(raw[1]) > 0
+            answers.append((bool(int(raw[0])), int(raw[1])) if ok else None)
+        return answers
 
     def _poll_from_snapshot(
         self, room_id: str, vid: str, ticket: int, generation: int, carried: TicketClaims

@@ -90,6 +90,12 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("peakActive", "peak", "most active admissions seen at once in this opening"),
     RoomField("blocksCounted", "blkz", "1 when the line's blocks are counted (lua/_blocks.lua)"),
     RoomField("lastTick", "tick", "room clock ms of the last tick that worked"),
+    RoomField(
+        "failOpenLease",
+        "fol",
+        "room clock ms until which every process has booked its outage admissions (absent:"
+        " none registered); the drain waits from then (lua/check_in_fail_open.lua)",
+    ),
     # The room's clock (tests and tooling move it; lua/_clock.lua).
     RoomField("clockOffset", "clk", "ms added to Redis TIME"),
     RoomField("pinnedClock", "fix", "ms the clock is pinned at (0: not pinned)"),

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 
 from anteroom.queue.breaker import Breaker
+from anteroom.queue.fail_open_checkin import FailOpenCheckIn
 from anteroom.queue.fail_open_ledger import FailOpenLedger
 from anteroom.queue.process_thread import ProcessThread
 from anteroom.queue.room_directory import RoomDirectory
@@ -54,14 +55,17 @@ class RoomTicker:
         wake_every: float = WAKE_EVERY_SEC,
         fail_open: FailOpenLedger | None = None,
         on_switch: SwitchHandler | None = None,
+        check_ins: FailOpenCheckIn | None = None,
     ) -> None:
         """``breaker``: the ticker's own, so an outage costs it no connect attempts; ``fail_open``:
         the process's fail-open admissions, booked at the first tick Redis answers;
-        ``on_switch``: told of each safety net switch, once across processes."""
+        ``on_switch``: told of each safety net switch, once across processes; ``check_ins``:
+        this process's check-ins with failMode-open rooms, once its ledger is booked."""
         self.engine = engine
         self.directory = directory
         self.breaker = breaker or Breaker()
         self.fail_open = fail_open if fail_open is not None else FailOpenLedger()
+        self.check_ins = check_ins if check_ins is not None else FailOpenCheckIn(engine)
         self.jobs: list[Job] = list(jobs)
         self.wake_every = wake_every
         self.on_switch = on_switch
@@ -82,8 +86,14 @@ class RoomTicker:
         if self.engine.bookings.due():  # far polls' last-seen, booked once a second
             self.engine.flush_bookings()
         try:
+            if self.fail_open.rooms():
+                self.check_ins.saw_outage()  # admitted offline: all must check in anew
             self.book_fail_open()
+            # no drain waits for this process's own now (through its breaker: an outage costs
+            # the ticker no connect attempt per step)
+            self.breaker.call(partial(self.check_ins.check_in, self.fail_open_rooms()))
         except StorageUnavailable as exc:
+            self.check_ins.saw_outage()
             if not self.failing:
                 log.warning("room ticker: Redis unreachable, will retry: %s", exc)
             self.failing = True
@@ -99,6 +109,7 @@ class RoomTicker:
                     continue
                 result = self.breaker.call(partial(self.engine.tick, room_id, TICK_EVERY_MS))
             except StorageUnavailable as exc:
+                self.check_ins.saw_outage()
                 if not self.failing:
                     log.warning("room ticker: Redis unreachable, will retry: %s", exc)
                 self.failing = True
@@ -118,6 +129,24 @@ class RoomTicker:
                 worked += 1
                 self._run_jobs(room_id, result.now_ms)
         return worked
+
+    def fail_open_rooms(self) -> list[str]:
+        """Open failMode-open rooms with nothing of this process's left to book."""
+        rooms, unbooked = self.directory.known.rooms, set(self.fail_open.rooms())
+        return [
+            room_id
+            for room_id in self.open_rooms()
+            if rooms[room_id].get("failMode") == "open" and room_id not in unbooked
+        ]
+
+    def leave(self) -> None:
+        """Book what is left and leave the fail-open rooms' registers (a process that stops,
+        its thread stopped first): the others' drains wait for it no more."""
+        try:
+            self.book_fail_open()
+            self.check_ins.leave(self.fail_open_rooms())
+        except (EngineError, StorageError) as exc:  # then it is waited for a while (GRACE_MS)
+            log.warning("room ticker: fail-open registers not left: %s", exc)
 
     def book_fail_open(self) -> int:
         """Book the fail-open admissions this process dealt (before any drain); slots booked.

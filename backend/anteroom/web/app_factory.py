@@ -15,6 +15,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from anteroom.config import Settings
 from anteroom.queue.breaker import Breaker
+from anteroom.queue.fail_open_checkin import FailOpenCheckIn
 from anteroom.queue.fail_open_ledger import FailOpenLedger
 from anteroom.queue.redis_link import connect, connect_links
 from anteroom.queue.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
@@ -118,6 +119,8 @@ def create_app(
             breaker=breaker.twin(pause=1.0),
             fail_open=ledger,
             on_switch=partial(_audit_switches, AuditLog(client, engine.keys), directory),
+            # no check-in while this process's requests may still admit offline
+            check_ins=FailOpenCheckIn(engine, ready=lambda: not breaker.is_open),
         ),
         fail_open=ledger,
     )
