@@ -27,11 +27,12 @@ from anteroom.queue import room_config as rooms
 from anteroom.queue.storage_errors import StorageError
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
+from anteroom.visit import bypass
 from anteroom.web import address_limits as limits
 from anteroom.web import hosted_pages as pages
 from anteroom.web import page_languages as languages
 from anteroom.web import queue_answers as visitor
-from anteroom.web import room_lookup, service_bypass
+from anteroom.web import room_lookup
 from anteroom.web.http_errors import (
     AddressRequired,
     ApiError,
@@ -153,11 +154,11 @@ def _enter(s: Services, env: str, room: dict[str, Any]) -> dict[str, Any]:
             raise AddressRequired() from None
     limits.charge("enter")
     vid, jti = tokens.new_id(), tokens.new_id()
-    bypass = service_bypass.matches(
+    through = bypass.matches(
         room, request.remote_addr, request.headers, request.headers.get("Cookie", "")
     )
     answer = visitor.engine_call(
-        s, lambda: s.engine.enter(room["id"], vid, jti, score, tag, bypass=bypass), room["id"]
+        s, lambda: s.engine.enter(room["id"], vid, jti, score, tag, bypass=through), room["id"]
     )
     return visitor.render(s, room, vid, answer)[0]
 
