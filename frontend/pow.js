@@ -164,8 +164,9 @@ export async function solveChallenge(challenge, difficulty, options = {}) {
  * @returns {Promise<string[]>} the solutions, of the first puzzles in order
  */
 export async function solveFitted(solver, challenge) {
-  const puzzles = challenge.puzzles;
-  const all = Array.isArray(puzzles) ? puzzles.length : 0;
+  // No puzzles: the solver refuses the empty set as an unusable challenge (BadChallenge).
+  const puzzles = Array.isArray(challenge?.puzzles) ? challenge.puzzles : [];
+  const all = puzzles.length;
   const least = Math.min(all, Math.max(1, Math.floor(Number(challenge.minPuzzles) || all)));
   const first = await solver.solve(puzzles.slice(0, least));
   if (least >= all) return first.solutions;

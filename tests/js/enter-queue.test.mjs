@@ -480,3 +480,13 @@ describe("options", () => {
     assert.equal(fake.calls[0].url, "/api/v1/queue/enter");
   });
 });
+
+describe("an unusable arrival", () => {
+  test("a challenge without puzzles rejects with BadChallenge, nothing joined", async () => {
+    const fake = server(clock, { challenge: fitted({ puzzles: undefined }) });
+    const { error } = await clock.settle(start(fake));
+    assert.ok(error instanceof AnteroomError);
+    assert.equal(error.code, "BadChallenge");
+    assert.deepEqual(fake.calls.map((call) => call.path), ["/api/v1/arrive"]);
+  });
+});
