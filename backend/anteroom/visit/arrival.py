@@ -16,6 +16,8 @@ from typing import Any
 
 from anteroom.identity import sessions as identity
 from anteroom.identity import work_inputs
+from anteroom.identity.signal_rules import assess
+from anteroom.queue import room_config
 from anteroom.queue import room_engine as eng
 from anteroom.queue.room_engine import AddressLimited
 from anteroom.queue.storage_errors import StorageBusy, StorageError, StorageUnavailable
@@ -203,6 +205,51 @@ def enter(
     if isinstance(spot, Refused):
         return spot
     return Entered(session, spot)
+
+
+def enter_without_script(
+    s: Services, door: Door, env: str, caller: Caller, room: dict[str, Any]
+) -> Spot | Refused:
+    """The page without JavaScript's entry, in one request: no proof of work, so the visitor
+    queues at the room's noScriptScore, or at the score the signal rules give the request if
+    that is worse (a convicted one is refused), within the identify and enter limits."""
+    address = caller.address or ""
+    door.charge("identify")  # the same per-address limits as a solved challenge
+    try:
+        try:
+            network = tokens.network_tag(s.keyring, address)
+        except ValueError:  # no address, or not an IP one: counted with every such visitor
+            network = tokens.network_tag(s.keyring, "0.0.0.0")
+        seen = identity.network_identifies(s.identity, network, env)
+        score, sig = assess(caller.evidence({}, seen))
+        if "bot" in sig or score >= int(room["holdScore"]):
+            # The room's history of refused ranges, as the API's enter keeps it (best effort);
+            # the operator's choice to hold visitors without JavaScript is no mark against it.
+            with contextlib.suppress(StorageError, ValueError):
+                work_inputs.count_refusal(s.identity, room["id"], address or "0.0.0.0")
+        if "bot" in sig:
+            s.series.tally(room["id"], "ndenied")
+            return Refused("QueueDenied")
+        score = max(score, room_config.no_script_score(room))
+        tag = _network_tag(s, room, caller.address)  # as the API's enter: no address, no entry
+        door.charge("enter")
+        vid, jti = tokens.new_id(), tokens.new_id()
+        through = bypass.matches(room, caller.address, caller.headers or {}, caller.cookie)
+        answer = s.breaker.call(
+            lambda: s.engine.enter(room["id"], vid, jti, score, tag, bypass=through),
+            s.keys.room(room["id"]),
+        )
+    except _Refusal as refusal:
+        return refusal.refused
+    except StorageUnavailable:
+        return Refused("Unavailable", retry_after=STORAGE_RETRY_SEC)
+    except StorageBusy:
+        return Refused("Busy", retry_after=STORAGE_RETRY_SEC)
+    except eng.RoomClosed:
+        return Refused("RoomClosed", closed_message=room.get("closedMessage"))
+    except eng.EngineError as exc:
+        return _engine_refusal(exc)
+    return spot_of(*door.render(room, vid, answer))
 
 
 def _engine_refusal(exc: eng.EngineError) -> Refused:
