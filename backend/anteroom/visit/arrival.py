@@ -150,9 +150,7 @@ def take_spot(
         with contextlib.suppress(StorageError, ValueError):
             work_inputs.count_refusal(s.identity, room["id"], caller.address or "0.0.0.0")
     # A bypass rule lets the request through the skip lane (an invite keeps its own lane).
-    through = invite is None and bypass.matches(
-        room, caller.address, caller.headers or {}, caller.cookie
-    )
+    through = invite is None and bypass.matches(room, caller.address, caller.headers, caller.cookie)
 
     def enter_line() -> eng.QueueAnswer:
         try:
@@ -234,7 +232,7 @@ def enter_without_script(
         tag = _network_tag(s, room, caller.address)  # as the API's enter: no address, no entry
         door.charge("enter")
         vid, jti = tokens.new_id(), tokens.new_id()
-        through = bypass.matches(room, caller.address, caller.headers or {}, caller.cookie)
+        through = bypass.matches(room, caller.address, caller.headers, caller.cookie)
         answer = s.breaker.call(
             lambda: s.engine.enter(room["id"], vid, jti, score, tag, bypass=through),
             s.keys.room(room["id"]),

@@ -7,7 +7,7 @@ The adapter (web/visitor_api.py) builds both per request: ``Caller`` from the re
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
 
 from anteroom.identity.signal_rules import Evidence
@@ -21,7 +21,7 @@ class Caller:
     address: str | None
     user_agent: str = ""
     accept_language: str = ""
-    headers: Mapping[str, str] = None  # type: ignore[assignment]
+    headers: Mapping[str, str] = field(default_factory=dict)
     cookie: str = ""
 
     def evidence(self, signals: Mapping[str, Any], network_identifies: int) -> Evidence:
