@@ -1,5 +1,5 @@
 """Service bypass benchmark: what a room's bypass rules cost the service's ``enter``, in this
-process, before its one script call (web/service_bypass.py).
+process, before its one script call (visit/bypass.py).
 
 Side by side in one run, ``service_bypass.matches`` for a room without rules; with 50 rules
 (address ranges, headers, cookies) none of which the request matches, the request sending
@@ -30,7 +30,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path[:0] = [str(ROOT / "backend")]
 
 from anteroom.queue import room_config as rooms  # noqa: E402
-from anteroom.web import service_bypass  # noqa: E402
+from anteroom.visit import bypass as service_bypass  # noqa: E402
 
 SECRET = "monitor-secret-0123456789"
 HEADERS = {"user-agent": "Mozilla/5.0", "accept": "application/json", "content-type": "json"}

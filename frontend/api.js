@@ -1,6 +1,8 @@
 import { AnteroomError } from "./errors.js";
 
 export const PATHS = {
+  arrive: "/api/v1/arrive",
+  join: "/api/v1/queue/join",
   challenge: "/api/v1/challenge",
   identify: "/api/v1/identify",
   enter: "/api/v1/queue/enter",

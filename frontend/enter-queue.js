@@ -2,7 +2,7 @@ import { createApi, PATHS } from "./api.js";
 import { backoffDelay } from "./backoff.js";
 import { AnteroomError } from "./errors.js";
 import { estimateAt, estimateTick } from "./estimate.js";
-import { openSolver } from "./pow.js";
+import { openSolver, solveFitted } from "./pow.js";
 import { collectSignals } from "./signals.js";
 import { createRoomStore } from "./storage.js";
 import { joinTabs } from "./tabs.js";
@@ -184,8 +184,9 @@ function run(slug, options) {
 }
 
 /**
- * What the leading tab does: identify when needed, enter or resume with the stored ticket, poll
- * at the server's pace until admitted (or the room is idle).
+ * What the leading tab does: arrive (two calls to a ticket) when it holds no live session, enter
+ * with one it holds, or resume with the stored ticket; then poll at the server's pace until
+ * admitted (or the room is idle).
  *
  * @param {{
  *   slug: string,
@@ -218,30 +219,34 @@ async function lead({ slug, options, store, api, emit, signal }) {
     }
   };
 
-  const identify = async (/** @type {string | null} */ previousSession) => {
+  /**
+   * An arrival in two calls: a challenge this device fits to itself (arrive), then the proof,
+   * the session and the spot at once (join). A join retried with the same proof (a timeout, a
+   * 503) is answered as the first was: the same session, the same spot.
+   */
+  const arrive = async (/** @type {string | null} */ previousSession) => {
     const signals = collectSignals();
-    // The workers start while the challenge is on its way, and serve both of its sets.
+    // The workers start while the challenge is on its way.
     const solver = openSolver({ signal, clock });
     /** @type {Record<string, unknown>} */
     let body;
     try {
-      const challenge = await fittedChallenge({ slug, api, retrying, signal, solver, signals });
-      body = { challenge: challenge.challenge, signals };
-      // A server without puzzles asks the one legacy puzzle: the token itself.
-      const puzzles = challenge.puzzles ?? [{ prefix: challenge.challenge, difficulty: challenge.difficulty }];
-      const { solutions } = await solver.solve(puzzles);
-      if (challenge.puzzles) body.solutions = solutions;
-      else body.solution = solutions[0];
+      const ask = { room: slug, maxPuzzles: MAX_PUZZLES, signals };
+      const challenge = await retrying(() => api.post(PATHS.arrive, ask, signal));
+      body = { room: slug, challenge: challenge.challenge, solutions: await solveFitted(solver, challenge), signals };
     } finally {
       solver.close();
     }
     signal.throwIfAborted();
     if (previousSession) body.previousSession = previousSession;
-    const session = await retrying(() => api.post(PATHS.identify, body, signal));
-    if (typeof session.sessionToken !== "string") {
+    if (options.invite != null) body.invite = options.invite;
+    const joined = await retrying(() => api.post(PATHS.join, body, signal));
+    const session = joined?.session;
+    if (typeof session?.sessionToken !== "string") {
       throw new AnteroomError("The waiting room sent no session.", { code: "BadResponse", status: 200 });
     }
     store.update({ sessionToken: session.sessionToken, sessionExpiresAt: toEpochMs(session.expiresAt) });
+    return joined.queue;
   };
 
   let recoveries = 0;
@@ -258,12 +263,12 @@ async function lead({ slug, options, store, api, emit, signal }) {
     try {
       if (record.queueToken) {
         answer = await retrying(() => api.post(PATHS.poll, { ticket: record.queueToken }, signal));
-      } else {
-        if (!isLive(record, clock.now())) await identify(record.sessionToken);
-        const sessionToken = store.read().sessionToken;
+      } else if (isLive(record, clock.now())) {
         // (no invite: undefined is left out of the JSON, null is taken as none)
-        const body = { room: slug, sessionToken, invite: options.invite };
+        const body = { room: slug, sessionToken: record.sessionToken, invite: options.invite };
         answer = await retrying(() => api.post(PATHS.enter, body, signal));
+      } else {
+        answer = await arrive(record.sessionToken);
       }
     } catch (error) {
       if (!(error instanceof AnteroomError)) throw error;
@@ -321,26 +326,6 @@ async function waitMovingEstimates(answer, ms, { clock, signal, emit, estimates 
       emit(estimate);
     }
   }
-}
-
-/**
- * A challenge sized for this device (SPEC "Proof of work, fitted"): first the server's tiny,
- * signed measurement puzzles, timed here; then the real challenge, asked with that measurement
- * (the server never lets it lower the work below the visitor's floor). A server that answers
- * the first call with a real challenge (no measurement) is taken at its word.
- *
- * @param {{slug: string, api: any, retrying: (call: () => Promise<any>) => Promise<any>,
- *   signal: AbortSignal, solver: import("./pow.js").Solver, signals: Record<string, unknown>}} context
- * @returns {Promise<any>} the challenge answer
- */
-async function fittedChallenge({ slug, api, retrying, signal, solver, signals }) {
-  const ask = { room: slug, maxPuzzles: MAX_PUZZLES, signals };
-  const probe = await retrying(() => api.post(PATHS.challenge, { ...ask, measure: true }, signal));
-  if (probe?.tier !== "measure" || !Array.isArray(probe.puzzles)) return probe;
-  const measured = await solver.solve(probe.puzzles);
-  const hashesPerSecond = (measured.hashes * 1000) / Math.max(1, measured.elapsedMs);
-  const measurement = { challenge: probe.challenge, solutions: measured.solutions, hashesPerSecond };
-  return retrying(() => api.post(PATHS.challenge, { ...ask, measurement }, signal));
 }
 
 /**

@@ -117,8 +117,10 @@ export interface EnterQueueOptions {
  * with the `admitted` answer (its `token` is the admission), or at once with the `idle` answer
  * when the room is not open.
  *
- * - Identifies first when no live session is stored (proof of work in a Web Worker, else in
- *   small slices on the main thread), then enters; resumes a stored ticket instead of entering.
+ * - Without a live stored session, arrives in two calls: `arrive` (a challenge; proof of work in
+ *   Web Workers, else in small slices on the main thread, the floor's puzzles timed to fit the
+ *   rest to the device), then `queue/join` (the session and the spot at once). With one, enters
+ *   in one call; resumes a stored ticket instead of entering.
  * - Polls at the server's `pollAfterMs` (1–2 s near the front, up to minutes far back); in
  *   between, calls `onUpdate` with the place moved at the room's pace (`estimate: true`) each
  *   time it moves by a place, at most once a second.
@@ -127,7 +129,7 @@ export interface EnterQueueOptions {
  *   than a `Retry-After` the server gave.
  * - 429 (`RateLimited`, `QueueFull`, `Busy`) waits exactly `Retry-After` seconds and repeats the
  *   same call: the place in line is kept.
- * - 410 `TicketGone`: enters again. 401 on entry: identifies again.
+ * - 410 `TicketGone`: enters again. 401 on entry: arrives again (arrive, then join).
  * - Rejects with an `AnteroomError` on 400, other 401s, 403 (`QueueDenied`, `SessionRevoked`,
  *   `AddressRequired`, `RoomClosed` — a room taking no new entries, with its `closedMessage`)
  *   and 404 `RoomNotFound`; with an `invite`, 409 `InviteSpent`, 410 `InviteExpired`, or

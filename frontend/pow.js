@@ -153,6 +153,32 @@ export async function solveChallenge(challenge, difficulty, options = {}) {
   return solved.solutions[0];
 }
 
+/**
+ * Solves an arrival's challenge fitted to this device, with no measuring call before it: the
+ * first `minPuzzles` (the floor of the work) are solved and timed, which measures the device;
+ * then as many more, in order, as keep the whole solve's p95 within `fitMs` (the server's
+ * tail factor for this many puzzles). The server accepts any count from `minPuzzles` to all.
+ *
+ * @param {Solver} solver
+ * @param {{puzzles: Puzzle[], minPuzzles?: number, fitMs?: number}} challenge
+ * @returns {Promise<string[]>} the solutions, of the first puzzles in order
+ */
+export async function solveFitted(solver, challenge) {
+  // No puzzles: the solver refuses the empty set as an unusable challenge (BadChallenge).
+  const puzzles = Array.isArray(challenge?.puzzles) ? challenge.puzzles : [];
+  const all = puzzles.length;
+  const least = Math.min(all, Math.max(1, Math.floor(Number(challenge.minPuzzles) || all)));
+  const first = await solver.solve(puzzles.slice(0, least));
+  if (least >= all) return first.solutions;
+  const rate = (first.hashes * 1000) / Math.max(1, first.elapsedMs);
+  const tail = 1 + 2 / Math.sqrt(all);
+  const fits = Math.floor((rate * (Number(challenge.fitMs) || 600)) / 1000 / tail / 2 ** puzzles[0].difficulty);
+  const count = Math.min(all, Math.max(least, fits));
+  if (count === least) return first.solutions;
+  const more = await solver.solve(puzzles.slice(least, count));
+  return [...first.solutions, ...more.solutions];
+}
+
 /** Cores the device reports (`navigator.hardwareConcurrency`), two if it says nothing. */
 const cores = () => globalThis.navigator?.hardwareConcurrency || 2;
 

@@ -103,6 +103,12 @@ def solve(api_key: str, issued: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+def solve_arrival(issued: Mapping[str, Any], count: int | None = None) -> list[str]:
+    """Solutions to the first ``count`` (default: ``minPuzzles``) puzzles of an arrival."""
+    puzzles = issued["puzzles"][: count or issued["minPuzzles"]]
+    return [pow.solve(p["prefix"], p["difficulty"]) for p in puzzles]
+
+
 class Visitor:
     """One browser-like visitor of one environment, speaking the visitor API.
 
@@ -160,6 +166,36 @@ class Visitor:
         response = self.post("queue/enter", body)
         self._keep(response)
         return response
+
+    def arrive(self, room: str, **headers: str) -> Answer:
+        """An arrival's first call: the challenge for ``room``."""
+        return self.post("arrive", {"apiKey": self.api_key, "room": room}, **headers)
+
+    def join_body(self, room: str, issued: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+        """The join body answering ``issued`` (its floor's puzzles solved)."""
+        body = {"apiKey": self.api_key, "room": room, "challenge": issued["challenge"]}
+        body |= {"solutions": solve_arrival(issued), "signals": SIGNALS}
+        if self.session:
+            body["previousSession"] = self.session
+        return body | {k: v for k, v in extra.items() if v is not None}
+
+    def join(self, body: Mapping[str, Any], **headers: str) -> Answer:
+        """An arrival's second call; keeps the session and the ticket it answers."""
+        response = self.post("queue/join", body, **headers)
+        if response.status_code == 200:
+            self.session = response.json["session"]["sessionToken"]
+            self.last = response.json["queue"]
+            self.ticket = self.last.get("queueToken") or self.ticket
+        return response
+
+    def arrive_and_join(
+        self, room: str, invite: str | None = None, **headers: str
+    ) -> tuple[Answer, Answer]:
+        """The whole two-call arrival: the challenge, then the proof, session and spot."""
+        issued = self.arrive(room, **headers)
+        assert issued.status_code == 200, issued.text
+        body = self.join_body(room, issued.json, invite=invite)
+        return issued, self.join(body, **headers)
 
     def poll(self) -> Answer:
         response = self.post("queue/poll", {"apiKey": self.api_key, "ticket": self.ticket})

@@ -117,6 +117,13 @@ def test_the_service_on_a_cluster_queues_admits_and_spreads_rooms_over_shards(
     ]
     assert any(k.startswith("anteroom:pc:") for k in everywhere)
     assert any("anteroom:lim" in k for k in everywhere)  # identify/enter limits, by `limits`
+    # The two-call arrival: the proof's marker and the room on their own shards, the enter
+    # limit charged by the view (its counters live on another shard than the room's keys).
+    newcomer = Visitor(server.url, record.public_key)
+    _, joined = newcomer.arrive_and_join("drop-00")
+    assert joined.status_code == 200, joined.text
+    assert joined.json["queue"]["ticket"] == 4
+    visitors.append(newcomer)
     for visitor in visitors:
         visitor.close()
 

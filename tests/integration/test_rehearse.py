@@ -56,7 +56,9 @@ def test_a_small_rehearsal_admits_everyone_once_in_order_at_the_rooms_rate(
     assert figures["room"]["dealtDuring"] == VISITORS
     assert figures["visitors"]["room_dealt_to_others"] == 0
     assert figures["one_spot_violations"] == 0 and figures["order_inversions"] == 0
-    assert figures["requests"]["queue/enter"] > VISITORS  # the second tabs did enter again
+    # Two calls from arrival to ticket, then the second tabs entered again with the session.
+    assert figures["requests"]["arrive"] == figures["requests"]["queue/join"] == VISITORS
+    assert figures["requests"]["queue/enter"] > 0
     assert figures["requests"]["queue/leave"] == VISITORS
     rate = figures["admissions_per_minute"]
     assert rate["rate_excess"] == 0  # never faster than the room's rate, in any run of seconds
@@ -69,7 +71,7 @@ def test_a_small_rehearsal_admits_everyone_once_in_order_at_the_rooms_rate(
     assert figures["pow"]["difficulty"] == 4
     assert engine.stats(room).active == 1  # everyone left after admission, but the earlier one
     for server in servers:  # both instances served the visitors
-        assert server.output().count('"POST /api/v1/queue/enter" 200') >= VISITORS // 4
+        assert server.output().count('"POST /api/v1/queue/join" 200') >= VISITORS // 4
 
 
 def test_a_room_closed_mid_rush_sends_its_visitors_in_again_and_the_report_says_so(
@@ -138,5 +140,5 @@ def test_bad_options_and_an_unreachable_deployment_are_told_apart(tmp_path: Path
     assert run.returncode == 1, run.stdout + run.stderr  # nobody got in: not a pass
     figures = json.loads(report.read_text())
     assert figures["visitors"]["not_admitted"] == 2
-    assert figures["visitors"]["lost_by_reason"] == {"challenge 0": 2}
+    assert figures["visitors"]["lost_by_reason"] == {"arrive 0": 2}
     assert set(figures["errors_by_code"]) == {"0 ConnectionRefusedError"}

@@ -15,7 +15,8 @@ from flask.testing import FlaskClient
 from anteroom.config import Settings
 from anteroom.sdk import bypass_rules
 from anteroom.service_container import Services
-from anteroom.web import app_factory, service_bypass
+from anteroom.visit import bypass as service_bypass
+from anteroom.web import app_factory
 from helpers import make_room
 from visitor_client import HUMAN, Visitor
 

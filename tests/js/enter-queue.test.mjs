@@ -54,18 +54,40 @@ const failure = (status, error, { retryAfter, header } = {}) => ({
   headers: header === undefined ? {} : { "Retry-After": String(header) },
 });
 
-/** A server that identifies honestly; `enter` and `poll` are scripted per test. */
-function server(clock, { enter = [queueAnswer()], poll = [admitted()], ...extra } = {}) {
+const fitted = (fields = {}) => ({
+  challenge: CHALLENGE,
+  difficulty: DIFFICULTY,
+  puzzles: Array.from({ length: 4 }, (_, i) => ({ prefix: `seed.${i}`, difficulty: DIFFICULTY })),
+  minPuzzles: 2,
+  fitMs: 600,
+  expectedHashes: 256,
+  tier: "low-calm",
+  expiresAt: 1_700_000_060_000,
+  ...fields,
+});
+const solves = (puzzles, solutions) =>
+  solutions.every((s, i) => leadingZeroBits(createHash("sha256").update(`${puzzles[i].prefix}:${s}`).digest()) >= puzzles[i].difficulty);
+
+/**
+ * A server that checks proofs honestly; `enter` scripts the spot's answers, to enter and to
+ * join alike (a join's is wrapped with its session).
+ */
+function server(clock, { enter = [queueAnswer()], poll = [admitted()], challenge = fitted(), ...extra } = {}) {
   let sessions = 0;
+  let spots = 0;
+  const spot = (body, call) => (typeof enter === "function" ? enter(body, call) : enter[Math.min(spots++, enter.length - 1)]);
   return new FakeFetch(clock, {
-    "/api/v1/challenge": [{ body: { challenge: CHALLENGE, difficulty: DIFFICULTY, expiresAt: clock.now() + 60_000 } }],
-    "/api/v1/identify": (body) => {
-      const digest = createHash("sha256").update(`${body.challenge}:${body.solution}`).digest();
-      assert.ok(leadingZeroBits(digest) >= DIFFICULTY, "the solution must meet the difficulty");
+    "/api/v1/arrive": [{ body: challenge }],
+    "/api/v1/queue/join": (body, call) => {
+      assert.equal(body.challenge, challenge.challenge);
+      assert.ok(body.solutions.length >= challenge.minPuzzles && solves(challenge.puzzles, body.solutions), "the solutions must meet the difficulty");
+      const answer = spot(body, call);
+      if (typeof answer === "string" || (answer.status ?? 200) !== 200) return answer;
       sessions += 1;
-      return { body: { sessionToken: `st1.k1.session${sessions}.sig`, expiresAt: clock.now() + 3_600_000, score: 3, sig: [] } };
+      const session = { sessionToken: `st1.k1.session${sessions}.sig`, expiresAt: clock.now() + 3_600_000, score: 3, sig: [] };
+      return { ...answer, body: { session, queue: answer.body } };
     },
-    "/api/v1/queue/enter": enter,
+    "/api/v1/queue/enter": spot,
     "/api/v1/queue/poll": poll,
     ...extra,
   });
@@ -89,7 +111,7 @@ const outcomeOf = (promise) => promise.then((value) => ({ value }), (error) => (
 const gaps = (times) => times.slice(1).map((time, i) => time - times[i]);
 
 describe("the happy path", () => {
-  test("identifies, enters, and polls at the server's pollAfterMs until admitted", async () => {
+  test("arrives in two calls, and polls at the server's pollAfterMs until admitted", async () => {
     const fake = server(clock, {
       enter: [queueAnswer({ pollAfterMs: 1000 })],
       poll: [queueAnswer({ position: 3, pollAfterMs: 2500 }), queueAnswer({ position: 1, pollAfterMs: 5000 }), admitted()],
@@ -100,60 +122,61 @@ describe("the happy path", () => {
     assert.equal(value.status, "admitted");
     assert.equal(value.token, "ab1.k1.admission.sig");
     assert.deepEqual(fake.calls.map((call) => call.path), [
-      "/api/v1/challenge",
-      "/api/v1/identify",
-      "/api/v1/queue/enter",
+      "/api/v1/arrive",
+      "/api/v1/queue/join",
       "/api/v1/queue/poll",
       "/api/v1/queue/poll",
       "/api/v1/queue/poll",
     ]);
-    const enteredAt = fake.callsTo("/api/v1/queue/enter")[0].at;
+    const enteredAt = fake.callsTo("/api/v1/queue/join")[0].at;
     assert.deepEqual(pollTimes(fake).map((time) => time - enteredAt), [1000, 3500, 8500]);
     assert.deepEqual(updates.map((update) => update.status), ["waiting", "waiting", "waiting", "admitted"]);
     assert.ok(fake.calls.every((call) => call.body.apiKey === KEY && call.url.startsWith(BASE)));
   });
 
-  test("times the server's measurement puzzles, then solves the fitted split challenge", async () => {
-    const puzzles = (tag, count) => Array.from({ length: count }, (_, i) => ({ prefix: `${tag}.${i}`, difficulty: DIFFICULTY }));
-    const probe = { challenge: "pc1.k1.probe.sig", difficulty: DIFFICULTY, puzzles: puzzles("probe", 8), expectedHashes: 512, tier: "measure", expiresAt: clock.now() + 60_000 };
-    const real = { challenge: "pc1.k1.real.sig", difficulty: DIFFICULTY, puzzles: puzzles("real", 4), expectedHashes: 256, tier: "low-calm", expiresAt: clock.now() + 60_000 };
-    const solves = (prefixes, solutions) =>
-      prefixes.length === solutions.length &&
-      prefixes.every((p, i) => leadingZeroBits(createHash("sha256").update(`${p.prefix}:${solutions[i]}`).digest()) >= DIFFICULTY);
-    const fake = server(clock, {
-      "/api/v1/challenge": [{ body: probe }, { body: real }],
-      "/api/v1/identify": (body) => {
-        assert.ok(solves(real.puzzles, body.solutions), "every puzzle solved, in order");
-        assert.equal("solution" in body, false);
-        return { body: { sessionToken: "st1.k1.split.sig", expiresAt: clock.now() + 3_600_000, score: 0, sig: [] } };
-      },
+  for (const [fitMs, count] of [[0.001, 2], [1e9, 4]]) {
+    test(`solves the floor's puzzles, times them, then as many as fit (fitMs ${fitMs}: ${count})`, async () => {
+      const challenge = fitted({ fitMs });
+      const fake = server(clock, { challenge });
+      await clock.settle(start(fake));
+      const ask = fake.callsTo("/api/v1/arrive")[0].body;
+      assert.deepEqual([ask.room, ask.maxPuzzles], [ROOM, 16]);
+      const join = fake.callsTo("/api/v1/queue/join")[0].body;
+      assert.equal(join.solutions.length, count);
+      assert.ok(solves(challenge.puzzles, join.solutions), "the first puzzles solved, in order");
+      assert.equal("solution" in join, false);
     });
-    await clock.settle(start(fake));
-    const [first, second] = fake.callsTo("/api/v1/challenge").map((call) => call.body);
-    assert.equal(first.measure, true);
-    assert.equal(first.room, ROOM);
-    assert.equal(first.maxPuzzles, 16);
-    assert.equal(second.measure, undefined);
-    assert.equal(second.measurement.challenge, probe.challenge);
-    assert.ok(solves(probe.puzzles, second.measurement.solutions));
-    assert.ok(second.measurement.hashesPerSecond > 0);
-    assert.equal(fake.callsTo("/api/v1/identify")[0].body.challenge, real.challenge);
-  });
+  }
 
-  test("sends the identify and enter bodies the API documents", async () => {
+  test("sends the arrive and join bodies the API documents", async () => {
     const fake = server(clock);
     await clock.settle(start(fake));
-    const identify = fake.callsTo("/api/v1/identify")[0].body;
-    assert.equal(identify.challenge, CHALLENGE);
-    assert.match(identify.solution, /^\d+$/);
-    assert.equal("previousSession" in identify, false);
-    assert.deepEqual(Object.keys(identify.signals).sort(), ["hardwareConcurrency", "languages", "plugins", "timezone", "webdriver"]);
-    assert.equal(identify.signals.webdriver, false);
-    assert.equal(identify.signals.languages, 2);
-    assert.equal(identify.signals.hardwareConcurrency, 8);
-    assert.equal(identify.signals.plugins, 3);
-    assert.deepEqual(fake.callsTo("/api/v1/queue/enter")[0].body, { apiKey: KEY, room: ROOM, sessionToken: "st1.k1.session1.sig" });
+    const join = fake.callsTo("/api/v1/queue/join")[0].body;
+    assert.deepEqual(Object.keys(join).sort(), ["apiKey", "challenge", "room", "signals", "solutions"]);
+    assert.equal(join.challenge, CHALLENGE);
+    assert.ok(join.solutions.every((s) => /^\d+$/.test(s)));
+    assert.deepEqual(Object.keys(join.signals).sort(), ["hardwareConcurrency", "languages", "plugins", "timezone", "webdriver"]);
+    assert.equal(join.signals.webdriver, false);
+    assert.equal(join.signals.languages, 2);
+    assert.equal(join.signals.hardwareConcurrency, 8);
+    assert.equal(join.signals.plugins, 3);
+    assert.deepEqual(fake.callsTo("/api/v1/arrive")[0].body.signals, join.signals);
     assert.deepEqual(fake.callsTo("/api/v1/queue/poll")[0].body, { apiKey: KEY, ticket: "qt1.k1.first.sig" });
+  });
+
+  test("an invite rides on the join", async () => {
+    const fake = server(clock);
+    await clock.settle(start(fake, { invite: "iv1.k1.vip.sig" }));
+    assert.equal(fake.callsTo("/api/v1/queue/join")[0].body.invite, "iv1.k1.vip.sig");
+  });
+
+  test("a join retried after a 503 sends the same proof", async () => {
+    const fake = server(clock, { enter: [failure(503, "Unavailable", { header: 2 }), queueAnswer()] });
+    const { value } = await clock.settle(start(fake));
+    assert.equal(value.status, "admitted");
+    const [first, second] = fake.callsTo("/api/v1/queue/join").map((call) => call.body);
+    assert.deepEqual(second, first);
+    assert.equal(fake.callsTo("/api/v1/arrive").length, 1);
   });
 
   test("keeps the session and forgets the ticket once admitted", async () => {
@@ -163,11 +186,11 @@ describe("the happy path", () => {
     assert.deepEqual(stored(), { sessionToken: "st1.k1.session1.sig", sessionExpiresAt: startedAt + 3_600_000, queueToken: null });
   });
 
-  test("a live stored session skips identify", async () => {
+  test("a live stored session enters in one call", async () => {
     store(liveSession());
     const fake = server(clock);
     await clock.settle(start(fake));
-    assert.equal(fake.callsTo("/api/v1/challenge").length, 0);
+    assert.equal(fake.callsTo("/api/v1/arrive").length, 0);
     assert.equal(fake.callsTo("/api/v1/queue/enter")[0].body.sessionToken, "st1.k1.stored.sig");
   });
 
@@ -175,7 +198,7 @@ describe("the happy path", () => {
     store({ sessionToken: "st1.k1.old.sig", sessionExpiresAt: clock.now() - 1 });
     const fake = server(clock);
     await clock.settle(start(fake));
-    assert.equal(fake.callsTo("/api/v1/identify")[0].body.previousSession, "st1.k1.old.sig");
+    assert.equal(fake.callsTo("/api/v1/queue/join")[0].body.previousSession, "st1.k1.old.sig");
   });
 
   test("a stored ticket is polled instead of entering again", async () => {
@@ -315,19 +338,18 @@ describe("recovering and giving up", () => {
   });
 
   for (const [code, previous] of [["TokenExpired", "st1.k1.stored.sig"], ["TokenInvalid", undefined]]) {
-    test(`401 ${code} on enter identifies again`, async () => {
+    test(`401 ${code} on enter arrives again`, async () => {
       store(liveSession());
       const fake = server(clock, { enter: (body) => (body.sessionToken === "st1.k1.stored.sig" ? failure(401, code) : queueAnswer()) });
       const { value } = await clock.settle(start(fake));
       assert.equal(value.status, "admitted");
-      assert.deepEqual(fake.calls.map((call) => call.path).slice(0, 4), [
+      assert.deepEqual(fake.calls.map((call) => call.path).slice(0, 3), [
         "/api/v1/queue/enter",
-        "/api/v1/challenge",
-        "/api/v1/identify",
-        "/api/v1/queue/enter",
+        "/api/v1/arrive",
+        "/api/v1/queue/join",
       ]);
-      assert.equal(fake.callsTo("/api/v1/identify")[0].body.previousSession, previous);
-      assert.equal(fake.callsTo("/api/v1/queue/enter")[1].body.sessionToken, "st1.k1.session1.sig");
+      assert.equal(fake.callsTo("/api/v1/queue/join")[0].body.previousSession, previous);
+      assert.equal(stored().sessionToken, "st1.k1.session1.sig");
     });
   }
 
@@ -336,7 +358,7 @@ describe("recovering and giving up", () => {
     const { error } = await clock.settle(start(fake));
     assert.ok(error instanceof AnteroomError);
     assert.equal(error.code, "TokenInvalid");
-    assert.equal(fake.callsTo("/api/v1/queue/enter").length, 4);
+    assert.equal(fake.callsTo("/api/v1/queue/enter").length + fake.callsTo("/api/v1/queue/join").length, 4);
   });
 
   test("SessionRevoked rejects and forgets the session and the ticket", async () => {
@@ -395,9 +417,7 @@ describe("aborting", () => {
   });
 
   test("abort during the proof of work stops it", async () => {
-    const fake = server(clock, {
-      "/api/v1/challenge": [{ body: { challenge: CHALLENGE, difficulty: 40, expiresAt: clock.now() + 60_000 } }],
-    });
+    const fake = server(clock, { challenge: fitted({ difficulty: 40, puzzles: [{ prefix: "seed.0", difficulty: 40 }], minPuzzles: 1 }) });
     const controller = new AbortController();
     const outcome = outcomeOf(start(fake, { signal: controller.signal }));
     await clock.step();
@@ -407,7 +427,7 @@ describe("aborting", () => {
     const { error } = await outcome;
     assert.equal(error.name, "AbortError");
     assert.equal(clock.timers.size, 0);
-    assert.deepEqual(fake.calls.map((call) => call.path), ["/api/v1/challenge"]);
+    assert.deepEqual(fake.calls.map((call) => call.path), ["/api/v1/arrive"]);
   });
 
   test("an already aborted signal rejects without a request", async () => {
@@ -458,5 +478,15 @@ describe("options", () => {
     const fake = server(clock);
     await clock.settle(enterQueue(ROOM, { apiKey: KEY, fetch: fake.fetch, clock }));
     assert.equal(fake.calls[0].url, "/api/v1/queue/enter");
+  });
+});
+
+describe("an unusable arrival", () => {
+  test("a challenge without puzzles rejects with BadChallenge, nothing joined", async () => {
+    const fake = server(clock, { challenge: fitted({ puzzles: undefined }) });
+    const { error } = await clock.settle(start(fake));
+    assert.ok(error instanceof AnteroomError);
+    assert.equal(error.code, "BadChallenge");
+    assert.deepEqual(fake.calls.map((call) => call.path), ["/api/v1/arrive"]);
   });
 });

@@ -16,6 +16,7 @@ from anteroom.identity.work_rule import (
     pressure_class,
     risk_class,
     split,
+    split_range,
     tail_factor,
     work_for,
 )
@@ -161,3 +162,29 @@ def test_tail_factor_shrinks_with_puzzles() -> None:
     assert tail_factor(1) == 3.0
     assert math.isclose(tail_factor(32), 1 + 2 / math.sqrt(32))
     assert tail_factor(32) < tail_factor(8) < tail_factor(1)
+
+
+@pytest.mark.parametrize(
+    ("tier", "max_puzzles", "expected"),
+    [
+        # (puzzles, least, bits): the first `least` puzzles reach the floor, all the work
+        (("low", "calm"), 16, (16, 4, 11)),  # 2^15, floor 2^13
+        (("medium", "busy"), 16, (16, 8, 14)),  # 2^18, floor 2^17
+        (("high", "attack"), 16, (16, 16, 18)),  # no floor below the work
+        (("low", "calm"), 1, (1, 1, 15)),  # one puzzle: nothing left to fit
+    ],
+)
+def test_split_range(tier: tuple[str, str], max_puzzles: int, expected: tuple[int, ...]) -> None:
+    risk = {"low": Risk(0, 0, 0), "medium": Risk(20, 0, 0), "high": Risk(50, 0, 0)}[tier[0]]
+    pressure = {
+        "calm": Pressure(),
+        "busy": Pressure(arrivals_per_minute=200, rate_per_minute=100),
+        "attack": Pressure(identifies_per_minute=10_000),
+    }[tier[1]]
+    work = work_for(risk, pressure, Policy())
+    assert work.tier == "-".join(tier)
+    puzzles, least, bits = split_range(work, max_puzzles)
+    assert (puzzles, least, bits) == expected
+    assert puzzles * 2**bits >= work.expected_hashes * 0.9
+    assert least * 2**bits >= work.floor_hashes  # the floor is never bought down
+    assert (least - 1) * 2**bits < work.floor_hashes or least == 1

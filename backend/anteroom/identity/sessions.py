@@ -81,12 +81,20 @@ def _policies(text: str) -> dict[str, work_rule.Policy]:
 
 
 def _sign_challenge(
-    services: IdentityServices, environment: str, bits: int, puzzles: int | None, *, measure: bool
+    services: IdentityServices,
+    environment: str,
+    bits: int,
+    puzzles: int | None,
+    *,
+    measure: bool,
+    least: int | None = None,
 ) -> dict[str, Any]:
     now = int(time.time())
     claims: dict[str, Any] = {"env": environment, "jti": tokens.new_id(), "d": bits, "iat": now}
     if puzzles is not None:
         claims["k"] = puzzles
+    if least is not None and puzzles is not None and least < puzzles:
+        claims["kl"] = least  # any count from kl to k solves it (arrival_challenge)
     if measure:
         claims["m"] = 1
     claims["exp"] = now + CHALLENGE_TTL_SEC
@@ -124,6 +132,24 @@ def new_challenge(
         services, environment, bits, count if max_puzzles > 1 else None, measure=False
     )
     answer["tier"] = work.tier
+    return answer
+
+
+def arrival_challenge(
+    services: IdentityServices, environment: str, work: work_rule.Work, *, max_puzzles: int
+) -> dict[str, Any]:
+    """A challenge the device fits to itself, so no measurement round trip comes first.
+
+    Its puzzles cover the tier's work; the first ``minPuzzles`` of them reach the floor. The
+    client times those (the measurement) and solves as many more, in order, as keep it within
+    ``fitMs``; any count from ``minPuzzles`` to all of them solves it (work_rule.split_range).
+    """
+    max_puzzles = max(1, min(pow.MAX_PUZZLES, max_puzzles))
+    count, least, bits = work_rule.split_range(work, max_puzzles)
+    answer = _sign_challenge(services, environment, bits, count, measure=False, least=least)
+    answer["tier"] = work.tier
+    answer["minPuzzles"] = least if least < count else count
+    answer["fitMs"] = int(work_rule.FIT_TARGET_SEC * 1000)
     return answer
 
 
@@ -168,6 +194,9 @@ def solved_challenge(
     count = claims.get("k")
     if count is not None and (not isinstance(count, int) or not 1 <= count <= pow.MAX_PUZZLES):
         raise TokenRejected("The challenge is not valid (puzzles).")
+    least = claims.get("kl")
+    if least is not None and (count is None or not isinstance(least, int) or not least >= 1):
+        raise TokenRejected("The challenge is not valid (puzzles).")
     field = "measurement" if measurement else "solutions"
     if isinstance(solutions, str):
         if count is not None:
@@ -176,6 +205,9 @@ def solved_challenge(
     bits = int(claims.get("d", 0))
     if count is None:
         solved = pow.check_solutions([challenge], solutions, bits)
+    elif least is not None and isinstance(solutions, list) and least <= len(solutions) <= count:
+        # A fitted challenge: the first n puzzles, n as many as the device took on (>= floor).
+        solved = pow.check_split(challenge, len(solutions), solutions, bits)
     else:
         solved = pow.check_split(challenge, count, solutions, bits)
     if not solved:

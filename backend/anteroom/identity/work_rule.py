@@ -42,6 +42,7 @@ __all__ = [
     "pressure_class",
     "risk_class",
     "split",
+    "split_range",
     "tail_factor",
     "work_for",
 ]
@@ -174,3 +175,17 @@ def split(expected_hashes: int, max_puzzles: int) -> tuple[int, int]:
         return 1, max(0, round(math.log2(expected_hashes)))
     bits = max(0, math.ceil(math.log2(expected_hashes / max_puzzles)))
     return max(1, min(max_puzzles, round(expected_hashes / 2**bits))), bits
+
+
+def split_range(work: Work, max_puzzles: int) -> tuple[int, int, int]:
+    """``(puzzles, least, bits)`` for a challenge the device fits itself: ``puzzles`` of 2^bits
+    hashes cover the tier's work, and solving the first ``least`` of them reaches its floor.
+
+    The client times the first ``least`` (its measurement, with no round trip of its own) and
+    solves as many more as keep its p95 within :data:`FIT_TARGET_SEC`; the server accepts any
+    count from ``least`` to ``puzzles``, so a device claiming to be slow buys at most the floor,
+    as a measurement sent apart did.
+    """
+    count, bits = split(work.expected_hashes, max_puzzles)
+    least = math.ceil(max(1, work.floor_hashes) / 2**bits)
+    return count, max(1, min(count, least)), bits

@@ -1,16 +1,18 @@
 """``anteroom rehearse``: a rush rehearsal against a running deployment, on Locust (headless).
 
-Simulated visitors arrive at a chosen rate (``--visitors 20000 --over 60s``), each once: it asks
-a challenge, solves the proof of work, identifies, enters the room (a share of them a second
-time, as a second tab would), polls exactly when told (``pollAfterMs``; ``Retry-After`` on a 429
-or 503), and leaves as soon as it is admitted. Given several instances (``--host A,B``) each
-request goes to the next one, as a load balancer without affinity would send it. The report
+Simulated visitors arrive at a chosen rate (``--visitors 20000 --over 60s``), each once: in two
+calls, as the browser agent does, it asks the room's challenge (``arrive``), solves its floor's
+puzzles and joins (``queue/join``: the session and the spot at once); a share of them enters a
+second time with that session, as a second tab would (``queue/enter``); it polls exactly when
+told (``pollAfterMs``; ``Retry-After`` on a 429 or 503), and leaves as soon as it is admitted.
+Given several instances (``--host A,B``) each request goes to the next one, as a load balancer
+without affinity would send it. The report
 (printed, and written as JSON) gives admissions per minute against the room's rate, order
 inversions, one-spot-per-visitor violations, poll latency, error answers by code and the
 wait-time distribution (:mod:`anteroom.ops.rehearsal_report`).
 
 Run it on a deployment whose environment has a low proof-of-work difficulty
-(``ANTEROOM_POW_DIFFICULTY``, e.g. 8): every simulated visitor solves one challenge here. With
+(``ANTEROOM_POW_DIFFICULTY``, e.g. 8): every simulated visitor solves its challenge here. With
 ``--spread-addresses`` each visitor sends its own ``X-Forwarded-For`` address (from 198.18.0.0/15,
 the range reserved for benchmarks; a header only, nothing is sent there), which the deployment
 believes when it trusts one proxy hop (``ANTEROOM_TRUSTED_PROXIES=1``); otherwise every visitor
@@ -37,6 +39,7 @@ import argparse
 import ipaddress
 import itertools
 import json
+import math
 import random
 import re
 import sys
@@ -193,38 +196,41 @@ class RushVisitor(FastHttpUser):
             gevent.sleep(retry or 1.0)
         return status, data
 
-    def identify(self, plan: Plan, tally: Tally, journey: Journey) -> str | None:
-        """A session token, as the browser agent earns one: a challenge refused at identify
-        (401: spent, e.g. by an attempt whose answer was lost) is replaced by a fresh one."""
+    def arrive_and_join(
+        self, plan: Plan, tally: Tally, journey: Journey
+    ) -> tuple[str, dict[str, Any]] | None:
+        """A session and its spot in two calls, as the browser agent takes them (arrive, then
+        join); a challenge refused at join (401: spent, e.g. by an attempt whose answer was
+        lost) is replaced by a fresh one. A load generator solves the floor's puzzles only."""
         key = plan.api_key
         for _ in range(RETRIES):
-            status, issued = self.call(tally, "challenge", {"apiKey": key})
+            ask = {"apiKey": key, "room": plan.room, "signals": SIGNALS}
+            status, issued = self.call(tally, "arrive", ask)
             if status != 200:
-                journey.lost = f"challenge {status}"
+                journey.lost = f"arrive {status}"
                 return None
             started = time.perf_counter()
-            solution = solve(issued["challenge"], int(issued["difficulty"]))
+            floor = issued["puzzles"][: int(issued["minPuzzles"])]
+            solutions = [solve(p["prefix"], int(p["difficulty"])) for p in floor]
             tally.solve_sec += time.perf_counter() - started
-            tally.difficulty = int(issued["difficulty"])
-            body = {"apiKey": key, "challenge": issued["challenge"], "solution": solution}
-            status, session = self.call(tally, "identify", body | {"signals": SIGNALS})
+            # The work in bits (its puzzles' expected hashes), as ANTEROOM_POW_DIFFICULTY pins it.
+            tally.difficulty = round(math.log2(max(1, int(issued["expectedHashes"]))))
+            body = ask | {"challenge": issued["challenge"], "solutions": solutions}
+            status, joined = self.call(tally, "queue/join", body)
             if status == 200:
-                return str(session["sessionToken"])
+                return str(joined["session"]["sessionToken"]), joined["queue"]
             if status != 401:
                 break
-            tally.recovery("identify again with a fresh challenge")
-        journey.lost = f"identify {status}"
+            tally.recovery("join again with a fresh challenge")
+        journey.lost = f"join {status}"
         return None
 
     def visit(self, plan: Plan, tally: Tally, journey: Journey) -> None:
-        session = self.identify(plan, tally, journey)
-        if session is None:
+        arrived = self.arrive_and_join(plan, tally, journey)
+        if arrived is None:
             return
+        session, answer = arrived
         entry = {"apiKey": plan.api_key, "room": plan.room, "sessionToken": session}
-        status, answer = self.call(tally, "queue/enter", entry)
-        if status != 200:
-            journey.lost = f"enter {status}"
-            return
         journey.entered_at = time.monotonic()
         self.keep_spot(journey, answer)
         if random.random() < plan.second_tabs:

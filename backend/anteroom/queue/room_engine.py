@@ -490,7 +490,7 @@ class Engine:
         spent it before and has no spot any more enters the public line. Refused with
         :class:`InviteExpired` or :class:`InviteSpent`, the entry changes nothing.
 
-        ``bypass``: one of the room's bypass rules matched the request (web/service_bypass.py):
+        ``bypass``: one of the room's bypass rules matched the request (visit/bypass.py):
         a newcomer takes the skip lane as a skip invite would (admitted at once within
         capacity, over and above the rate), with no invite to spend.
 

@@ -104,6 +104,12 @@ UNAVAILABLE = Reply("Unavailable", "Redis is unreachable.", ("Unavailable",), he
 CHALLENGE = Reply("Challenge", "A signed challenge, its puzzles and the work they take.",
                   model=visitor.Challenge)
 SESSION = Reply("Session", "A session token, its score and signals.", model=visitor.Session)
+ARRIVAL = Reply("Arrival", "A signed challenge whose puzzles the device fits to itself.",
+                model=visitor.Arrival)
+JOINED = Reply(
+    "Joined", "The session and the queue answer of its spot; Retry-After is set while it asks "
+    "the client to wait.",
+    model=visitor.Joined, headers={"Retry-After": RETRY_AFTER | {"required": False}})
 QUEUE_ANSWER = Reply(
     "QueueAnswer", "A queue answer; Retry-After is set while it asks the client to wait.",
     model=visitor.QueueAnswer, headers={"Retry-After": RETRY_AFTER | {"required": False}})
@@ -182,6 +188,25 @@ class Route:
 
 QUEUES, ROOM_PATH = "/api/management/v1/queues", "/api/management/v1/queues/{id}"
 # fmt: off
+ARRIVE = Route(
+    "/api/v1/arrive", "post", "arrive",
+    "An arrival's first call: a challenge carrying its own measurement",
+    VISITOR | {200: ARRIVAL, 429: RATE_LIMITED}, tag="visitor", body=visitor.ArriveRequest,
+    notes=" The first of the two calls from arrival to ticket (then joinQueue). The puzzles"
+    " cover the visitor's work; the first minPuzzles of them reach its floor. The client times"
+    " those (no separate measurement call) and solves as many more, in order, as keep it within"
+    " fitMs.")
+JOIN_QUEUE = Route(
+    "/api/v1/queue/join", "post", "joinQueue",
+    "An arrival's second call: check the proof, open the session and take the spot",
+    SPOT | {200: JOINED, 403: ENTER_FORBIDDEN, 404: ROOM_NOT_FOUND, 409: INVITE_SPENT,
+            410: ENTER_GONE, 429: ENTER_BUSY},
+    tag="visitor", body=visitor.JoinRequest,
+    notes=" identify and enterQueue in one call, with the same rules: the challenge is spent"
+    " once, and sending the same challenge and solutions again (after a timeout, a 503, a lost"
+    " answer) answers the same session and finds the same spot; the identify and enter limits"
+    " are both counted. A wrong room slug leaves the challenge unspent. While Redis is"
+    " unreachable no challenge can be spent: 503 Unavailable.")
 CREATE_CHALLENGE = Route(
     "/api/v1/challenge", "post", "createChallenge", "A proof-of-work challenge",
     VISITOR | {200: CHALLENGE, 429: RATE_LIMITED}, tag="visitor", body=visitor.ChallengeRequest)
@@ -303,8 +328,9 @@ OPENAPI = Route("/api/openapi.json", "get", "openapi", "This document", {200: DO
                 tag="docs")
 # In the document's order.
 ROUTES = (
-    CREATE_CHALLENGE, IDENTIFY, ENTER_QUEUE, POLL_QUEUE, LEAVE_QUEUE, REFRESH_ADMISSION,
-    REVOKE_SESSION, LIST_QUEUES, CREATE_QUEUE, GET_QUEUE, GET_QUEUE_SERIES, UPDATE_QUEUE,
+    ARRIVE, JOIN_QUEUE, CREATE_CHALLENGE, IDENTIFY, ENTER_QUEUE, POLL_QUEUE, LEAVE_QUEUE,
+    REFRESH_ADMISSION, REVOKE_SESSION, LIST_QUEUES, CREATE_QUEUE, GET_QUEUE, GET_QUEUE_SERIES,
+    UPDATE_QUEUE,
     DELETE_QUEUE, CREATE_INVITES, LIST_EVENTS, CREATE_EVENT, UPDATE_EVENT, DELETE_EVENT,
     LIST_AUDIT_EVENTS, GET_QUEUE_FAIRNESS, GET_FAIRNESS, GET_DRAWN_ENTRANTS, HEALTHZ, READYZ,
     OPENAPI,

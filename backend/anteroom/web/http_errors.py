@@ -207,6 +207,30 @@ def from_domain(exc: Exception) -> ApiError:
     raise TypeError(f"no API error for {type(exc).__name__}") from exc
 
 
+def by_code(
+    code: str,
+    message: str | None = None,
+    *,
+    retry_after: int | None = None,
+    fields: dict[str, str] | None = None,
+    closed_message: Any = None,
+) -> ApiError:
+    """The API error whose code is ``code`` (a use case's Refused, anteroom.visit.outcomes)."""
+    for cls in _all_errors(ApiError):
+        if cls.error == code:
+            if cls is RoomClosed:
+                return RoomClosed(message, closed_message=closed_message)
+            return cls(message, retry_after=retry_after, fields=fields)
+    raise ValueError(f"no API error {code!r}")
+
+
+def _all_errors(base: type[ApiError]) -> list[type[ApiError]]:
+    found = []
+    for sub in base.__subclasses__():
+        found += [sub, *_all_errors(sub)]
+    return found
+
+
 def to_response(exc: ApiError) -> Response:
     """JSON response for ``exc`` with ``Retry-After`` when it asks the client to wait."""
     response = jsonify(exc.body())

@@ -12,7 +12,6 @@ server's ``pollAfterMs``) polls it; once admitted, a ``303`` sends the visitor t
 
 from __future__ import annotations
 
-import contextlib
 import math
 from typing import Any
 from urllib.parse import quote
@@ -20,18 +19,15 @@ from urllib.parse import quote
 from flask import Blueprint, Response, redirect, render_template, request
 from flask.typing import ResponseReturnValue
 
-from anteroom.identity import sessions as identity
-from anteroom.identity import work_inputs
-from anteroom.identity.signal_rules import Evidence, assess
 from anteroom.queue import room_config as rooms
 from anteroom.queue.storage_errors import StorageError
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.web import address_limits as limits
+from anteroom.visit import arrival, outcomes
 from anteroom.web import hosted_pages as pages
 from anteroom.web import page_languages as languages
 from anteroom.web import queue_answers as visitor
-from anteroom.web import room_lookup, service_bypass
+from anteroom.web import room_lookup
 from anteroom.web.http_errors import (
     AddressRequired,
     ApiError,
@@ -39,6 +35,7 @@ from anteroom.web.http_errors import (
     RateLimited,
     RoomClosed,
 )
+from anteroom.web.visit_door import WebDoor, caller, refused
 
 bp = Blueprint("plain", __name__)
 COOKIE = "_abt"  # the plain page's queue ticket
@@ -121,45 +118,11 @@ def _poll(s: Services, env: str, room: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _enter(s: Services, env: str, room: dict[str, Any]) -> dict[str, Any]:
-    """Queue a visitor without a proof of work, at the room's noScriptScore (or worse)."""
-    address = request.remote_addr or ""
-    limits.charge("identify")  # the same per-address limits as a solved challenge
-    try:
-        network = tokens.network_tag(s.keyring, address)
-    except ValueError:  # no address, or not an IP one: counted with every such visitor
-        network = tokens.network_tag(s.keyring, "0.0.0.0")
-    score, sig = assess(
-        Evidence(
-            signals={},
-            user_agent=request.headers.get("User-Agent", ""),
-            accept_language=request.headers.get("Accept-Language", ""),
-            identifies_from_network=identity.network_identifies(s.identity, network, env),
-        )
-    )
-    if "bot" in sig or score >= int(room["holdScore"]):
-        # The room's history of refused ranges, as the API's enter keeps it (best effort); the
-        # operator's choice to hold visitors without JavaScript is no mark against their range.
-        with contextlib.suppress(StorageError, ValueError):
-            work_inputs.count_refusal(s.identity, room["id"], address or "0.0.0.0")
-    if "bot" in sig:
-        s.series.tally(room["id"], "ndenied")
-        raise QueueDenied()
-    score = max(score, rooms.no_script_score(room))
-    tag = ""
-    if room.get("bindIp"):  # as the API's enter: no visible address, no entry
-        try:
-            tag = tokens.network_tag(s.keyring, address)
-        except ValueError:
-            raise AddressRequired() from None
-    limits.charge("enter")
-    vid, jti = tokens.new_id(), tokens.new_id()
-    bypass = service_bypass.matches(
-        room, request.remote_addr, request.headers, request.headers.get("Cookie", "")
-    )
-    answer = visitor.engine_call(
-        s, lambda: s.engine.enter(room["id"], vid, jti, score, tag, bypass=bypass), room["id"]
-    )
-    return visitor.render(s, room, vid, answer)[0]
+    """Queue a visitor without a proof of work (visit.arrival.enter_without_script)."""
+    answer = arrival.enter_without_script(s, WebDoor(s), env, caller(), room)
+    if isinstance(answer, outcomes.Refused):
+        refused(answer)
+    return answer.body
 
 
 def _page(

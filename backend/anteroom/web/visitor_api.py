@@ -1,8 +1,13 @@
-"""Visitor API (SPEC "Visitor API"): challenge, identify, enter, poll, leave, refresh."""
+"""Visitor API: arrive and join (an arrival in two calls), challenge, identify, enter, poll,
+leave, refresh.
+
+arrive, join, identify and enter parse the request and serialise what the use cases of
+anteroom.visit answer; this module hands them the request's facts (``Caller``) and the parts
+still kept in web/ (``WebDoor``: room lookup, address limits, rendering, fail-open).
+"""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,22 +19,27 @@ from flask.typing import ResponseReturnValue
 from anteroom.identity import sessions as identity
 from anteroom.identity import work_inputs
 from anteroom.identity.signal_rules import Evidence
-from anteroom.queue.room_engine import AddressLimited
-from anteroom.queue.storage_errors import StorageError, StorageUnavailable
+from anteroom.queue.storage_errors import StorageUnavailable
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
+from anteroom.visit import arrival, outcomes
 from anteroom.web import address_limits as limits
 from anteroom.web import api_routes as routes
 from anteroom.web import http_errors as errors
 from anteroom.web import queue_answers as visitor
-from anteroom.web import room_lookup, service_bypass
+from anteroom.web import room_lookup
 from anteroom.web.fail_open import fail_open, usable_offline
 from anteroom.web.json_body import parse
+from anteroom.web.visit_door import WebDoor, caller, refused
 from anteroom.web.visitor_models import (
+    Arrival,
+    ArriveRequest,
     Challenge,
     ChallengeRequest,
     EnterRequest,
     IdentifyRequest,
+    Joined,
+    JoinRequest,
     QueueAnswer,
     RefreshRequest,
     Session,
@@ -46,7 +56,16 @@ ANSWER_HEADERS = (
     ("Access-Control-Max-Age", "600"),
     ("Cache-Control", "no-store"),
 )
-M = TypeVar("M", ChallengeRequest, IdentifyRequest, EnterRequest, TicketRequest, RefreshRequest)
+M = TypeVar(
+    "M",
+    ArriveRequest,
+    JoinRequest,
+    ChallengeRequest,
+    IdentifyRequest,
+    EnterRequest,
+    TicketRequest,
+    RefreshRequest,
+)
 C = TypeVar("C", tokens.SessionClaims, tokens.TicketClaims, tokens.AdmissionClaims)
 # The body field holding a call's token -> its kind, and what to call it in a refusal.
 TOKENS = {
@@ -154,58 +173,59 @@ def challenge(call: Call[ChallengeRequest]) -> ResponseReturnValue:
     return Challenge.model_validate(answer)
 
 
+def spot_reply(spot: outcomes.Spot) -> ResponseReturnValue:
+    """A spot's queue answer, with the Retry-After it asks for."""
+    return reply(spot.body, spot.retry_after)
+
+
+@visitor_call(routes.ARRIVE)
+def arrive(call: Call[ArriveRequest]) -> ResponseReturnValue:
+    body = call.body
+    door = WebDoor(call.services)
+    issued = arrival.arrive(
+        call.services, door, call.env, body.room, caller(), body.signals, body.maxPuzzles
+    )
+    return Arrival.model_validate(issued.body)
+
+
+@visitor_call(routes.JOIN_QUEUE)
+def join(call: Call[JoinRequest]) -> ResponseReturnValue:
+    body = call.body
+    solutions = body.solutions if body.solutions is not None else str(body.solution)
+    answer = arrival.enter(
+        call.services, WebDoor(call.services), call.env, caller(), body.room, body.challenge,
+        solutions, body.signals, body.previousSession, body.invite,
+    )  # fmt: skip
+    if isinstance(answer, outcomes.Refused):
+        refused(answer)
+    spot = answer.spot
+    joined = Joined.model_validate({"session": answer.session.body(), "queue": spot.body})
+    return joined if spot.retry_after is None else (joined, {"Retry-After": str(spot.retry_after)})
+
+
 @visitor_call(routes.IDENTIFY)
 def identify(call: Call[IdentifyRequest]) -> ResponseReturnValue:
-    s, body = call.services, call.body
+    body = call.body
     solutions = body.solutions if body.solutions is not None else str(body.solution)
-    try:
-        claims = identity.solved_challenge(s.identity, call.env, body.challenge, solutions)
-    except identity.WrongSolution:
-        work_inputs.outcomes(s.identity).record(failed=True)  # the attack signal's failure ratio
-        raise
-    work_inputs.outcomes(s.identity).record(failed=False)
-    # Counted only now, before the first write: an over-limit request keeps its challenge unspent.
-    limits.charge("identify")
-    try:
-        network = tokens.network_tag(s.keyring, request.remote_addr or "0.0.0.0")
-        evidence = Evidence(
-            signals=body.signals,
-            user_agent=request.headers.get("User-Agent", ""),
-            accept_language=request.headers.get("Accept-Language", ""),
-            identifies_from_network=identity.network_identifies(s.identity, network, call.env),
-        )
-        session = identity.session_claims(s.identity, call.env, evidence, body.previousSession)
-        # Spent last, with what it earned: a retry of this proof gets this session, never 401.
-        session = identity.spend_challenge(s.identity, claims, solutions, session)
-        return Session.model_validate(identity.session_answer(s.identity, session))
-    except StorageUnavailable:
-        # A challenge cannot be spent once without Redis: no new sessions during an outage.
-        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC) from None
+    answer = arrival.identify(
+        call.services, WebDoor(call.services), call.env, caller(), body.challenge, solutions,
+        body.signals, body.previousSession,
+    )  # fmt: skip
+    if isinstance(answer, outcomes.Refused):
+        refused(answer)
+    return Session.model_validate(answer.body())
 
 
-def _remember_refusal(s: Services, room: dict[str, Any]) -> None:
-    """The room's history of refused ranges, which the work rule reads (best effort)."""
-    # An outage or an odd address must not change what the visitor is answered.
-    with contextlib.suppress(StorageError, ValueError):
-        work_inputs.count_refusal(s.identity, room["id"], request.remote_addr or "0.0.0.0")
-
-
-def _invite(s: Services, room: dict[str, Any], token: str | None) -> tokens.InviteClaims | None:
-    """The verified invite of ``room`` the body carries; one forged, malformed or of another
-    room is TokenInvalid (its expiry and uses are the enter script's, on the room's clock)."""
-    if token is None:
-        return None
-    try:
-        invite = tokens.InviteClaims.from_wire(tokens.decode(s.keyring, token, tokens.INVITE))
-    except tokens.TokenError as exc:
-        why = f"is not valid ({exc.reason})"
-        raise errors.TokenInvalid(f"The invite {why}.", fields={"invite": why}) from None
-    if (invite.room_id, invite.environment) != (room["id"], room["environment"]):
-        why = "belongs to another room"
-        raise errors.TokenInvalid(f"The invite {why}.", fields={"invite": why})
-    if invite.lane not in tokens.INVITE_LANES or not isinstance(invite.uses, int):
-        raise errors.TokenInvalid("The invite is not valid.", fields={"invite": "is malformed"})
-    return invite
+@visitor_call(routes.ENTER_QUEUE)
+def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
+    session = call.claims_as(tokens.SessionClaims)
+    answer = arrival.take_spot(
+        call.services, WebDoor(call.services), call.env, caller(), call.body.room, session,
+        call.body.invite,
+    )  # fmt: skip
+    if isinstance(answer, outcomes.Refused):
+        refused(answer)
+    return spot_reply(answer)
 
 
 def _network_tag(s: Services, room: dict[str, Any]) -> str:
@@ -218,54 +238,6 @@ def _network_tag(s: Services, room: dict[str, Any]) -> str:
         return tokens.network_tag(s.keyring, address)
     except ValueError:
         raise errors.AddressRequired() from None
-
-
-@visitor_call(routes.ENTER_QUEUE)
-def enter(call: Call[EnterRequest]) -> ResponseReturnValue:
-    s, session = call.services, call.claims_as(tokens.SessionClaims)
-    if "bot" in session.signals:
-        known = s.directory.room_by_slug(call.env, call.body.room)  # no Redis call to count it
-        if known:
-            s.series.tally(known["id"], "ndenied")
-        raise errors.QueueDenied()
-    room = room_lookup.room_by_slug(s, call.env, call.body.room)
-    invite = _invite(s, room, call.body.invite)
-    tag = _network_tag(s, room)
-    score = int(session.score)
-    # After the offline checks (garbage costs Redis no write): counted by the enter script
-    # itself on one server, charged here on a cluster (address_limits.enter_counters).
-    counters = limits.enter_counters() or ()
-    if score >= int(room.get("holdScore") or 100):
-        # Remembered only for an entry that may count (its round trip is a held session's
-        # alone): a convicted session's refusal above writes nothing (garbage costs Redis no
-        # write); its network pays at identify already.
-        _remember_refusal(s, room)
-
-    # A bypass rule lets the request through the skip lane (an invite keeps its own lane).
-    bypass = invite is None and service_bypass.matches(
-        room, request.remote_addr, request.headers, request.headers.get("Cookie", "")
-    )
-
-    def enter_line() -> visitor.QueueAnswer:
-        try:
-            return s.engine.enter(room["id"], session.visitor_id, session.session_id, score, tag,
-                                  counters, invite, bypass)  # fmt: skip
-        except AddressLimited as exc:
-            limits.refused_by_script("enter", exc.retry_after or 1)
-
-    try:
-        # Revocations are checked inside the script, in the room's own store.
-        answer = visitor.engine_call(s, enter_line, room["id"])
-    except StorageUnavailable:
-        binding = visitor.Binding(session.session_id, session.visitor_id, score, tag)
-        return reply(*fail_open(s, room, binding))
-    except errors.Busy:
-        s.series.tally(room["id"], "nbusy")
-        raise
-    except errors.RoomClosed:
-        # the page shows what the operator wrote, as for an idle room
-        raise errors.RoomClosed(closed_message=room.get("closedMessage")) from None
-    return reply(*visitor.render(s, room, session.visitor_id, answer))
 
 
 @visitor_call(routes.POLL_QUEUE)

@@ -97,6 +97,46 @@ class IdentifyRequest(Body):
             problems.setdefault("solution", "cannot be sent together with `solutions`")
 
 
+class ArriveRequest(Body):
+    apiKey: ApiKey
+    room: Annotated[Text, Field(description="The room the visitor is entering (its slug).")]
+    maxPuzzles: Annotated[
+        int, Field(ge=1, le=MAX_PUZZLES, description="Puzzles the client can take.")
+    ] = MAX_PUZZLES
+    signals: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What the agent observed: weighs on the work asked.",
+        json_schema_extra={"properties": SIGNALS},
+    )
+
+
+class JoinRequest(Body):
+    apiKey: ApiKey
+    room: Annotated[Text, Field(description="The room's slug, as asked of /arrive.")]
+    challenge: Annotated[Text, Field(description="The pc1 token of /arrive (or /challenge).")]
+    solutions: Solutions | None = None
+    solution: Annotated[
+        Solution | None, Field(description="The one solution of a one-puzzle challenge.")
+    ] = None
+    signals: dict[str, Any] = Field(
+        default_factory=dict,
+        description="What the agent observed, e.g. webdriver, languages.",
+        json_schema_extra={"properties": SIGNALS},
+    )
+    previousSession: Annotated[
+        Text | None, Field(description="An earlier st1 session: its visitor id is kept.")
+    ] = None
+    invite: Annotated[
+        Text | None,
+        Field(description="An iv1 invite of this room (the hosted page's &invite=): its lane."),
+    ] = None
+    model_config = ConfigDict(json_schema_extra=schema_extra())
+
+    @classmethod
+    def cross_check(cls, data: dict[str, Any], problems: dict[str, str]) -> None:
+        IdentifyRequest.cross_check(data, problems)
+
+
 class EnterRequest(Body):
     apiKey: ApiKey
     room: Text
@@ -129,6 +169,19 @@ class Challenge(Answer):
     expectedHashes: int = Field(ge=1, description="Hashes the puzzles take on average.")
     tier: str = Field(description="The work rule's tier, e.g. low-calm, or measure, pinned.")
     expiresAt: EpochMs
+
+
+class Arrival(Challenge):
+    minPuzzles: int = Field(
+        ge=1,
+        le=MAX_PUZZLES,
+        description=(
+            "Solve at least this many of the puzzles, in order (the floor of the work). Time "
+            "them: they are the device's measurement; then solve as many more, in order, as "
+            "keep the whole within fitMs. Any count from minPuzzles to all of them is accepted."
+        ),
+    )
+    fitMs: int = Field(ge=1, description="The solve time the client sizes its count to.")
 
 
 SIGNAL_NAMES = tuple(sorted({rule.name for rule in signals.RULES} | {"bot"}))
@@ -189,3 +242,10 @@ class QueueAnswer(Answer):
         ),
     )
     model_config = ConfigDict(json_schema_extra=schema_extra())
+
+
+class Joined(Answer):
+    """An arrival's second answer: the session opened and the spot it took, together."""
+
+    session: Session
+    queue: QueueAnswer

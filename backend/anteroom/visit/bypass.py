@@ -1,4 +1,4 @@
-"""The service's side of a room's bypass rules (SPEC "Room policies", ``bypass``; issue 26).
+"""The service's side of a room's bypass rules (issue 26).
 
 An ``enter`` (the visitor API's, the plain page's) whose request matches one of the room's
 address-range, header or cookie rules takes the skip lane: admitted at once within capacity,

@@ -1,0 +1,290 @@
+"""An arrival: a challenge that carries its own measurement, then the proof checked, the session
+opened and the spot taken in one call. The older identify and enter calls run its halves.
+
+Every guarantee of the older journey holds here because it is the same code: the proof is
+spent once (lua/spend_challenge.lua) and a retry of it gets the session it earned, so a retried
+:func:`enter` finds the same spot again; the per-address limits (challenge, identify, enter) are
+charged as before, after the offline checks; hold scores, invites, bypass rules, the pre-queue
+and its draw are the enter script's; an outage at the entry is the fail-open room's admission.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+from anteroom.identity import sessions as identity
+from anteroom.identity import work_inputs
+from anteroom.identity.signal_rules import assess
+from anteroom.queue import room_config
+from anteroom.queue import room_engine as eng
+from anteroom.queue.room_engine import AddressLimited
+from anteroom.queue.storage_errors import StorageBusy, StorageError, StorageUnavailable
+from anteroom.sdk import tokens
+from anteroom.service_container import Services
+from anteroom.visit import bypass
+from anteroom.visit.outcomes import Challenge, Entered, Refused, Session, Spot, spot_of
+from anteroom.visit.ports import Caller, Door
+
+# Retry-After of an answer Redis's trouble gives (the web's STORAGE_RETRY_SEC, the same value).
+STORAGE_RETRY_SEC = 5
+# The engine's refusals, as the API names them.
+ENGINE_REFUSALS: tuple[tuple[type[Exception], str], ...] = (
+    (eng.TicketGone, "TicketGone"),
+    (eng.RoomNotFound, "TicketGone"),
+    (eng.RateLimited, "RateLimited"),
+    (eng.QueueFull, "QueueFull"),
+    (eng.SessionRevoked, "SessionRevoked"),
+    (eng.RoomClosed, "RoomClosed"),
+    (eng.InviteSpent, "InviteSpent"),
+    (eng.InviteExpired, "InviteExpired"),
+)
+
+
+class _Refusal(Exception):
+    """Carries a Refused out of a nested step (never leaves this module)."""
+
+    def __init__(self, refused: Refused) -> None:
+        super().__init__(refused.code)
+        self.refused = refused
+
+
+def arrive(
+    s: Services,
+    door: Door,
+    env: str,
+    slug: str,
+    caller: Caller,
+    signals: Mapping[str, Any],
+    max_puzzles: int,
+) -> Challenge:
+    """An arrival's first call: the work this request pays for ``slug``, fitted by the device
+    itself (identity.arrival_challenge), so no measurement round trip comes first."""
+    door.charge("challenge")  # in this worker's memory: issuing a challenge writes nothing
+    room = s.directory.room_by_slug(env, slug)  # no round trip: an unknown room weighs nothing
+    address = caller.address or "0.0.0.0"
+    work = work_inputs.work_of_request(
+        s.identity, env, room, address, lambda n: caller.evidence(signals, n)
+    )
+    return Challenge(identity.arrival_challenge(s.identity, env, work, max_puzzles=max_puzzles))
+
+
+def identify(
+    s: Services,
+    door: Door,
+    env: str,
+    caller: Caller,
+    challenge: str,
+    solutions: str | list[str],
+    signals: Mapping[str, Any],
+    previous_session: str | None,
+) -> Session | Refused:
+    """Trade a solved challenge for a session; a retry of the same proof gets the same one."""
+    try:
+        claims = identity.solved_challenge(s.identity, env, challenge, solutions)
+    except identity.WrongSolution as exc:
+        work_inputs.outcomes(s.identity).record(failed=True)  # the attack signal's ratio
+        return Refused(
+            "BadRequest", exc.message, fields={exc.field: "does not solve the challenge"}
+        )
+    except identity.TokenExpired as exc:
+        return Refused("TokenExpired", exc.message)
+    except identity.IdentityRefused as exc:
+        return Refused("TokenInvalid", exc.message)
+    work_inputs.outcomes(s.identity).record(failed=False)
+    # Counted only now, before the first write: an over-limit request keeps its challenge unspent.
+    door.charge("identify")
+    try:
+        network = tokens.network_tag(s.keyring, caller.address or "0.0.0.0")
+        seen = identity.network_identifies(s.identity, network, env)
+        evidence = caller.evidence(signals, seen)
+        fresh = identity.session_claims(s.identity, env, evidence, previous_session)
+        # Spent last, with what it earned: a retry of this proof gets this session, never 401.
+        session = identity.spend_challenge(s.identity, claims, solutions, fresh)
+    except identity.IdentityRefused as exc:
+        return Refused("TokenInvalid", exc.message)
+    except StorageUnavailable:
+        # A challenge cannot be spent once without Redis: no new sessions during an outage.
+        return Refused("Unavailable", retry_after=STORAGE_RETRY_SEC)
+    except StorageBusy:
+        return Refused("Busy", retry_after=STORAGE_RETRY_SEC)
+    answer = identity.session_answer(s.identity, session)
+    return Session(
+        token=answer["sessionToken"],
+        expires_at_ms=answer["expiresAt"],
+        score=answer["score"],
+        signals=tuple(answer["sig"]),
+        claims=session,
+    )
+
+
+def take_spot(
+    s: Services,
+    door: Door,
+    env: str,
+    caller: Caller,
+    slug: str,
+    session: tokens.SessionClaims,
+    invite_token: str | None,
+) -> Spot | Refused:
+    """Take (or find again) the session's spot in room ``slug``."""
+    if "bot" in session.signals:
+        known = s.directory.room_by_slug(env, slug)  # no Redis call to count it
+        if known:
+            s.series.tally(known["id"], "ndenied")
+        return Refused("QueueDenied")
+    room = door.room(env, slug)
+    try:
+        invite = _invite(s, room, invite_token)
+        tag = _network_tag(s, room, caller.address)
+    except _Refusal as refusal:
+        return refusal.refused
+    score = int(session.score)
+    # After the offline checks (garbage costs Redis no write): counted by the enter script
+    # itself on one server, charged here on a cluster (web/address_limits.enter_counters).
+    counters = door.enter_counters() or ()
+    if score >= int(room.get("holdScore") or 100):
+        # Remembered only for an entry that may count (its round trip is a held session's
+        # alone): a convicted session's refusal above writes nothing.
+        with contextlib.suppress(StorageError, ValueError):
+            work_inputs.count_refusal(s.identity, room["id"], caller.address or "0.0.0.0")
+    # A bypass rule lets the request through the skip lane (an invite keeps its own lane).
+    through = invite is None and bypass.matches(room, caller.address, caller.headers, caller.cookie)
+
+    def enter_line() -> eng.QueueAnswer:
+        try:
+            return s.engine.enter(room["id"], session.visitor_id, session.session_id, score, tag,
+                                  counters, invite, through)  # fmt: skip
+        except AddressLimited as exc:
+            door.over_limit("enter", exc.retry_after or 1)
+
+    try:
+        # Revocations are checked inside the script, in the room's own store.
+        answer = s.breaker.call(enter_line, s.keys.room(room["id"]))
+    except StorageUnavailable:
+        binding = (session.session_id, session.visitor_id, score, tag)
+        return spot_of(*door.admit_offline(room, *binding))
+    except StorageBusy:
+        s.series.tally(room["id"], "nbusy")
+        return Refused("Busy", retry_after=STORAGE_RETRY_SEC)
+    except eng.RoomClosed:
+        # the page shows what the operator wrote, as for an idle room
+        return Refused("RoomClosed", closed_message=room.get("closedMessage"))
+    except eng.EngineError as exc:
+        return _engine_refusal(exc)
+    return spot_of(*door.render(room, session.visitor_id, answer))
+
+
+def enter(
+    s: Services,
+    door: Door,
+    env: str,
+    caller: Caller,
+    slug: str,
+    challenge: str,
+    solutions: str | list[str],
+    signals: Mapping[str, Any],
+    previous_session: str | None,
+    invite_token: str | None,
+) -> Entered | Refused:
+    """An arrival's second call: check the proof, open the session, take the spot.
+
+    The room is looked up first, so a wrong slug leaves the challenge unspent. A retry with the
+    same proof (after a timeout, a 503, a lost answer) gets the same session, hence the same
+    spot: the first answer again.
+    """
+    door.room(env, slug)
+    session = identify(s, door, env, caller, challenge, solutions, signals, previous_session)
+    if isinstance(session, Refused):
+        return session
+    claims = tokens.SessionClaims.from_wire(session.claims)
+    spot = take_spot(s, door, env, caller, slug, claims, invite_token)
+    if isinstance(spot, Refused):
+        return spot
+    return Entered(session, spot)
+
+
+def enter_without_script(
+    s: Services, door: Door, env: str, caller: Caller, room: dict[str, Any]
+) -> Spot | Refused:
+    """The page without JavaScript's entry, in one request: no proof of work, so the visitor
+    queues at the room's noScriptScore, or at the score the signal rules give the request if
+    that is worse (a convicted one is refused), within the identify and enter limits."""
+    address = caller.address or ""
+    door.charge("identify")  # the same per-address limits as a solved challenge
+    try:
+        try:
+            network = tokens.network_tag(s.keyring, address)
+        except ValueError:  # no address, or not an IP one: counted with every such visitor
+            network = tokens.network_tag(s.keyring, "0.0.0.0")
+        seen = identity.network_identifies(s.identity, network, env)
+        score, sig = assess(caller.evidence({}, seen))
+        if "bot" in sig or score >= int(room["holdScore"]):
+            # The room's history of refused ranges, as the API's enter keeps it (best effort);
+            # the operator's choice to hold visitors without JavaScript is no mark against it.
+            with contextlib.suppress(StorageError, ValueError):
+                work_inputs.count_refusal(s.identity, room["id"], address or "0.0.0.0")
+        if "bot" in sig:
+            s.series.tally(room["id"], "ndenied")
+            return Refused("QueueDenied")
+        score = max(score, room_config.no_script_score(room))
+        tag = _network_tag(s, room, caller.address)  # as the API's enter: no address, no entry
+        door.charge("enter")
+        vid, jti = tokens.new_id(), tokens.new_id()
+        through = bypass.matches(room, caller.address, caller.headers, caller.cookie)
+        answer = s.breaker.call(
+            lambda: s.engine.enter(room["id"], vid, jti, score, tag, bypass=through),
+            s.keys.room(room["id"]),
+        )
+    except _Refusal as refusal:
+        return refusal.refused
+    except StorageUnavailable:
+        return Refused("Unavailable", retry_after=STORAGE_RETRY_SEC)
+    except StorageBusy:
+        return Refused("Busy", retry_after=STORAGE_RETRY_SEC)
+    except eng.RoomClosed:
+        return Refused("RoomClosed", closed_message=room.get("closedMessage"))
+    except eng.EngineError as exc:
+        return _engine_refusal(exc)
+    return spot_of(*door.render(room, vid, answer))
+
+
+def _engine_refusal(exc: eng.EngineError) -> Refused:
+    for kind, code in ENGINE_REFUSALS:
+        if isinstance(exc, kind):
+            retry = exc.retry_after or 60 if code in ("RateLimited", "QueueFull") else None
+            message = "This room no longer exists." if isinstance(exc, eng.RoomNotFound) else None
+            return Refused(code, message, retry_after=retry)
+    raise exc
+
+
+def _invite(s: Services, room: dict[str, Any], token: str | None) -> tokens.InviteClaims | None:
+    """The verified invite of ``room`` the body carries; one forged, malformed or of another
+    room is TokenInvalid (its expiry and uses are the enter script's, on the room's clock)."""
+    if token is None:
+        return None
+    try:
+        invite = tokens.InviteClaims.from_wire(tokens.decode(s.keyring, token, tokens.INVITE))
+    except tokens.TokenError as exc:
+        why = f"is not valid ({exc.reason})"
+        bad = Refused("TokenInvalid", f"The invite {why}.", fields={"invite": why})
+        raise _Refusal(bad) from None
+    if (invite.room_id, invite.environment) != (room["id"], room["environment"]):
+        why = "belongs to another room"
+        raise _Refusal(Refused("TokenInvalid", f"The invite {why}.", fields={"invite": why}))
+    if invite.lane not in tokens.INVITE_LANES or not isinstance(invite.uses, int):
+        bad = Refused("TokenInvalid", "The invite is not valid.", fields={"invite": "is malformed"})
+        raise _Refusal(bad)
+    return invite
+
+
+def _network_tag(s: Services, room: dict[str, Any], address: str | None) -> str:
+    if not room.get("bindIp"):
+        return ""
+    if not address:
+        raise _Refusal(Refused("AddressRequired"))
+    try:
+        return tokens.network_tag(s.keyring, address)
+    except ValueError:
+        raise _Refusal(Refused("AddressRequired")) from None

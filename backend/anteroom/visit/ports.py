@@ -1,0 +1,66 @@
+"""What a use case asks of the entrance that calls it (the request's facts and the web's parts).
+
+The adapter (web/visitor_api.py) builds both per request: ``Caller`` from the request, a
+``Door`` over the parts still kept in web/ (see the package docstring).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, Protocol
+
+from anteroom.identity.signal_rules import Evidence
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The request as the service judges it: the client's address (the peer, or the trusted
+    proxies' word) and what it sent."""
+
+    address: str | None
+    user_agent: str = ""
+    accept_language: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    cookie: str = ""
+
+    def evidence(self, signals: Mapping[str, Any], network_identifies: int) -> Evidence:
+        """What the signal rules read of this request and the agent's signals."""
+        return Evidence(
+            signals=dict(signals),
+            user_agent=self.user_agent,
+            accept_language=self.accept_language,
+            identifies_from_network=network_identifies,
+        )
+
+
+class Door(Protocol):
+    """The entrance's parts a use case calls (each may raise the entrance's own refusal)."""
+
+    def room(self, env: str, slug: str) -> dict[str, Any]:
+        """The room ``slug`` of ``env`` as visitors meet it (events applied), or refuse."""
+        ...
+
+    def charge(self, limit: str) -> None:
+        """Count this request against the per-address limit ``limit``, or refuse."""
+        ...
+
+    def enter_counters(self) -> Sequence[tuple[str, int, int]] | None:
+        """The enter limit's counters for the enter script (None: charged already)."""
+        ...
+
+    def over_limit(self, limit: str, retry_after: float) -> NoReturn:
+        """The script found the address over ``limit``: remember it and refuse."""
+        ...
+
+    def render(
+        self, room: dict[str, Any], vid: str, answer: Any
+    ) -> tuple[dict[str, Any], int | None]:
+        """A queue answer of the engine as the API's body, and its Retry-After."""
+        ...
+
+    def admit_offline(
+        self, room: dict[str, Any], session_id: str, vid: str, score: int, network_tag: str
+    ) -> tuple[dict[str, Any], int | None]:
+        """Redis is unreachable: a fail-open room's admission (recorded), or refuse."""
+        ...

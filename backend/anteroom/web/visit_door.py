@@ -1,0 +1,68 @@
+"""What the HTTP entrances hand the visitor's use cases (anteroom.visit): the request's facts
+(``caller``), the parts still kept in web/ (``WebDoor``), and a refusal as the API's error."""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from flask import request
+
+from anteroom.service_container import Services
+from anteroom.visit import outcomes
+from anteroom.visit.ports import Caller
+from anteroom.web import address_limits as limits
+from anteroom.web import http_errors as errors
+from anteroom.web import queue_answers as visitor
+from anteroom.web import room_lookup
+from anteroom.web.fail_open import fail_open
+
+
+class WebDoor:
+    """The parts of web/ a use case calls (anteroom.visit.ports.Door), for this request."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def room(self, env: str, slug: str) -> dict[str, Any]:
+        return room_lookup.room_by_slug(self.services, env, slug)
+
+    def charge(self, limit: str) -> None:
+        limits.charge(limit)
+
+    def enter_counters(self) -> list[tuple[str, int, int]] | None:
+        return limits.enter_counters()
+
+    def over_limit(self, limit: str, retry_after: float) -> NoReturn:
+        limits.refused_by_script(limit, retry_after)
+
+    def render(
+        self, room: dict[str, Any], vid: str, answer: Any
+    ) -> tuple[dict[str, Any], int | None]:
+        return visitor.render(self.services, room, vid, answer)
+
+    def admit_offline(
+        self, room: dict[str, Any], session_id: str, vid: str, score: int, network_tag: str
+    ) -> tuple[dict[str, Any], int | None]:
+        return fail_open(self.services, room, visitor.Binding(session_id, vid, score, network_tag))
+
+
+def caller() -> Caller:
+    """This request's facts, as the use cases read them."""
+    return Caller(
+        address=request.remote_addr,
+        user_agent=request.headers.get("User-Agent", ""),
+        accept_language=request.headers.get("Accept-Language", ""),
+        headers=request.headers,
+        cookie=request.headers.get("Cookie", ""),
+    )
+
+
+def refused(answer: outcomes.Refused) -> NoReturn:
+    """A use case's refusal as the API's error."""
+    raise errors.by_code(
+        answer.code,
+        answer.message,
+        retry_after=answer.retry_after,
+        fields=answer.fields,
+        closed_message=answer.closed_message,
+    )
