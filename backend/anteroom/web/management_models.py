@@ -187,7 +187,8 @@ FIELD_TYPES: dict[str, Any] = {
     "bypass": BYPASS_IN,
     # Checked by rooms.safety_net_problems (which _RoomBody.cross_check names part by part).
     "safetyNet": _safety_net_type(answer=False),
-    # Checked by rooms.draw_beacon_problem; the schema documents it.
+    # Checked by rooms.draw_beacon_problems (which _RoomBody.cross_check names part by part);
+    # the schema documents its shape, queue/outbound_fetch.py what its URL may reach.
     "drawBeacon": Annotated[
         dict[str, Any],
         Field(
@@ -243,6 +244,11 @@ class _RoomBody(Body):
         if "safetyNet" in problems and "safetyNet" in data:  # named part by part
             del problems["safetyNet"]
             problems.update(rooms.safety_net_problems(data["safetyNet"]))
+        if "drawBeacon" in problems and "drawBeacon" in data:  # named part by part, too
+            parts = rooms.draw_beacon_problems(data["drawBeacon"])
+            if parts:
+                del problems["drawBeacon"]
+                problems.update(parts)
 
 
 RoomCreate = create_model(
