@@ -10,7 +10,8 @@ import contextlib
 import json
 import math
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import redis
@@ -177,6 +178,8 @@ class NoDraw(EngineError):
 
 # Entrants numbered, or placed, per step of an event pre-queue's draw (~5 ms of Redis a step).
 PREQUEUE_BATCH = 2_000
+# Where a tick hands a due draw instead of making it: (room id, kind, the draw's job).
+Background = Callable[[str, str, Callable[[], object]], object]
 
 _ERRORS: dict[str, type[EngineError]] = {
     cls.code: cls
@@ -686,21 +689,34 @@ class Engine:
         with storage_errors():
             return not self.redis.exists(keys["spots"], keys["rvk"])
 
-    def tick(self, room_id: str, every_ms: int = 1_000) -> TickResult:
+    def tick(
+        self, room_id: str, every_ms: int = 1_000, background: Background | None = None
+    ) -> TickResult:
         """The service's tick of an open room: sweep step, regrouping step and drain.
 
         Only the first call per ``every_ms`` of the room's clock works, whichever instance makes
         it (``ran``); the others read one field and return. When the tick finds opensAt come
-        and the pool waiting for its draw, this process makes the draw (:meth:`draw`).
+        and the pool waiting for its draw (or an event's pre-queue to draw), this process makes
+        the draw (:meth:`draw`): at once, or handed to ``background(room id, kind, job)``
+        (queue/draw_worker.py) so that the caller, the ticker of every room, does not wait.
         """
         result = tick_result(self._run("tick", room_id, int(every_ms)))
+        due: list[tuple[str, Callable[[], object]]] = []
         if result.draw_due:
-            # DrawLost: another process took it over, and it makes the draw
-            with contextlib.suppress(DrawLost):
-                self.draw(room_id)
+            due.append(("opening", partial(self._draw_unless_lost, room_id)))
         if result.prequeue_due:
-            self.draw_prequeue(room_id)
+            due.append(("prequeue", partial(self.draw_prequeue, room_id)))
+        for kind, job in due:
+            if background is None:
+                job()
+            else:
+                background(room_id, kind, job)
         return result
+
+    def _draw_unless_lost(self, room_id: str) -> None:
+        # DrawLost: another process took it over, and it makes the draw
+        with contextlib.suppress(DrawLost):
+            self.draw(room_id)
 
     def draw_prequeue(self, room_id: str, batch: int = PREQUEUE_BATCH) -> None:
         """Draw the places of an event's closed pre-queue (lua/shuffle_prequeue.lua), a batch

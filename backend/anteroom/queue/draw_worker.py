@@ -1,0 +1,65 @@
+"""A process's draws, made off the room ticker (queue/room_draw.py, lua/shuffle_prequeue.lua).
+
+The ticker ticks every open room in turn; a draw inside a tick (its beacon fetch: up to the
+outbound deadline; its ordering: seconds at 100,000 entrants) held every other room's tick,
+whoever's room it was. The ticker hands a due draw here instead and goes on: each draw runs in
+its own thread (a greenlet in a gevent worker), at most one per room and ``MAX_RUNNING`` in
+all; a draw refused for that is handed again by the room's next tick, as is one whose beacon
+did not answer. So one room's slow beacon delays that room's draw, and no other room's.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+MAX_RUNNING = 8  # draws at once per process: each mostly waits on its beacon or on Redis
+
+log = logging.getLogger("anteroom")
+
+Job = Callable[[], object]
+
+
+class DrawWorker:
+    """Runs each room's due draw in the background, once at a time per room."""
+
+    def __init__(self, max_running: int = MAX_RUNNING) -> None:
+        self.max_running = max_running
+        self._running: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def submit(self, room_id: str, kind: str, job: Job) -> bool:
+        """Run ``job`` (the ``kind`` of draw of ``room_id``) in the background unless that one
+        already runs or ``max_running`` do; True when it started."""
+        key = (room_id, kind)
+        with self._lock:
+            if key in self._running or len(self._running) >= self.max_running:
+                return False
+            self._running.add(key)
+        thread = threading.Thread(
+            target=self._run, args=(key, job), name=f"anteroom-draw-{room_id}", daemon=True
+        )
+        try:
+            thread.start()
+        except RuntimeError:  # no thread to be had: the next tick hands it again
+            self._done(key)
+            return False
+        return True
+
+    def running(self) -> set[tuple[str, str]]:
+        """The (room id, kind) of the draws running now."""
+        with self._lock:
+            return set(self._running)
+
+    def _run(self, key: tuple[str, str], job: Job) -> None:
+        try:
+            job()
+        except Exception:  # a draw's failure is retried by the room's next tick
+            log.exception("draw worker: %s draw of %s failed (will retry)", key[1], key[0])
+        finally:
+            self._done(key)
+
+    def _done(self, key: tuple[str, str]) -> None:
+        with self._lock:
+            self._running.discard(key)
