@@ -28,6 +28,9 @@ class DrawWorker:
         self.max_running = max_running
         self._running: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
+        # Told (room id, kind) after each draw job ran here, in its thread: the process's
+        # receipt tree is built there, as the draw is made (service_container.py).
+        self.after: list[Callable[[str, str], object]] = []
 
     def submit(self, room_id: str, kind: str, job: Job) -> bool:
         """Run ``job`` (the ``kind`` of draw of ``room_id``) in the background unless that one
@@ -55,6 +58,8 @@ class DrawWorker:
     def _run(self, key: tuple[str, str], job: Job) -> None:
         try:
             job()
+            for then in self.after:
+                then(*key)
         except Exception:  # a draw's failure is retried by the room's next tick
             log.exception("draw worker: %s draw of %s failed (will retry)", key[1], key[0])
         finally:

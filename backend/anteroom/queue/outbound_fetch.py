@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import SplitResult, urlsplit
 
+from anteroom.queue.os_threads import gevent_patched
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 T = TypeVar("T")
 
@@ -245,19 +247,11 @@ def _settimeout(sock: socket.socket, deadline: float) -> None:
     sock.settimeout(_left(deadline))
 
 
-def _gevent_patched() -> bool:
-    try:
-        from gevent import monkey
-    except ImportError:  # pragma: no cover - gevent is a dependency of the server
-        return False
-    return bool(monkey.is_module_patched("socket"))
-
-
 @contextlib.contextmanager
 def _overall(seconds: float) -> Iterator[None]:
     """In a gevent worker, a hard stop at the deadline whatever the socket call waiting;
     elsewhere the deadline checks around each call bound it (CPython's own waits do)."""
-    if not _gevent_patched():
+    if not gevent_patched():
         yield
         return
     import gevent
@@ -287,7 +281,7 @@ def socket_getaddrinfo(*args: Any) -> Any:
 def in_os_thread(call: Callable[..., T], deadline: float, *args: Any) -> T:
     """``call(*args)`` in a real OS thread, waited for until ``deadline`` at most; the calling
     greenlet (or thread) waits, the rest of the process runs."""
-    if _gevent_patched():
+    if gevent_patched():
         import gevent
 
         try:
