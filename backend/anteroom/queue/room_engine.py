@@ -443,10 +443,18 @@ class Engine:
     def reroll_draw(self, room_id: str) -> dict[str, Any]:
         """A new seed and commitment for a draw not yet made; the old one is listed withdrawn.
 
-        :class:`NoDraw` when the room has no draw waiting. Returns the draw's public part.
+        A draw past opensAt that waits for its beacon (one that may never answer) is re-rolled
+        with a new round too, of the room's ``drawBeacon`` now: the first emitted after the
+        re-roll, so nobody knows it at the new commitment either (lua/reroll_draw.lua).
+        :class:`NoDraw` when the room has no draw waiting, or one waiting for its beacon and
+        no beacon named now. Returns the draw's public part.
         """
         seed = draws.new_seed()
-        self._run("reroll_draw", room_id, seed, draws.commitment(seed))
+        beacon = self.get_room(room_id)["drawBeacon"] or {}
+        self._run(
+            "reroll_draw", room_id, seed, draws.commitment(seed),
+            beacon.get("url", ""), beacon.get("genesisTime", 0), beacon.get("period", 0),
+        )  # fmt: skip
         draw = self.get_room(room_id)["draw"]
         assert draw is not None  # just committed
         return draw
