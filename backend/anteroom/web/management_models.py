@@ -75,7 +75,11 @@ FIELD_DOCS = {
     "to the defaults.",
     "drawBeacon": "A public randomness beacon the draw of an opening scheduled from now on "
     "takes (drand's HTTP API: `GET {url}/public/{round}`), or null: none. `url`: the beacon's "
-    "base URL (https; http only for localhost); `genesisTime` (epoch seconds) and `period` "
+    "base URL: https, no credentials, a port of 1-65535, no host that is or resolves to a "
+    "private, loopback, link-local or otherwise internal address (checked again at each "
+    "fetch; plain http to this machine only with the operator's development setting); "
+    "fetched with one 5 s deadline, no redirect followed. `genesisTime` (epoch seconds) and "
+    "`period` "
     "(seconds), as its /info gives them. Scheduling an opening names the first round emitted "
     "at or after opensAt in the commitment; at opensAt the draw waits for that round's value "
     "(nobody leaves the pre-queue meanwhile) and orders with it.",
