@@ -215,3 +215,14 @@ def test_a_room_whose_beacon_resolves_inside_waits_and_its_beacon_is_never_reach
         assert engine.tick(room).draw_due
         assert engine.get_room(room)["draw"]["waiting"].startswith("waiting for beacon")
         assert beacon.connections == 0
+
+
+def test_the_outbound_settings_are_read_and_a_resolver_must_be_an_address() -> None:
+    read = Settings.from_env(
+        {"ANTEROOM_OUTBOUND_ALLOW_LOOPBACK": "1", "ANTEROOM_OUTBOUND_RESOLVER": "127.0.0.1:5353"}
+    )
+    assert read.outbound_allow_loopback is True and read.outbound_resolver == "127.0.0.1:5353"
+    assert Settings.from_env({}).outbound_allow_loopback is False
+    for bad in ("dns.example:53", "127.0.0.1", "127.0.0.1:99999"):
+        with pytest.raises(ValueError, match="ANTEROOM_OUTBOUND_RESOLVER"):
+            Settings.from_env({"ANTEROOM_OUTBOUND_RESOLVER": bad})

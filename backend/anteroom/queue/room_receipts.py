@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import logging
 import threading
 from typing import Any
 
@@ -34,6 +35,8 @@ from anteroom.queue.room_hash import stored
 from anteroom.queue.storage_errors import StorageError, storage_errors
 from anteroom.sdk import draw
 from anteroom.sdk.merkle import Tree
+
+log = logging.getLogger("anteroom")
 
 # Receipts kept signed per opening: ~1.7 kB each at 100,000 entrants, so ~35 MB at most.
 MEMO = 20_000
@@ -113,6 +116,8 @@ class ReceiptBook:
             self.prepare(room)
         except StorageError:
             pass  # Redis failed: the next answer asks again
+        except Exception:  # a thread's failure must be seen, and the next answer asks again
+            log.exception("receipts: the tree of %s's draw was not built", room["id"])
         finally:
             with self._pending_lock:
                 self._pending.discard(key)
