@@ -711,7 +711,8 @@ class Engine:
         result = tick_result(self._run("tick", room_id, int(every_ms)))
         due: list[tuple[str, Callable[[], object]]] = []
         if result.draw_due:
-            due.append(("opening", partial(self._draw_unless_lost, room_id)))
+            kind = "beacon" if background is not None and self._awaits_beacon(room_id) else ""
+            due.append((kind or "opening", partial(self._draw_unless_lost, room_id)))
         if result.prequeue_due:
             due.append(("prequeue", partial(self.draw_prequeue, room_id)))
         for kind, job in due:
@@ -720,6 +721,14 @@ class Engine:
             else:
                 background(room_id, kind, job)
         return result
+
+    def _awaits_beacon(self, room_id: str) -> bool:
+        """True when the room's draw names a beacon round whose value is not fetched yet."""
+        with storage_errors():
+            url, value = self.redis.hmget(
+                self.keys.room(room_id), [stored("beaconUrl"), stored("beaconValue")]
+            )
+        return bool(url) and not value
 
     def _draw_unless_lost(self, room_id: str) -> None:
         # DrawLost: another process took it over, and it makes the draw
