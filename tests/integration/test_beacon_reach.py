@@ -65,6 +65,7 @@ REFUSED = [
     ("https://100.64.0.1", "not a public address"),
     ("https://1.2.3.4.5", "neither a name nor an IP address"),
     ("https://beacon.example/?x=1", "without query"),
+    ("https://" + "a" * 64 + ".example", "invalid host name"),
 ]
 
 

@@ -99,6 +99,11 @@ class Outbound:
         literal = host_address(host)
         if literal is None and _NUMERIC_HOST.match(host):
             return "has a host that is neither a name nor an IP address"
+        if literal is None:
+            try:
+                host.encode("idna")
+            except UnicodeError:
+                return "has an invalid host name"
         loopback = host.lower().rstrip(".") in LOOPBACK_NAMES or (
             literal is not None and unmapped(literal).is_loopback
         )
@@ -137,8 +142,11 @@ class Outbound:
             raise FetchRefused(why)
         parts = urlsplit(url)
         deadline = time.monotonic() + self.deadline
-        with _overall(self.deadline):
-            body = self._get(parts, deadline)
+        try:
+            with _overall(self.deadline):
+                body = self._get(parts, deadline)
+        except UnicodeError:  # a name no resolver takes (IDNA)
+            raise FetchFailed("the host is not a valid name") from None
         try:
             return json.loads(body)
         except ValueError:
@@ -367,10 +375,9 @@ def _body(raw: bytes) -> bytes:
 def _ask_dns(server: str, host: str, deadline: float) -> list[IPAddress]:
     name, _, port_text = server.rpartition(":")
     address = (name.strip("[]") or server, int(port_text or 53))
-    found: list[IPAddress] = []
-    for qtype in (1, 28):  # A, AAAA
-        found += _dns_query(address, host, qtype, deadline)
-    return found
+    # A first; AAAA only for a name without an IPv4 address (a slow AAAA answer must not
+    # cost an A answer already in hand).
+    return _dns_query(address, host, 1, deadline) or _dns_query(address, host, 28, deadline)
 
 
 def _dns_query(server: tuple[str, int], host: str, qtype: int, deadline: float) -> list[IPAddress]:
