@@ -5,8 +5,12 @@ to is checked again as it is connected to, so DNS cannot move it onto an interna
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -227,3 +231,37 @@ def test_the_outbound_settings_are_read_and_a_resolver_must_be_an_address() -> N
     for bad in ("dns.example:53", "127.0.0.1", "127.0.0.1:99999"):
         with pytest.raises(ValueError, match="ANTEROOM_OUTBOUND_RESOLVER"):
             Settings.from_env({"ANTEROOM_OUTBOUND_RESOLVER": bad})
+
+
+GEVENT_FETCH = """
+import os, sys, json
+os.environ["GEVENT_RESOLVER"] = "block"  # what anteroom serve sets: lookups block the loop
+from gevent import monkey; monkey.patch_all()
+from anteroom.queue.outbound_fetch import FetchFailed, Outbound
+dev = Outbound(allow_loopback=True, deadline=3)
+value = dev.get_json(sys.argv[1] + "/public/7")["randomness"]
+try:
+    dev.get_json("http://name.invalid/public/7")
+    missing = "found"
+except FetchFailed as exc:
+    missing = str(exc)
+print(json.dumps([value, missing]))
+"""
+
+
+def test_a_gevent_worker_resolves_through_the_system_in_an_os_thread(
+    beacon: HttpStandIn,
+) -> None:
+    # As in a worker of anteroom serve: gevent's patch, GEVENT_RESOLVER=block, no resolver
+    # setting. The name is looked up in an OS thread; a name not found is a clean failure.
+    url = f"http://localhost:{beacon.port}"
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "backend")
+    done = subprocess.run(
+        [sys.executable, "-c", GEVENT_FETCH, url], env=env, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    value, missing = json.loads(done.stdout)
+    assert value == VALUE and beacon.connections == 1
+    assert missing != "found" and "Traceback" not in done.stderr

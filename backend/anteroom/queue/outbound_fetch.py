@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
+import os
 import re
 import secrets
 import socket
@@ -271,43 +272,60 @@ def _overall(seconds: float) -> Iterator[None]:
         raise FetchFailed("deadline passed") from None
 
 
-# One small pool of real threads for blocking name lookups: a lookup that hangs (the OS
-# resolver's own timeouts are ~10 s) holds one of them, and the next ones wait their turn
-# within their own deadline.
+# One small pool of real threads per process for blocking name lookups: a lookup that hangs
+# (the OS resolver's own timeouts are ~10 s) holds one of them, and the next ones wait their
+# turn within their own deadline; the draw's CPU work (os_threads.py) has gevent's own pool.
 _POOL_SIZE = 4
-_pool: ThreadPoolExecutor | None = None
+_pool: Any = None
+_pool_pid = 0
 _pool_lock = threading.Lock()
 
 
 def socket_getaddrinfo(*args: Any) -> Any:
-    """The C library's getaddrinfo, never gevent's (it runs in an OS thread here)."""
+    """The C library's getaddrinfo, never gevent's (it runs in an OS thread here); its
+    failure is returned, not raised, so a thread pool logs no trace of a name not found."""
     import _socket
 
-    return _socket.getaddrinfo(*args)
+    try:
+        return _socket.getaddrinfo(*args)
+    except (OSError, UnicodeError) as exc:
+        return exc
+
+
+def _lookup_pool() -> Any:
+    global _pool, _pool_pid
+    with _pool_lock:
+        if _pool is None or _pool_pid != os.getpid():  # a forked worker starts its own
+            if gevent_patched():
+                from gevent.threadpool import ThreadPool
+
+                _pool = ThreadPool(_POOL_SIZE)
+            else:
+                _pool = ThreadPoolExecutor(_POOL_SIZE, thread_name_prefix="anteroom-resolve")
+            _pool_pid = os.getpid()
+        return _pool
 
 
 def in_os_thread(call: Callable[..., T], deadline: float, *args: Any) -> T:
     """``call(*args)`` in a real OS thread, waited for until ``deadline`` at most; the calling
-    greenlet (or thread) waits, the rest of the process runs."""
+    greenlet (or thread) waits, the rest of the process runs. A returned exception is raised
+    here as :class:`FetchFailed`."""
+    pool = _lookup_pool()
     if gevent_patched():
         import gevent
 
         try:
-            return gevent.get_hub().threadpool.spawn(call, *args).get(timeout=_left(deadline))  # type: ignore[no-any-return]
+            out = pool.spawn(call, *args).get(timeout=_left(deadline))
         except gevent.Timeout:
             raise FetchFailed("deadline passed") from None
-        except OSError as exc:
-            raise FetchFailed(str(exc)) from None
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(_POOL_SIZE, thread_name_prefix="anteroom-resolve")
-    try:
-        return _pool.submit(call, *args).result(timeout=_left(deadline))
-    except FutureTimeout:
-        raise FetchFailed("deadline passed") from None
-    except OSError as exc:
-        raise FetchFailed(str(exc)) from None
+    else:
+        try:
+            out = pool.submit(call, *args).result(timeout=_left(deadline))
+        except FutureTimeout:
+            raise FetchFailed("deadline passed") from None
+    if isinstance(out, BaseException):
+        raise FetchFailed(str(out) or type(out).__name__)
+    return out  # type: ignore[no-any-return]
 
 
 # -- connect, TLS, read ----------------------------------------------------------------------
