@@ -2,18 +2,27 @@
 -- commitment stays listed as withdrawn (field `dwd`, a JSON list), so a re-roll is visible.
 -- needs: _base, _room
 -- KEYS: room
--- ARGV: the new seed (64 hex), its commitment (SHA-256 hex).
--- Reply: {'OK', committedAt ms} or {'ERR', 'NoDraw', 0} when no draw waits to be made (or it
---   names a beacon and opensAt has come).
+-- ARGV: the new seed (64 hex), its commitment (SHA-256 hex); the room's drawBeacon now: url,
+--   genesisTime (s), period (s) ('' when it names none).
+-- Reply: {'OK', committedAt ms} or {'ERR', 'NoDraw', 0} when no draw waits to be made, or it
+--   waits for its beacon and no beacon is named now (or the round's value is already known).
 local seed, commitment = ARGV[1], ARGV[2]
+local beacon_url, genesis, period = ARGV[3] or '', tonumber(ARGV[4]) or 0, tonumber(ARGV[5]) or 0
 local room = load_room()
 if not room then return err('RoomNotFound') end
 if room.draw_state ~= 'c' then return err('NoDraw') end
 local now = clock(room)
--- once opensAt has come the named beacon round may be public: a new seed then could be chosen
--- against it, so a draw waiting for its beacon keeps its seed
-if now >= room.opens_at and (redis.call('HGET', ROOM, 'dbu') or '') ~= '' then
-  return err('NoDraw')
+local b = redis.call('HMGET', ROOM, 'dbu', 'dbv')
+local waits_for_beacon = now >= room.opens_at and (b[1] or '') ~= ''
+if waits_for_beacon then
+  -- The named round may be public now: a new seed alone could be chosen against it. So the
+  -- new seed takes a new round too, one not emitted yet (the first at or after now + 1 ms), of
+  -- the beacon the room names now (a beacon that never answered may be replaced); without
+  -- one, or once the old round's value is known, there is no re-roll.
+  if (b[2] or '') ~= '' or beacon_url == '' or period <= 0 then return err('NoDraw') end
+  local since = now + 1 - genesis * 1000
+  local round = math.max(1, math.ceil(since / (period * 1000)) + 1)
+  redis.call('HSET', ROOM, 'dbu', beacon_url, 'dbr', fmt(round), 'dbv', '', 'dbw', 0)
 end
 local v = redis.call('HMGET', ROOM, 'dcm', 'dca', 'dwd')
 local withdrawn = (v[3] and v[3] ~= '') and cjson.decode(v[3]) or {}

@@ -21,6 +21,7 @@ from redis.cluster import ClusterNode
 from anteroom.config import Settings
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
+from anteroom.queue import outbound_fetch
 from anteroom.queue.cluster_client import ClusterClient
 from anteroom.queue.redis_urls import parse_target
 from anteroom.service_container import Services
@@ -115,6 +116,22 @@ def redis_client(redis_target: str, redis_url: str) -> Iterator[redis.Redis]:
     client.flushall()
     yield client  # type: ignore[misc]
     client.close()
+
+
+@pytest.fixture(autouse=True)
+def strict_outbound() -> Iterator[None]:
+    """Each test starts with the process's outbound policy strict (an app built in a test sets
+    its own), and leaves it so."""
+    outbound_fetch.set_policy(outbound_fetch.Outbound())
+    yield
+    outbound_fetch.set_policy(outbound_fetch.Outbound())
+
+
+@pytest.fixture
+def dev_outbound() -> None:
+    """This test process's outbound fetches (a stand-in beacon on 127.0.0.1) may reach this
+    machine, as ``ANTEROOM_OUTBOUND_ALLOW_LOOPBACK`` lets a development server."""
+    outbound_fetch.set_policy(outbound_fetch.Outbound(allow_loopback=True))
 
 
 @pytest.fixture

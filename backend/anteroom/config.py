@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -14,6 +15,15 @@ PREFIX = "ANTEROOM_"
 
 def _bool(text: str) -> bool:
     return text.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _host_port(text: str) -> bool:
+    host, _, port = text.rpartition(":")
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return port.isdigit() and 0 < int(port) < 65_536
 
 
 @dataclass(frozen=True)
@@ -37,6 +47,10 @@ class Settings:
     templates_dir: str = ""  # an operator's page templates, looked up before the built-in ones
     metrics_token: str = ""  # when set, /metrics answers only `Authorization: Bearer <it>`
     log_format: str = "text"  # "json": one JSON line per request (web/request_log.py)
+    # Development only: the service's outbound fetches (a draw's beacon) may use plain http to
+    # this machine and reach its loopback addresses (queue/outbound_fetch.py).
+    outbound_allow_loopback: bool = False
+    outbound_resolver: str = ""  # host:port of the DNS server outbound fetches ask; "": system's
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -48,7 +62,7 @@ class Settings:
             raw = environ.get(PREFIX + f.name.upper())
             if raw is None or f.name == "extra":
                 continue
-            if f.name == "demo":
+            if f.name == "demo" or f.type in ("bool", bool):
                 values[f.name] = _bool(raw)
             elif f.type in ("int", int):
                 try:
@@ -61,6 +75,8 @@ class Settings:
         if settings.redis_url or settings.redis_replicas:
             # A malformed URL fails at start-up, naming its variable, not at the first request.
             parse_target(settings.redis_url or "redis://", settings.redis_replicas)
+        if settings.outbound_resolver and not _host_port(settings.outbound_resolver):
+            raise ValueError(f"{PREFIX}OUTBOUND_RESOLVER must be host:port (an IP address)")
         return settings
 
     def with_overrides(self, **changes: Any) -> Settings:

@@ -46,6 +46,12 @@ class Services:
         # The room ticker (drains and sweeps open rooms) starts with the directory's refresher,
         # whose per-request hook (web/app_factory.py) is then the only one.
         self.directory.companions.append(self.ticker.ensure_running)
+        self.ticker.draws.after.append(self._drawn)
+
+    def _drawn(self, room_id: str, kind: str) -> None:
+        """After this process's draw worker made an opening's draw: its receipt tree, now."""
+        if kind == "opening":
+            self.receipts.prepare(self.engine.get_room(room_id))
 
     def start_background(self) -> None:
         """Start this process's background threads unless they run (cheap; fork-safe).

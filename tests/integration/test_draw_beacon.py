@@ -16,18 +16,26 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from anteroom.config import Settings
 from anteroom.engine import Engine, NoDraw
 from anteroom.queue.draw_beacon import round_at
 from anteroom.sdk import draw, verify_draw
 from anteroom.service_container import Services
-from helpers import make_room
+from helpers import free_port, make_room
 
-pytestmark = pytest.mark.redis
+# The stand-in beacon is on 127.0.0.1: reached with the development setting, in this process
+# and in the apps the tests build.
+pytestmark = [pytest.mark.redis, pytest.mark.usefixtures("dev_outbound")]
 
 MINUTE = 60_000
 START = 1_800_000_000_000
 GENESIS, PERIOD = 1_700_000_000, 30  # seconds, as drand's /info gives them
 API = "/api/management/v1"
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    return settings.with_overrides(outbound_allow_loopback=True)
 
 
 @dataclass
@@ -111,12 +119,9 @@ def test_the_draw_waits_for_the_beacon_and_then_orders_with_its_value(
     public = engine.get_room(room)["draw"]
     assert public["waiting"] == f"waiting for beacon round {round_number}"
     assert public.get("seed") is None
-    # The pre-queue waits with it: ticks a minute on admit nobody, and the seed stays secret,
-    # nor can a new seed be chosen now that the round may be public.
+    # The pre-queue waits with it: ticks a minute on admit nobody, and the seed stays secret.
     engine.shift_clock(room, MINUTE)
     assert engine.tick(room).dealt == 0 and len(beacon.asked) == 2
-    with pytest.raises(NoDraw):
-        engine.reroll_draw(room)
     # The beacon answers: the next tick draws with its value.
     value = "5e" * 32
     beacon.values[round_number] = value
@@ -207,4 +212,45 @@ def test_a_bad_beacon_setting_is_a_clear_400(
     body = {"slug": "drop", "name": "Drop", "redirectUrl": "https://shop.example/checkout",
             "drawBeacon": setting}  # fmt: skip
     answer = client.post(f"{API}/queues", json=body, headers={"Authorization": f"Bearer {secret}"})
-    assert answer.status_code == 400 and "drawBeacon" in answer.json["fields"]
+    assert answer.status_code == 400
+    assert [name.split(".")[0] for name in answer.json["fields"]] == ["drawBeacon"]
+
+
+def test_a_draw_whose_beacon_never_answers_is_re_rolled_onto_a_new_round_in_view(
+    engine: Engine, beacon: StandIn
+) -> None:
+    # A beacon nobody listens on: the draw could wait for it forever.
+    dead = {"url": f"http://127.0.0.1:{free_port()}", "genesisTime": GENESIS, "period": PERIOD}
+    room = make_room(engine, drawBeacon=dead)
+    engine.set_clock(room, START)
+    engine.open(room, START + MINUTE)
+    first = engine.get_room(room)["draw"]
+    for i in range(10):
+        engine.enter(room, f"v{i}", "s", 10)
+    engine.shift_clock(room, MINUTE)
+    assert engine.tick(room).draw_due and "waiting" in engine.get_room(room)["draw"]
+    # Past opensAt the round may be public: no re-roll without a beacon to name a new one.
+    engine.update_room(room, {"drawBeacon": None})
+    with pytest.raises(NoDraw):
+        engine.reroll_draw(room)
+    # The operator names a beacon that answers and re-rolls: a new seed, and a new round, the
+    # first emitted after the re-roll (unknown at the new commitment); the old one in view.
+    engine.update_room(room, {"drawBeacon": beacon_setting(beacon)})
+    engine.shift_clock(room, MINUTE)  # (its entrants wait on: abandonment is 5 minutes)
+    now = engine.stats(room).now_ms
+    again = engine.reroll_draw(room)
+    new_round = round_at(beacon_setting(beacon), now + 1)
+    assert (GENESIS + (new_round - 1) * PERIOD) * 1000 > now
+    assert again["beacon"] == {"url": beacon.url, "round": new_round, "value": None}
+    assert again["commitment"] != first["commitment"]
+    assert [w["commitment"] for w in again["withdrawn"]] == [first["commitment"]]
+    assert again["withdrawn"][0]["withdrawnAt"] == now
+    # Its round comes out: the draw is made with it, and the new commitment is the one kept.
+    beacon.values[new_round] = "7a" * 32
+    engine.shift_clock(room, PERIOD * 1_000)
+    engine.tick(room)
+    made = engine.get_room(room)["draw"]
+    assert made["entrants"] == 10 and made["beacon"]["value"] == "7a" * 32
+    assert draw.commitment(made["seed"]) == again["commitment"]
+    listed = engine.drawn_entrants(room)
+    assert listed == draw.drawn_order(made["seed"], listed, "7a" * 32)

@@ -4,6 +4,7 @@ accepts with the room's published receipt key; nobody else's answers carry one."
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
 from anteroom.queue.receipt_keys import ReceiptSigner
+from anteroom.queue.room_receipts import ReceiptBook
 from anteroom.sdk import draw
 from anteroom.sdk.tokens import Keyring
 from anteroom.service_container import Services
@@ -48,9 +50,15 @@ def scheduled(services: Services) -> tuple[str, int]:
 
 
 def drawn(services: Services, room: str) -> None:
-    """opensAt comes and the ticker draws; this process's directory sees it."""
+    """opensAt comes and the ticker's draw worker draws, and builds this process's receipt
+    tree as it does; this process's directory sees it."""
     services.engine.shift_clock(room, MINUTE)
-    assert services.engine.tick(room).draw_due
+    draws = services.ticker.draws
+    assert services.engine.tick(room, background=draws.submit).draw_due
+    waited = time.monotonic()
+    while draws.running():  # the worker's thread: until it is done, not a race
+        assert time.monotonic() - waited < 10
+        time.sleep(0.01)
     services.directory.refresh_once()
 
 
@@ -119,3 +127,25 @@ def test_rooms_without_a_draw_answer_as_before(
     visitor.enter("drop")
     assert "receipt" not in visitor.poll().json
     assert client.get(f"/queue/drop/fairness.json?key={api_key}").status_code == 404
+
+
+def test_a_process_that_did_not_draw_builds_the_tree_in_the_background_not_in_a_request(
+    client: FlaskClient, services: Services, api_key: str
+) -> None:
+    room, _ = scheduled(services)
+    visitor = Visitor(client, api_key)
+    visitor.enter("drop")
+    drawn(services, room)
+    assert "receipt" in visitor.poll().json  # the drawing process built it as it drew
+    # Another process's book (its own memory): its first answer after the draw waits for no
+    # tree, and gives the receipt once the background build is done.
+    other = ReceiptBook(services.redis, services.keys, ReceiptSigner(services.keyring))
+    known = services.engine.get_room(room)
+    (spot,) = services.engine.line(room)
+    assert other.receipt(known, spot.visitor) is None
+    waited = time.monotonic()
+    while other.receipt(known, spot.visitor) is None:
+        assert time.monotonic() - waited < 10
+        time.sleep(0.01)  # the background build: until it is done, not a race
+    made = draw.read_receipt(other.receipt(known, spot.visitor) or "")
+    assert made == draw.read_receipt(visitor.poll().json["receipt"])

@@ -13,6 +13,7 @@ import hmac
 import http.server
 import json
 import os
+import random
 import re
 import secrets
 import subprocess
@@ -433,3 +434,19 @@ def test_a_fetched_report_names_its_list_on_its_own_host_never_a_local_file() ->
     assert checker.beside(base, "fairness/entrants.json").startswith("https://shop.example/")
     assert checker.beside(base, "/etc/passwd") == "https://shop.example/etc/passwd"
     assert checker.beside("/tmp/report/fairness.json", "list.json") == "/tmp/report/list.json"
+
+
+def test_a_pool_larger_than_one_sorted_run_is_in_the_order_one_sort_gives() -> None:
+    # drawn_order sorts runs of entrants and merges them (so a thread gives the GIL up); the
+    # order must be the definition's: by HMAC-SHA-1(seed, "<beacon>:<id>"), then by id.
+    rng = random.Random(32)
+    ids = [f"{rng.getrandbits(256):064x}" for _ in range(10_001)]
+    seed, beacon = "5a" * 32, "c3" * 32
+    for value in (None, beacon):
+        prefix = f"{value or ''}:"
+
+        def defined(entrant: str, prefix: str = prefix) -> tuple[str, str]:
+            mac = hmac.new(bytes.fromhex(seed), (prefix + entrant).encode(), hashlib.sha1)
+            return mac.hexdigest(), entrant
+
+        assert draw.drawn_order(seed, ids, value) == sorted(ids, key=defined)

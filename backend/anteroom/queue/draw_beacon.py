@@ -13,38 +13,45 @@ can fetch the round from drand (or another relay) and compare.
 
 from __future__ import annotations
 
-import json
 import re
-import urllib.request
+from collections.abc import Callable
 from typing import Any
 
+from anteroom.queue import outbound_fetch
+
 BEACON_KEYS = ("url", "genesisTime", "period")
-FETCH_TIMEOUT_SEC = 2.0  # the room's ticker waits this long at most; its next tick retries
-MAX_ANSWER_BYTES = 64 * 1024
-_HEX = re.compile(r"(?:[0-9a-f]{2})+\Z")
+# The whole fetch (name, connect, TLS, answer): the draw's own background step waits this long
+# at most, and the room ticker not at all (queue/draw_worker.py); the next tick retries.
+FETCH_DEADLINE_SEC = outbound_fetch.DEADLINE_SEC
+# drand's randomness is 32 bytes; a beacon's value is published, so its size is bounded.
+_HEX = re.compile(r"(?:[0-9a-f]{2}){16,64}\Z")
 
-__all__ = ["BEACON_KEYS", "FETCH_TIMEOUT_SEC", "beacon_problem", "fetch_randomness", "round_at"]
+__all__ = [
+    "BEACON_KEYS", "FETCH_DEADLINE_SEC", "beacon_problems", "fetch_randomness", "round_at",
+]  # fmt: skip
 
 
-def beacon_problem(value: Any, url_problem: Any) -> str | None:
-    """Why ``value`` is not a ``drawBeacon``: null, or ``{url, genesisTime, period}`` with
-    ``url`` passing ``url_problem`` and no query, ``genesisTime`` epoch seconds and ``period``
-    seconds from 1 to 3,600 (drand's /info gives both)."""
+def beacon_problems(value: Any, url_problem: Callable[[Any], str | None]) -> dict[str, str]:
+    """Each bad part of a ``drawBeacon`` value by its name (``drawBeacon.url``): null, or
+    ``{url, genesisTime, period}`` with ``url`` passing ``url_problem`` and no query,
+    ``genesisTime`` epoch seconds and ``period`` seconds from 1 to 3,600 (drand's /info gives
+    both)."""
     if value is None:
-        return None
+        return {}
     if not isinstance(value, dict) or set(value) != set(BEACON_KEYS):
-        return "must be null or an object of " + ", ".join(BEACON_KEYS)
+        return {"drawBeacon": "must be null or an object of " + ", ".join(BEACON_KEYS)}
+    problems: dict[str, str] = {}
     why = url_problem(value["url"])
     if why:
-        return f"url: {why}"
-    if "?" in value["url"] or "#" in value["url"]:
-        return "url: must be the beacon's base URL, without query or fragment"
+        problems["drawBeacon.url"] = why
+    elif "?" in value["url"] or "#" in value["url"]:
+        problems["drawBeacon.url"] = "must be the beacon's base URL, without query or fragment"
     genesis, period = value["genesisTime"], value["period"]
     if isinstance(genesis, bool) or not isinstance(genesis, int) or not 0 <= genesis < 2**40:
-        return "genesisTime: must be epoch seconds (an integer)"
+        problems["drawBeacon.genesisTime"] = "must be epoch seconds (an integer)"
     if isinstance(period, bool) or not isinstance(period, int) or not 1 <= period <= 3_600:
-        return "period: must be an integer from 1 to 3,600 (seconds)"
-    return None
+        problems["drawBeacon.period"] = "must be an integer from 1 to 3,600 (seconds)"
+    return problems
 
 
 def round_at(beacon: dict[str, Any], opens_at_ms: int) -> int:
@@ -54,14 +61,16 @@ def round_at(beacon: dict[str, Any], opens_at_ms: int) -> int:
     return max(1, -(-since_ms // period_ms) + 1)
 
 
-def fetch_randomness(url: str, round_number: int, timeout: float = FETCH_TIMEOUT_SEC) -> str | None:
+def fetch_randomness(
+    url: str, round_number: int, outbound: outbound_fetch.Outbound | None = None
+) -> str | None:
     """That round's randomness (lowercase hex) from ``<url>/public/<round>``; None when the
-    beacon does not answer it (down, not emitted yet, or an answer of another round or form)."""
+    beacon does not answer it in time (down, slow, refused by the outbound policy, not emitted
+    yet, or an answer of another round or form)."""
     address = f"{url.rstrip('/')}/public/{round_number}"
     try:
-        with urllib.request.urlopen(address, timeout=timeout) as answer:
-            body = json.loads(answer.read(MAX_ANSWER_BYTES))
-    except (OSError, ValueError):  # URLError, HTTPError and timeouts are OSErrors
+        body = (outbound or outbound_fetch.policy()).get_json(address)
+    except outbound_fetch.FetchFailed:
         return None
     if not isinstance(body, dict) or body.get("round") != round_number:
         return None

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from anteroom.queue import room_hash
-from anteroom.queue.draw_beacon import beacon_problem
+from anteroom.queue import outbound_fetch, room_hash
+from anteroom.queue.draw_beacon import beacon_problems
 from anteroom.queue.poll_cadence import DEFAULT_POLL_BUDGET, longest_unpolled_ms
 from anteroom.sdk import bypass_rules
 
@@ -126,9 +126,25 @@ def redirect_url_problem(value: Any) -> str | None:
     return None
 
 
+def beacon_url_problem(value: Any) -> str | None:
+    """Why the service may not fetch ``value`` (an outbound URL, queue/outbound_fetch.py)."""
+    if not isinstance(value, str) or len(value) > REDIRECT_URL_MAX_LENGTH:
+        return "must be an absolute URL"
+    if value != value.strip() or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return "must be an absolute URL"
+    return outbound_fetch.policy().url_problem(value)
+
+
+def draw_beacon_problems(value: Any) -> dict[str, str]:
+    """Each bad part of a ``drawBeacon`` value by its name (``drawBeacon.url``)."""
+    return beacon_problems(value, beacon_url_problem)
+
+
 def draw_beacon_problem(value: Any) -> str | None:
-    """Why ``value`` is not a ``drawBeacon`` (queue/draw_beacon.py), or None."""
-    return beacon_problem(value, redirect_url_problem)
+    """Why ``value`` is not a ``drawBeacon`` (queue/draw_beacon.py), or None; the parts are
+    named by validate (draw_beacon_problems)."""
+    problems = draw_beacon_problems(value)
+    return "; ".join(f"{k}: {v}" for k, v in problems.items()) or None
 
 
 def _plain_text(value: Any) -> str | None:
@@ -414,6 +430,8 @@ def validate(data: Mapping[str, Any], *, partial: bool = False) -> dict[str, Any
             why = f.check(data[f.api])
             if why and f.api == "safetyNet":
                 problems.update(safety_net_problems(data[f.api]))
+            elif why and f.api == "drawBeacon":
+                problems.update(draw_beacon_problems(data[f.api]))
             elif why:
                 problems.setdefault(f.api, why)
             else:

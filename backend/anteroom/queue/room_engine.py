@@ -10,7 +10,8 @@ import contextlib
 import json
 import math
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import redis
@@ -178,6 +179,8 @@ class NoDraw(EngineError):
 
 # Entrants numbered, or placed, per step of an event pre-queue's draw (~5 ms of Redis a step).
 PREQUEUE_BATCH = 2_000
+# Where a tick hands a due draw instead of making it: (room id, kind, the draw's job).
+Background = Callable[[str, str, Callable[[], object]], object]
 
 _ERRORS: dict[str, type[EngineError]] = {
     cls.code: cls
@@ -441,10 +444,18 @@ class Engine:
     def reroll_draw(self, room_id: str) -> dict[str, Any]:
         """A new seed and commitment for a draw not yet made; the old one is listed withdrawn.
 
-        :class:`NoDraw` when the room has no draw waiting. Returns the draw's public part.
+        A draw past opensAt that waits for its beacon (one that may never answer) is re-rolled
+        with a new round too, of the room's ``drawBeacon`` now: the first emitted after the
+        re-roll, so nobody knows it at the new commitment either (lua/reroll_draw.lua).
+        :class:`NoDraw` when the room has no draw waiting, or one waiting for its beacon and
+        no beacon named now. Returns the draw's public part.
         """
         seed = draws.new_seed()
-        self._run("reroll_draw", room_id, seed, draws.commitment(seed))
+        beacon = self.get_room(room_id)["drawBeacon"] or {}
+        self._run(
+            "reroll_draw", room_id, seed, draws.commitment(seed),
+            beacon.get("url", ""), beacon.get("genesisTime", 0), beacon.get("period", 0),
+        )  # fmt: skip
         draw = self.get_room(room_id)["draw"]
         assert draw is not None  # just committed
         return draw
@@ -726,21 +737,43 @@ class Engine:
         with storage_errors():
             return not self.redis.exists(keys["spots"], keys["rvk"])
 
-    def tick(self, room_id: str, every_ms: int = 1_000) -> TickResult:
+    def tick(
+        self, room_id: str, every_ms: int = 1_000, background: Background | None = None
+    ) -> TickResult:
         """The service's tick of an open room: sweep step, regrouping step and drain.
 
         Only the first call per ``every_ms`` of the room's clock works, whichever instance makes
         it (``ran``); the others read one field and return. When the tick finds opensAt come
-        and the pool waiting for its draw, this process makes the draw (:meth:`draw`).
+        and the pool waiting for its draw (or an event's pre-queue to draw), this process makes
+        the draw (:meth:`draw`): at once, or handed to ``background(room id, kind, job)``
+        (queue/draw_worker.py) so that the caller, the ticker of every room, does not wait.
         """
         result = tick_result(self._run("tick", room_id, int(every_ms)))
+        due: list[tuple[str, Callable[[], object]]] = []
         if result.draw_due:
-            # DrawLost: another process took it over, and it makes the draw
-            with contextlib.suppress(DrawLost):
-                self.draw(room_id)
+            kind = "beacon" if background is not None and self._awaits_beacon(room_id) else ""
+            due.append((kind or "opening", partial(self._draw_unless_lost, room_id)))
         if result.prequeue_due:
-            self.draw_prequeue(room_id)
+            due.append(("prequeue", partial(self.draw_prequeue, room_id)))
+        for kind, job in due:
+            if background is None:
+                job()
+            else:
+                background(room_id, kind, job)
         return result
+
+    def _awaits_beacon(self, room_id: str) -> bool:
+        """True when the room's draw names a beacon round whose value is not fetched yet."""
+        with storage_errors():
+            url, value = self.redis.hmget(
+                self.keys.room(room_id), [stored("beaconUrl"), stored("beaconValue")]
+            )
+        return bool(url) and not value
+
+    def _draw_unless_lost(self, room_id: str) -> None:
+        # DrawLost: another process took it over, and it makes the draw
+        with contextlib.suppress(DrawLost):
+            self.draw(room_id)
 
     def draw_prequeue(self, room_id: str, batch: int = PREQUEUE_BATCH) -> None:
         """Draw the places of an event's closed pre-queue (lua/shuffle_prequeue.lua), a batch

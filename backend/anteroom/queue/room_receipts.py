@@ -8,6 +8,11 @@ opening (with the opening's salt) and keeps the tree compact (:class:`~anteroom.
 and an index of ids to ranks; a poll then costs one HMAC of the visitor's id and a dict lookup,
 and a receipt is signed once per visitor while it stays among the last ``MEMO`` made.
 
+The tree is built in the background, never in a request (a second or more at 100,000
+entrants): by the process that makes the draw, as it makes it (queue/draw_worker.py), and by
+any other as its first answer after the draw finds none; those first answers carry no receipt,
+the next ones do.
+
 Rooms without a made draw cost a dict read; a spot whose ticket shows a post-draw order key
 (a later arrival: non-negative, queue/room_draw.py) skips even the HMAC.
 """
@@ -17,17 +22,21 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import logging
 import threading
 from typing import Any
 
 import redis
 
 from anteroom.queue.key_layout import KeySpace
+from anteroom.queue.os_threads import off_the_loop
 from anteroom.queue.receipt_keys import ReceiptSigner
 from anteroom.queue.room_hash import stored
 from anteroom.queue.storage_errors import StorageError, storage_errors
 from anteroom.sdk import draw
 from anteroom.sdk.merkle import Tree
+
+log = logging.getLogger("anteroom")
 
 # Receipts kept signed per opening: ~1.7 kB each at 100,000 entrants, so ~35 MB at most.
 MEMO = 20_000
@@ -70,23 +79,59 @@ class ReceiptBook:
         self.client, self.keys, self.signer = client, keys, signer
         self._openings: dict[str, DrawnOpening] = {}
         self._loading = threading.Lock()
+        self._pending: set[tuple[str, str]] = set()
+        self._pending_lock = threading.Lock()
 
     def receipt(self, room: dict[str, Any], vid: str, order_key: int | None = None) -> str | None:
-        """``vid``'s receipt in ``room``'s made draw, or None (no draw, not an entrant).
+        """``vid``'s receipt in ``room``'s made draw, or None (no draw, not an entrant, or the
+        draw's tree not built in this process yet: :meth:`prepare` builds it in the
+        background, never in the request, and the next answer carries the receipt).
 
         ``order_key``: the spot's, when the answer knows it; a non-negative one is a later
-        arrival's. A Redis failure while reading the list gives no receipt this time.
+        arrival's.
         """
         made = room.get("draw")
         if made is None or not made.get("root") or (order_key is not None and order_key >= 0):
             return None
         opening = self._openings.get(room["id"])
         if opening is None or opening.root != made["root"]:
-            try:
-                opening = self._load(room, made["root"])
-            except StorageError:
-                return None
+            self.prepare_later(room)
+            return None
         return opening.receipt(vid)
+
+    def prepare_later(self, room: dict[str, Any]) -> None:
+        """Build ``room``'s drawn opening in a background thread, unless one builds it."""
+        key = (room["id"], room["draw"]["root"])
+        with self._pending_lock:
+            if key in self._pending:
+                return
+            self._pending.add(key)
+        threading.Thread(
+            target=self._prepare_then_forget, args=(room, key), name="anteroom-receipts",
+            daemon=True,
+        ).start()  # fmt: skip
+
+    def _prepare_then_forget(self, room: dict[str, Any], key: tuple[str, str]) -> None:
+        try:
+            self.prepare(room)
+        except StorageError:
+            pass  # Redis failed: the next answer asks again
+        except Exception:  # a thread's failure must be seen, and the next answer asks again
+            log.exception("receipts: the tree of %s's draw was not built", room["id"])
+        finally:
+            with self._pending_lock:
+                self._pending.discard(key)
+
+    def prepare(self, room: dict[str, Any]) -> DrawnOpening | None:
+        """Build ``room``'s drawn opening now (the draw worker calls it as it makes the draw,
+        a background thread as a process first sees one); None when it has no made draw."""
+        made = room.get("draw")
+        if made is None or not made.get("root"):
+            return None
+        opening = self._openings.get(room["id"])
+        if opening is not None and opening.root == made["root"]:
+            return opening
+        return self._load(room, made["root"])
 
     def _load(self, room: dict[str, Any], root: str) -> DrawnOpening:
         # One build at a time in a process: the first polls after a draw all want it.
@@ -104,7 +149,10 @@ class ReceiptBook:
                 # This process's room is not Redis's (a newer opening): no receipts until
                 # the directory catches up, and nothing wrong is signed meanwhile.
                 ids = []
-            opening = DrawnOpening(room, root, bytes.fromhex(salt or ""), ids, self.signer)
+            # The tree and the index: a second or more of CPU at 100,000 entrants.
+            opening = off_the_loop(
+                DrawnOpening, room, root, bytes.fromhex(salt or ""), ids, self.signer
+            )
             if ids and opening.tree.root != root:
                 opening = DrawnOpening(room, root, b"", [], self.signer)
             self._openings[room["id"]] = opening

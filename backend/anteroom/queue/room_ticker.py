@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 
 from anteroom.queue.breaker import Breaker
+from anteroom.queue.draw_worker import DrawWorker
 from anteroom.queue.fail_open_checkin import FailOpenCheckIn
 from anteroom.queue.fail_open_ledger import FailOpenLedger
 from anteroom.queue.process_thread import ProcessThread
@@ -71,6 +72,7 @@ class RoomTicker:
         self.on_switch = on_switch
         self.failing = False  # Redis unreachable at the last step: logged once, retried
         self._thread = ProcessThread("anteroom-ticker")
+        self.draws = DrawWorker()
 
     def open_rooms(self) -> list[str]:
         """Ids of the rooms the directory last read as open."""
@@ -107,7 +109,10 @@ class RoomTicker:
                 # An open room nobody waits in (most, most of the time) costs one read, no script.
                 if not netted and self.breaker.call(partial(self.engine.is_empty, room_id)):
                     continue
-                result = self.breaker.call(partial(self.engine.tick, room_id, TICK_EVERY_MS))
+                # A due draw is made off this loop (draw_worker.py): its beacon and its
+                # ordering hold that room's draw only.
+                tick = partial(self.engine.tick, room_id, TICK_EVERY_MS, self.draws.submit)
+                result = self.breaker.call(tick)
             except StorageUnavailable as exc:
                 self.check_ins.saw_outage()
                 if not self.failing:

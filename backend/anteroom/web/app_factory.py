@@ -14,6 +14,7 @@ from werkzeug.exceptions import NotFound
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from anteroom.config import Settings
+from anteroom.queue import outbound_fetch
 from anteroom.queue.breaker import Breaker
 from anteroom.queue.fail_open_checkin import FailOpenCheckIn
 from anteroom.queue.fail_open_ledger import FailOpenLedger
@@ -84,6 +85,10 @@ def create_app(
     if settings.trusted_proxies > 0:
         # Only then is X-Forwarded-For believed, and only as many hops as were configured.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]
+    # The process's outbound fetches (a draw's beacon): what they may reach and who resolves.
+    outbound_fetch.set_policy(
+        outbound_fetch.Outbound(settings.outbound_allow_loopback, settings.outbound_resolver)
+    )
     links = connect_links(settings.redis_url, settings.redis_replicas)
     client = links.writer
     engine = Engine(client, settings.key_prefix, reader=links.reader)

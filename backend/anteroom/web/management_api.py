@@ -273,8 +273,12 @@ def _act(room: dict[str, Any], action: str, opens_at: int | None) -> None:
             else:
                 s.engine.close(room["id"])
         except eng.NoDraw:
-            # Drawn (or closed) between our read and this call.
-            fields = {"action": "reroll needs a draw committed and not yet made"}
+            # Drawn (or closed) between our read and this call, or waiting for its beacon
+            # with none named now.
+            fields = {
+                "action": "reroll needs a draw committed and not yet made (past opensAt, one "
+                "waiting for its beacon takes a new round of drawBeacon, which must be set)"
+            }
             raise errors.BadRequest("The room cannot do that now.", fields=fields) from None
         except eng.NotOpen:
             # Another call changed the status between our read and this one.

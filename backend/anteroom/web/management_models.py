@@ -75,7 +75,11 @@ FIELD_DOCS = {
     "to the defaults.",
     "drawBeacon": "A public randomness beacon the draw of an opening scheduled from now on "
     "takes (drand's HTTP API: `GET {url}/public/{round}`), or null: none. `url`: the beacon's "
-    "base URL (https; http only for localhost); `genesisTime` (epoch seconds) and `period` "
+    "base URL: https, no credentials, a port of 1-65535, no host that is or resolves to a "
+    "private, loopback, link-local or otherwise internal address (checked again at each "
+    "fetch; plain http to this machine only with the operator's development setting); "
+    "fetched with one 5 s deadline, no redirect followed. `genesisTime` (epoch seconds) and "
+    "`period` "
     "(seconds), as its /info gives them. Scheduling an opening names the first round emitted "
     "at or after opensAt in the commitment; at opensAt the draw waits for that round's value "
     "(nobody leaves the pre-queue meanwhile) and orders with it.",
@@ -187,7 +191,8 @@ FIELD_TYPES: dict[str, Any] = {
     "bypass": BYPASS_IN,
     # Checked by rooms.safety_net_problems (which _RoomBody.cross_check names part by part).
     "safetyNet": _safety_net_type(answer=False),
-    # Checked by rooms.draw_beacon_problem; the schema documents it.
+    # Checked by rooms.draw_beacon_problems (which _RoomBody.cross_check names part by part);
+    # the schema documents its shape, queue/outbound_fetch.py what its URL may reach.
     "drawBeacon": Annotated[
         dict[str, Any],
         Field(
@@ -243,6 +248,11 @@ class _RoomBody(Body):
         if "safetyNet" in problems and "safetyNet" in data:  # named part by part
             del problems["safetyNet"]
             problems.update(rooms.safety_net_problems(data["safetyNet"]))
+        if "drawBeacon" in problems and "drawBeacon" in data:  # named part by part, too
+            parts = rooms.draw_beacon_problems(data["drawBeacon"])
+            if parts:
+                del problems["drawBeacon"]
+                problems.update(parts)
 
 
 RoomCreate = create_model(
