@@ -459,6 +459,7 @@ def main() -> None:
         "ANTEROOM_WORKERS": str(args.workers),
         "ANTEROOM_KEY_PREFIX": PREFIX,
         # Abandoned spots aside, nothing here is limited by address: the crowd is one address.
+        "ANTEROOM_CONNECTIONS_PER_ADDRESS": "0",
     }
     server = LiveServer(redis_url, tmp / "data", **env)
     room = None

@@ -39,6 +39,11 @@ class Settings:
     demo: bool | None = None  # None: on with the embedded Redis, off with an external one
     key_prefix: str = "anteroom:"
     trusted_proxies: int = 0  # how many proxy hops in front of us may set X-Forwarded-For
+    # Seconds a request's headers and body together may take to arrive (ops/connection_limits).
+    request_timeout: float = 10.0
+    # Open connections one address may hold in one worker (0: no cap); behind trusted proxies,
+    # requests in progress per forwarded visitor instead (ops/connection_limits).
+    connections_per_address: int = 256
     limit_challenge: str = "60/minute"
     limit_identify: str = "60/minute"
     limit_enter: str = "60/minute"
@@ -69,9 +74,18 @@ class Settings:
                     values[f.name] = int(raw)
                 except ValueError:
                     raise ValueError(f"{PREFIX}{f.name.upper()} must be an integer") from None
+            elif f.type in ("float", float):
+                try:
+                    values[f.name] = float(raw)
+                except ValueError:
+                    raise ValueError(f"{PREFIX}{f.name.upper()} must be a number") from None
             else:
                 values[f.name] = raw
         settings = cls(**values)
+        if not 0 < settings.request_timeout < float("inf"):
+            raise ValueError(f"{PREFIX}REQUEST_TIMEOUT must be a number of seconds above 0")
+        if settings.connections_per_address < 0:
+            raise ValueError(f"{PREFIX}CONNECTIONS_PER_ADDRESS must be 0 (no cap) or more")
         if settings.redis_url or settings.redis_replicas:
             # A malformed URL fails at start-up, naming its variable, not at the first request.
             parse_target(settings.redis_url or "redis://", settings.redis_replicas)

@@ -118,13 +118,14 @@ def open_files_for_connections() -> None:
 
 def _serve(settings: Settings) -> int:
     open_files_for_connections()
+    folder, ours = metrics_folder()  # first: the worker class's module imports the metrics
     from anteroom.ops.gevent_worker import resolve_in_place
 
     resolve_in_place()
-    folder, ours = metrics_folder()
     from gunicorn.app.base import BaseApplication
     from prometheus_client import multiprocess
 
+    from anteroom.ops.connection_limits import Limits
     from anteroom.ops.demo_crowd import start_crowd
     from anteroom.ops.demo_seed import DEMO_SECRET_FILE, ensure_demo, ensure_demo_secret
     from anteroom.queue.redis_link import connect
@@ -166,6 +167,9 @@ def _serve(settings: Settings) -> int:
                 print(page, file=sys.stderr, flush=True)
 
         class Service(BaseApplication):  # type: ignore[misc]
+            # Read by the worker class (ops/gevent_worker.py) as each worker boots.
+            connection_limits = Limits.from_settings(settings)
+
             def load_config(self) -> None:
                 self.cfg.set("bind", settings.bind)
                 self.cfg.set("workers", settings.workers)

@@ -139,12 +139,26 @@ class TicketGone(ApiError):
     description = "This ticket is no longer in the line; enter again."
 
 
+class RequestTimeout(ApiError):
+    """The request's headers and body did not all arrive within the server's deadline."""
+
+    code, error = 408, "RequestTimeout"
+    description = "The request did not arrive in time; send it again, whole."
+
+
 class PayloadTooLarge(ApiError):
     code, error, description = 413, "PayloadTooLarge", "The request body is too large."
 
 
 class RateLimited(ApiError):
     code, error, description = 429, "RateLimited", "Too many requests; wait and try again."
+
+
+class TooManyConnections(ApiError):
+    """One address has more requests in progress than the server lets it keep open."""
+
+    code, error = 429, "TooManyConnections"
+    description = "Too many requests in progress from this address; finish some first."
 
 
 class QueueFull(ApiError):

@@ -65,6 +65,13 @@ ADMISSIONS = Counter(
     registry=REGISTRY,
 )
 REFUSALS = Counter("anteroom_refusals", "Error answers by error code.", ["code"], registry=REGISTRY)
+CONNECTION_LIMITS = Counter(
+    "anteroom_connection_limits",
+    "Connections and requests the server's limits turned away: per_address (over the cap: closed "
+    "as accepted, or answered 429 behind a proxy), request_timeout (not in by the deadline: 408).",
+    ["reason"],
+    registry=REGISTRY,
+)
 REDIS_ERRORS = Counter(
     "anteroom_redis_errors",
     "Requests answered with a storage error (unreachable, out of memory).",
