@@ -15,7 +15,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: serve test lint pytest jstest bench clean
 
 serve: $(SERVE_STAMP) $(AGENT)
-	$(BIN)/anteroom serve
+	ANTEROOM_DEMO=1 $(BIN)/anteroom serve
 
 test: $(TEST_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) lint pytest jstest
 

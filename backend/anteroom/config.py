@@ -26,7 +26,11 @@ class Settings:
     data_dir: str = "./var"
     keys: str = ""
     workers: int = 2
-    demo: bool | None = None  # None: on with the embedded Redis, off with an external one
+    demo: bool = False  # the public demo room and its crowd: `make serve` turns it on
+    # One instance alone on an external Redis may keep a keyring it generates in data_dir/keys;
+    # off, such an instance refuses to start without ANTEROOM_KEYS (hosts would sign apart).
+    generate_keys: bool = False
+    setup_token: str = ""  # the first start's one-time setup token, else a random one is printed
     key_prefix: str = "anteroom:"
     trusted_proxies: int = 0  # how many proxy hops in front of us may set X-Forwarded-For
     limit_challenge: str = "60/minute"
@@ -48,7 +52,7 @@ class Settings:
             raw = environ.get(PREFIX + f.name.upper())
             if raw is None or f.name == "extra":
                 continue
-            if f.name == "demo":
+            if f.type in ("bool", bool):
                 values[f.name] = _bool(raw)
             elif f.type in ("int", int):
                 try:
@@ -58,6 +62,8 @@ class Settings:
             else:
                 values[f.name] = raw
         settings = cls(**values)
+        if settings.setup_token and len(settings.setup_token.strip()) < 12:
+            raise ValueError(f"{PREFIX}SETUP_TOKEN must be at least 12 characters")
         if settings.redis_url or settings.redis_replicas:
             # A malformed URL fails at start-up, naming its variable, not at the first request.
             parse_target(settings.redis_url or "redis://", settings.redis_replicas)
@@ -69,5 +75,5 @@ class Settings:
 
     @property
     def demo_enabled(self) -> bool:
-        """Demo mode: explicit setting, else on exactly when Redis is the embedded one."""
-        return (not self.redis_url) if self.demo is None else self.demo
+        """Demo mode: on only when asked for (``ANTEROOM_DEMO=1``; ``make serve`` asks)."""
+        return self.demo
