@@ -29,7 +29,13 @@ ARG BUILD_CA_CERTS=
 RUN if [ -n "$BUILD_CA_CERTS" ]; then export PIP_CERT="$BUILD_CA_CERTS"; fi \
  && python3 -m venv /opt/build && /opt/build/bin/pip install --quiet --upgrade pip
 WORKDIR /src
-COPY pyproject.toml hatch_build.py README.md LICENSE ./
+# The dependencies' wheels first, from pyproject.toml alone: a change to the source rebuilds only
+# Anteroom's own two wheels below, not these.
+COPY pyproject.toml ./
+RUN if [ -n "$BUILD_CA_CERTS" ]; then export PIP_CERT="$BUILD_CA_CERTS"; fi \
+ && python3 -c "import tomllib; deps = tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']; print('\n'.join(d for d in deps if not d.startswith('anteroom-sdk')))" > /tmp/requirements.txt \
+ && /opt/build/bin/pip wheel --quiet --wheel-dir /wheels -r /tmp/requirements.txt
+COPY hatch_build.py README.md LICENSE ./
 COPY packages/ packages/
 COPY backend/ backend/
 COPY lua/ lua/
@@ -40,7 +46,7 @@ COPY frontend/ frontend/
 COPY --from=agent /src/static/ static/
 RUN if [ -n "$BUILD_CA_CERTS" ]; then export PIP_CERT="$BUILD_CA_CERTS"; fi \
  && touch static/* \
- && /opt/build/bin/pip wheel --quiet --wheel-dir /wheels ./packages/anteroom-sdk .
+ && /opt/build/bin/pip wheel --quiet --no-deps --wheel-dir /wheels ./packages/anteroom-sdk .
 
 FROM debian:bookworm-slim AS redis
 RUN apt-get update \
