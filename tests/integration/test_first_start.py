@@ -181,3 +181,14 @@ def test_processes_racing_with_valid_tokens_spend_them_exactly_once(
         assert results == ["refused"] * 7 + ["won"]
         assert len(KeyStore(redis_client, KeySpace("anteroom:")).list()) == 1
         assert not setup.needed() and not setup.offer("a-later-start-token")
+
+
+@pytest.mark.redis
+def test_a_key_made_with_the_command_line_ends_setup(redis_client: redis.Redis) -> None:
+    setup = SetupTokens(redis_client, KeySpace("anteroom:"))
+    assert setup.needed() and setup.offer("offered-before-the-key")
+    KeyStore(redis_client, KeySpace("anteroom:")).create("ops")  # `anteroom keys create`
+    assert not setup.needed()
+    with pytest.raises(SetupRefused, match="Setup is done"):
+        setup.exchange("offered-before-the-key", "production")
+    assert len(KeyStore(redis_client, KeySpace("anteroom:")).list()) == 1

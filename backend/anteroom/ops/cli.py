@@ -144,6 +144,9 @@ def _serve(settings: Settings) -> int:
         log.info("embedded Redis at %s (data in %s)", server.url, server.data_dir)
     if not settings.keys:
         # The embedded Redis serves this instance alone (or it was told so): a keyring of its own.
+        if server is None:
+            log.warning("ANTEROOM_GENERATE_KEYS: signing with %s/keys, this instance's own; "
+                        "a second instance would sign apart", settings.data_dir)  # fmt: skip
         settings = settings.with_overrides(keys=persisted_keys(Path(settings.data_dir)))
     host, port = settings.bind.rsplit(":", 1) if ":" in settings.bind else ("", settings.bind)
     base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"

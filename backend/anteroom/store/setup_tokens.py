@@ -19,6 +19,10 @@ from anteroom.queue.storage_errors import storage_errors
 from anteroom.store.keystore import KeyRecord, KeyStore
 
 MIN_LENGTH = 12
+DONE = (
+    "Setup is done: this deployment's first key was made already. Sign in with a secret key, "
+    "or make one with `anteroom keys create`."
+)
 
 
 def _hash(token: str) -> str:
@@ -67,12 +71,15 @@ class SetupTokens:
         KeyStore.check_environment(environment)
         script = lua_scripts.register_standalone(self.redis, "spend_setup")
         with storage_errors():
-            spent = script(keys=[self.keys.setup()], args=[_hash(token.strip()), _now_ms()])
-        if spent == -1:
-            raise SetupRefused(
-                "Setup is done: this deployment's first key was made already. Sign in with a "
-                "secret key, or make one with `anteroom keys create`."
+            # A key made meanwhile with `anteroom keys create` ends setup too.
+            made = self.redis.hlen(self.keys.secret_keys())
+            spent = (
+                -1
+                if made
+                else script(keys=[self.keys.setup()], args=[_hash(token.strip()), _now_ms()])
             )
+        if spent == -1:
+            raise SetupRefused(DONE)
         if spent != 1:
             raise SetupRefused("That setup token is not valid.")
         return self.keystore.create(environment)
