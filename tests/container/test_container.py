@@ -124,10 +124,16 @@ def compose(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Compose,
     try:
         yield project, urls
     finally:
-        subprocess.run(
-            ["podman-compose", "-p", project.name, "-f", "compose.yaml", "down", "-v", "-t", "5"],
-            env=project.env, cwd=ROOT, capture_output=True, check=False, timeout=120,
-        )  # fmt: skip
+        # podman-compose's `down -v` leaves the containers' anonymous volumes and the network.
+        names = [project.container(s) for s in ("anteroom", "anteroom-2", "redis")]
+        for command in (
+            ["podman", "rm", "--force", "--volumes", "--time", "5", *names],
+            ["podman-compose", "-p", project.name, "-f", "compose.yaml", "down", "-v"],
+            ["podman", "network", "rm", "--force", f"{project.name}_default"],
+        ):
+            subprocess.run(
+                command, env=project.env, cwd=ROOT, capture_output=True, check=False, timeout=120
+            )
 
 
 def test_the_image_is_slim_non_root_and_healthy(compose: tuple[Compose, dict[str, str]]) -> None:
