@@ -10,21 +10,23 @@ JS_STAMP := node_modules/.installed
 AGENT := static/anteroom.js
 CHROMIUM := /usr/bin/chromium
 REDIS_SERVER := /usr/bin/redis-server
+PODMAN := /usr/bin/podman-compose
+NGINX := /usr/sbin/nginx
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: serve test lint pytest jstest bench clean
 
 serve: $(SERVE_STAMP) $(AGENT)
-	$(BIN)/anteroom serve
+	ANTEROOM_DEMO=1 $(BIN)/anteroom serve
 
-test: $(TEST_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) lint pytest jstest
+test: $(TEST_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) $(PODMAN) $(NGINX) lint pytest jstest
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 
-pytest: $(TEST_STAMP) $(AGENT) $(REDIS_SERVER)
+pytest: $(TEST_STAMP) $(AGENT) $(REDIS_SERVER) $(PODMAN) $(NGINX)
 	$(BIN)/pytest
 
 jstest: $(JS_STAMP)
@@ -70,6 +72,17 @@ $(CHROMIUM):
 $(REDIS_SERVER):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server
+
+# tests/container builds the Dockerfile and starts compose.yaml with Debian's podman (runc: crun
+# refuses hybrid cgroups), its base image from Debian's packages with mmdebstrap.
+$(PODMAN):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq podman podman-compose runc mmdebstrap uidmap
+
+# tests/integration/test_deploy_examples.py runs deploy/nginx.conf in front of a live server.
+$(NGINX):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx
 
 clean:
 	rm -rf $(VENV) node_modules build dist

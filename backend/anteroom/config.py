@@ -36,7 +36,11 @@ class Settings:
     data_dir: str = "./var"
     keys: str = ""
     workers: int = 2
-    demo: bool | None = None  # None: on with the embedded Redis, off with an external one
+    demo: bool = False  # the public demo room and its crowd: `make serve` turns it on
+    # One instance alone on an external Redis may keep a keyring it generates in data_dir/keys;
+    # off, such an instance refuses to start without ANTEROOM_KEYS (hosts would sign apart).
+    generate_keys: bool = False
+    setup_token: str = ""  # the first start's one-time setup token, else a random one is printed
     key_prefix: str = "anteroom:"
     trusted_proxies: int = 0  # how many proxy hops in front of us may set X-Forwarded-For
     # Seconds a request's headers and body together may take to arrive (ops/connection_limits).
@@ -67,7 +71,7 @@ class Settings:
             raw = environ.get(PREFIX + f.name.upper())
             if raw is None or f.name == "extra":
                 continue
-            if f.name == "demo" or f.type in ("bool", bool):
+            if f.type in ("bool", bool):
                 values[f.name] = _bool(raw)
             elif f.type in ("int", int):
                 try:
@@ -86,6 +90,8 @@ class Settings:
             raise ValueError(f"{PREFIX}REQUEST_TIMEOUT must be a number of seconds above 0")
         if settings.connections_per_address < 0:
             raise ValueError(f"{PREFIX}CONNECTIONS_PER_ADDRESS must be 0 (no cap) or more")
+        if settings.setup_token and len(settings.setup_token.strip()) < 12:
+            raise ValueError(f"{PREFIX}SETUP_TOKEN must be at least 12 characters")
         if settings.redis_url or settings.redis_replicas:
             # A malformed URL fails at start-up, naming its variable, not at the first request.
             parse_target(settings.redis_url or "redis://", settings.redis_replicas)
@@ -99,5 +105,5 @@ class Settings:
 
     @property
     def demo_enabled(self) -> bool:
-        """Demo mode: explicit setting, else on exactly when Redis is the embedded one."""
-        return (not self.redis_url) if self.demo is None else self.demo
+        """Demo mode: on only when asked for (``ANTEROOM_DEMO=1``; ``make serve`` asks)."""
+        return self.demo

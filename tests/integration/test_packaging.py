@@ -135,6 +135,7 @@ def test_installed_server_serves_readyz_and_the_hosted_page(tmp_path: Path) -> N
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTEROOM_")}
     env |= {"ANTEROOM_BIND": f"127.0.0.1:{port}", "ANTEROOM_DATA_DIR": str(tmp_path / "var")}
+    env["ANTEROOM_DEMO"] = "1"  # the demo room shows the hosted page works
     command = [str(env_dir / "bin" / "anteroom"), "serve"]
     log = tmp_path / "server.log"
     # cwd: nowhere near the source tree, so only the installed files can be used

@@ -26,6 +26,7 @@ def serve(data_dir: Path, log: Path) -> ServerProcess:
         "ANTEROOM_BIND": f"127.0.0.1:{port}",
         "ANTEROOM_DATA_DIR": str(data_dir),
         "ANTEROOM_WORKERS": "1",  # the race is per worker; one keeps twenty rounds quick
+        "ANTEROOM_DEMO": "1",  # as `make serve`: the demo crowd must stop too
     }
     # Its own process group, as a shell's foreground job: a Ctrl-C signals the group whole.
     server = ServerProcess(

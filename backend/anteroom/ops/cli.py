@@ -24,6 +24,13 @@ from anteroom.sdk import verify_draw
 from anteroom.sdk.tokens import Keyring
 
 log = logging.getLogger("anteroom")
+NO_KEYRING = """\
+anteroom serve: ANTEROOM_KEYS is not set, and Redis is an external one (ANTEROOM_REDIS_URL).
+Every instance must sign with the same keyring, or each refuses the others' tokens.
+  1. Make one:  anteroom keys generate
+  2. Set ANTEROOM_KEYS to it on every instance, and give it to the sites that verify admissions.
+A single instance may instead keep a keyring of its own in ANTEROOM_DATA_DIR/keys:
+set ANTEROOM_GENERATE_KEYS=1 (never with a second instance)."""
 REHEARSE_NEEDS_LOCUST = (
     "anteroom rehearse needs Locust, which the base install leaves out: "
     "pip install 'anteroom[rehearse]' (in a clone: .venv/bin/pip install -e '.[rehearse]')"
@@ -117,6 +124,9 @@ def open_files_for_connections() -> None:
 
 
 def _serve(settings: Settings) -> int:
+    if not settings.keys and settings.redis_url and not settings.generate_keys:
+        print(NO_KEYRING, file=sys.stderr)
+        return 2
     open_files_for_connections()
     folder, ours = metrics_folder()  # first: the worker class's module imports the metrics
     from anteroom.ops.gevent_worker import resolve_in_place
@@ -139,9 +149,13 @@ def _serve(settings: Settings) -> int:
     crowd: threading.Event | None = None
     if not settings.redis_url:
         server, started = embedded_redis(settings)
-        settings = settings.with_overrides(redis_url=server.url, demo=settings.demo_enabled)
+        settings = settings.with_overrides(redis_url=server.url)
         log.info("embedded Redis at %s (data in %s)", server.url, server.data_dir)
     if not settings.keys:
+        # The embedded Redis serves this instance alone (or it was told so): a keyring of its own.
+        if server is None:
+            log.warning("ANTEROOM_GENERATE_KEYS: signing with %s/keys, this instance's own; "
+                        "a second instance would sign apart", settings.data_dir)  # fmt: skip
         settings = settings.with_overrides(keys=persisted_keys(Path(settings.data_dir)))
     host, port = settings.bind.rsplit(":", 1) if ":" in settings.bind else ("", settings.bind)
     base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
@@ -154,7 +168,8 @@ def _serve(settings: Settings) -> int:
                                         Path(settings.data_dir))  # fmt: skip
             demo_key = (secret, Path(settings.data_dir) / DEMO_SECRET_FILE)
             crowd = start_crowd(engine, room_id, on_admit=metrics.ADMISSIONS.inc)
-        page = start_page(base, demo_key)
+        setup = None if settings.demo_enabled else offer_setup_token(settings)
+        page = start_page(base, demo_key, setup)
         booted = multiprocessing.Value("i", 0)
 
         def worker_ready(worker: Any) -> None:
@@ -210,10 +225,36 @@ def _serve(settings: Settings) -> int:
     return 0
 
 
-def start_page(base: str, demo_key: tuple[str, Path] | None) -> str:
+def offer_setup_token(settings: Settings) -> str | None:
+    """The first start's setup token, when no secret key exists yet (else None).
+
+    ``ANTEROOM_SETUP_TOKEN`` if set, else a random one. Each instance offers its own until one
+    is exchanged. A Redis not reachable yet is no reason to stop: the next start offers it.
+    """
+    from anteroom.queue.key_layout import KeySpace
+    from anteroom.queue.redis_link import connect
+    from anteroom.queue.storage_errors import StorageError
+    from anteroom.store.setup_tokens import SetupTokens, new_token
+
+    client = connect(settings.redis_url)
+    try:
+        tokens = SetupTokens(client, KeySpace(settings.key_prefix))
+        if not tokens.needed():
+            return None
+        token = settings.setup_token.strip() or new_token()
+        return token if tokens.offer(token) else None
+    except StorageError as exc:
+        log.warning("no setup token offered: Redis is not usable yet (%s); restart to get one", exc)
+        return None
+    finally:
+        client.close()
+
+
+def start_page(base: str, demo_key: tuple[str, Path] | None, setup_token: str | None = None) -> str:
     """The block ``anteroom serve`` prints once it answers: where to go, and the console's key.
 
-    ``demo_key``: the demo's secret key and the file it is kept in (None without the demo).
+    ``demo_key``: the demo's secret key and the file it is kept in (None without the demo);
+    ``setup_token``: the first start's one-time token (None once any secret key exists).
     """
     rows = [("Front door", f"{base}/")]
     if demo_key is not None:
@@ -228,6 +269,12 @@ def start_page(base: str, demo_key: tuple[str, Path] | None) -> str:
             ("Console", f"{base}/console"),
             # The one place the demo's secret key is shown: this terminal, never a page.
             ("Console key", f"{secret}  (kept in {shown})"),
+        ]
+    elif setup_token is not None:
+        # Shown while no secret key exists; once exchanged it is spent and never shown again.
+        rows += [
+            ("Console", f"{base}/console"),
+            ("Setup token", f"{setup_token}  (once, in the console, for the first secret key)"),
         ]
     else:
         rows += [

@@ -1,6 +1,7 @@
-"""``anteroom keys create|list|revoke``: API keys in the same Redis as the service.
+"""``anteroom keys generate|create|list|revoke``: the signing keyring, and API keys in Redis.
 
-The Redis is ``ANTEROOM_REDIS_URL``, or else the embedded one of ``ANTEROOM_DATA_DIR`` — used
+``generate`` prints a new signing keyring for ``ANTEROOM_KEYS`` and touches no Redis. The Redis
+of the others is ``ANTEROOM_REDIS_URL``, or else the embedded one of ``ANTEROOM_DATA_DIR`` — used
 as it is when ``anteroom serve`` is running beside us, started (and stopped again) when not.
 """
 
@@ -17,13 +18,24 @@ from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import connect
 from anteroom.queue.storage_errors import StorageError
+from anteroom.sdk.tokens import Keyring
 from anteroom.store.keystore import SCOPES, KeyStore
+
+GENERATED = (
+    "Put this keyring in ANTEROOM_KEYS on every instance (the first key signs, every key "
+    "verifies), and in the backends of the sites that verify admissions offline. Keep it secret: "
+    "whoever holds it can sign admissions."
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register ``keys`` and its subcommands."""
-    keys = sub.add_parser("keys", help="create, list and revoke API keys")
+    keys = sub.add_parser("keys", help="generate a signing keyring; create, list, revoke API keys")
     verbs = keys.add_subparsers(dest="verb", required=True)
+    verbs.add_parser(
+        "generate",
+        help="print a new signing keyring for ANTEROOM_KEYS (the same on every instance)",
+    )
     create = verbs.add_parser("create", help="a new public + secret key (shown once)")
     create.add_argument("--environment", required=True, help="e.g. production, staging")
     create.add_argument(
@@ -60,6 +72,11 @@ def keystore(settings: Settings) -> Iterator[KeyStore]:
 
 def run(args: argparse.Namespace, settings: Settings, out: Callable[[str], None] = print) -> int:
     """Carry out ``anteroom keys …``; returns the exit status."""
+    if args.verb == "generate":
+        # Only stdout carries the keyring, so `export ANTEROOM_KEYS=$(anteroom keys generate)`.
+        out(Keyring.generate().serialize())
+        print(GENERATED, file=sys.stderr)
+        return 0
     try:
         with keystore(settings) as store:
             if args.verb == "create":

@@ -74,6 +74,10 @@ class KeySpace:
         of a change made by any other process, instead of at its next round."""
         return f"{self.prefix}rooms:version"
 
+    def setup(self) -> str:
+        """Hash of the first start's setup tokens (``t:<sha256>``), or ``spent`` once exchanged."""
+        return f"{self.prefix}setup"
+
     def public_keys(self) -> str:
         """Hash public key → environment."""
         return f"{self.prefix}pk"

@@ -57,8 +57,15 @@ OPERATIONS = (
     "shuffle_prequeue",
 )
 
-# Scripts loaded as written: the room series' sampler and refusal counter, the challenge spend.
-STANDALONE = ("sample_series", "count_refusals", "spend_challenge")
+# Scripts loaded as written: the room series' sampler and refusal counter, the challenge spend,
+# the first start's setup token (offered, spent).
+STANDALONE = (
+    "sample_series",
+    "count_refusals",
+    "spend_challenge",
+    "offer_setup",
+    "spend_setup",
+)
 
 _NEEDS = re.compile(r"^-- needs: *(.*)$", re.MULTILINE)
 _KEYS = re.compile(r"^-- KEYS: *(.*)$", re.MULTILINE)

@@ -61,8 +61,7 @@ class KeyStore:
 
     def create(self, environment: str, scopes: list[str] | None = None) -> tuple[KeyRecord, str]:
         """A new public + secret key pair for ``environment``; returns (record, secret)."""
-        if not ENV_PATTERN.match(environment):
-            raise ValueError("environment must match ^[a-z0-9][a-z0-9_-]{0,31}$")
+        self.check_environment(environment)
         scopes = list(SCOPES) if scopes is None else scopes
         unknown = [s for s in scopes if s not in SCOPES]
         if unknown or not scopes:
@@ -79,6 +78,12 @@ class KeyStore:
             self.redis.sadd(self.keys.environments(), environment)
             self.redis.hset(self.keys.public_keys(), public_key, environment)
         return record, secret
+
+    @staticmethod
+    def check_environment(environment: str) -> None:
+        """ValueError unless ``environment`` is a valid environment name."""
+        if not isinstance(environment, str) or not ENV_PATTERN.match(environment):
+            raise ValueError("environment must match ^[a-z0-9][a-z0-9_-]{0,31}$")
 
     def get(self, key_id: str) -> KeyRecord | None:
         """The record of ``key_id``, or None."""

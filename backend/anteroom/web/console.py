@@ -21,6 +21,7 @@ from anteroom.queue import room_config as rooms
 from anteroom.queue import room_series
 from anteroom.queue.storage_errors import StorageError
 from anteroom.service_container import Services
+from anteroom.store.setup_tokens import SetupRefused, SetupTokens
 from anteroom.web import console_session as sessions
 from anteroom.web import event_api, fairness
 from anteroom.web import http_errors as errors
@@ -68,8 +69,30 @@ def _session() -> sessions.ConsoleSession | None:
     return sessions.load(services(), cookie) if cookie else None
 
 
-def _sign_in_page(status: int = 200, error: str = "") -> Response:
-    return _page("console_sign_in.html", status=status, error=error)
+def _sign_in_page(status: int = 200, error: str = "", setup_error: str = "") -> Response:
+    try:
+        setup = bool(setup_error) or _setup_tokens().needed()
+    except StorageError:
+        setup = False
+    return _page(
+        "console_sign_in.html", status=status, error=error, setup=setup, setup_error=setup_error
+    )
+
+
+def _setup_tokens() -> SetupTokens:
+    return SetupTokens(services().redis, services().keys)
+
+
+def _signed_in(response: Response, cookie: str) -> Response:
+    response.set_cookie(
+        sessions.COOKIE,
+        cookie,
+        httponly=True,
+        samesite="Strict",
+        secure=request.is_secure,
+        path="/console",
+    )
+    return response
 
 
 @bp.get("")
@@ -126,16 +149,27 @@ def sign_in() -> ResponseReturnValue:
         cookie, _ = sessions.start(services(), key)
     except StorageError:
         return _sign_in_page(503, "The console cannot reach its storage; try again shortly.")
-    response = redirect("/console", code=303)
-    response.set_cookie(
-        sessions.COOKIE,
-        cookie,
-        httponly=True,
-        samesite="Strict",
-        secure=request.is_secure,
-        path="/console",
-    )
-    return response
+    return _signed_in(redirect("/console", code=303), cookie)
+
+
+@bp.post("/setup")
+def setup() -> ResponseReturnValue:
+    """Exchange the first start's setup token, once, for the deployment's first secret key."""
+    if not _same_origin():
+        return _sign_in_page(403, setup_error="Use the setup form on this console's own page.")
+    token = request.form.get("setup_token", "")
+    environment = request.form.get("environment", "").strip() or "production"
+    try:
+        record, secret = _setup_tokens().exchange(token, environment)
+        cookie, _ = sessions.start(services(), record)
+    except SetupRefused as exc:
+        return _sign_in_page(403, setup_error=str(exc))
+    except ValueError as exc:
+        return _sign_in_page(400, setup_error=f"Environment: {exc}.")
+    except StorageError:
+        return _sign_in_page(503, setup_error="The console cannot reach its storage; try again.")
+    page = _page("console_setup_done.html", status=201, record=record, secret=secret)
+    return _signed_in(page, cookie)
 
 
 @bp.post("/sign-out")
