@@ -99,6 +99,8 @@ def _operation(route: routes.Route) -> Schema:
     op["security"] = security
     if route.scope is not None:
         op["description"] = f"Needs the `{route.scope}` scope." + route.notes
+    elif route.notes:
+        op["description"] = route.notes.strip()
     if route.body is not None:
         content = {"application/json": {"schema": _ref(route.body.__name__)}}
         op["requestBody"] = {"required": True, "content": content}
