@@ -259,3 +259,30 @@ def test_a_live_server_answers_the_same_tags_from_every_worker(
     assert status == 200 and head_body == b""
     assert head_headers["Content-Length"] == headers["Content-Length"]
     assert all(fetch("GET", path, **{"If-None-Match": tag})[0] == 304 for _ in range(6))
+
+
+def test_full_answers_are_held_to_the_process_egress_budget(
+    client: FlaskClient, services: Services, public_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many addresses, each under its limit, cannot have a worker copy the list without end:
+    past the process's bytes a second a full answer is 429 Busy; 304s and HEADs go on."""
+    from anteroom.web import fairness, public_documents
+
+    now = [1_000.0]
+    monkeypatch.setattr(fairness, "clock", lambda: now[0])
+    drawn(services.engine)
+    _, _, url = urls(client, public_key)
+    size = len(client.get(url).data)  # the list's bytes (before the budget below is set)
+    # A fresh process's documents, their budget a second's worth of one list (a burst of two).
+    client.application.extensions[fairness.EXTENSION] = public_documents.DocumentCache(size)
+    sources = [f"192.0.2.{n}" for n in range(1, 5)]  # every one under its own limit
+    answers = [client.get(url, environ_base={"REMOTE_ADDR": a}) for a in sources]
+    assert [a.status_code for a in answers] == [200, 200, 429, 429]
+    busy = answers[2]
+    assert busy.json["error"] == "Busy" and int(busy.headers["Retry-After"]) >= 1
+    tag = answers[0].headers["ETag"]
+    assert client.get(url, headers={"If-None-Match": tag}).status_code == 304
+    assert client.head(url).status_code == 200
+    now[0] += 1.0  # a second's bytes again
+    assert client.get(url).status_code == 200
+    assert client.get(url).status_code == 429

@@ -56,7 +56,11 @@ def services() -> Services:
 
 def documents() -> DocumentCache:
     """This process's built documents (one cache per app)."""
-    return current_app.extensions.setdefault(EXTENSION, DocumentCache())  # type: ignore[no-any-return]
+    found = current_app.extensions.get(EXTENSION)
+    if found is None:
+        egress = services().settings.fairness_egress_mb * 2**20
+        found = current_app.extensions.setdefault(EXTENSION, DocumentCache(egress))
+    return found  # type: ignore[no-any-return]
 
 
 def drawn_room(slug: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -97,8 +101,9 @@ def fairness(slug: str) -> ResponseReturnValue:
     def build() -> bytes:
         return _bytes(document(room, draw, listed).model_dump(mode="json", exclude_unset=True))
 
-    built = documents().get(("fairness", stated), build, clock(), FIGURES_SECONDS)
-    return answer(built, REVALIDATE)
+    cache, now = documents(), clock()
+    built = cache.get(("fairness", stated), build, now, FIGURES_SECONDS)
+    return answer(built, REVALIDATE, cache, now)
 
 
 def _bytes(value: Any) -> bytes:
@@ -155,8 +160,9 @@ def entrants(slug: str) -> ResponseReturnValue:
             raise errors.Unavailable("The room's draw is changing; ask again.", retry_after=1)
         return _bytes(Entrants(ids).model_dump(mode="json"))
 
-    built = documents().get(("entrants", room["id"], root), build, clock())
-    return answer(built, IMMUTABLE if named is not None else REVALIDATE)
+    cache, now = documents(), clock()
+    built = cache.get(("entrants", room["id"], root), build, now)
+    return answer(built, IMMUTABLE if named is not None else REVALIDATE, cache, now)
 
 
 def _moment(ms: int | None) -> str | None:

@@ -7,6 +7,13 @@ dict lookup and a write: a strong ``ETag`` (a hash of the bytes, so every proces
 the same document names it alike, with ``-gz`` for its gzip), ``304`` to a matching
 ``If-None-Match``, ``Vary: Accept-Encoding``, and ``HEAD`` with the headers only.
 
+Memory makes a request cheap, not a flood of them: what the documents' full answers send is
+bounded per process (``ANTEROOM_FAIRNESS_EGRESS_MB`` MiB a second, default 16, a burst of twice
+that), beyond
+which a full answer is ``429 Busy`` with ``Retry-After`` while ``304``s and ``HEAD``s go on. Many
+addresses fetching the list back to back (each under its own limit) would otherwise have the
+worker copy hundreds of megabytes a second, and other rooms' polls wait behind that.
+
 Kept per process rather than once in Redis: Redis is single-threaded and shared by every room,
 and handing it megabytes per request is what held other rooms' polls back; here a request costs
 Redis only the room's read that says which document is current. The bytes kept are bounded
@@ -18,11 +25,14 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
 from flask import Response, request
+
+from anteroom.web import http_errors as errors
 
 MAX_BYTES = 128 * 2**20  # ~ a list of 1.2 million entrants and its gzip, or many smaller ones
 GZIP_LEVEL = 1  # ~2.5% larger than level 6 on hex ids, a third of the CPU
@@ -55,8 +65,11 @@ class Document:
 class DocumentCache:
     """This process's built documents, by key; one build at a time per key."""
 
-    def __init__(self, max_bytes: int = MAX_BYTES) -> None:
+    def __init__(self, egress_per_sec: float = 0.0, max_bytes: int = MAX_BYTES) -> None:
+        """``egress_per_sec``: full answers' bytes a second (a burst of two seconds'); 0: no cap."""
         self.max_bytes = max_bytes
+        self.egress_per_sec, self.egress_burst = egress_per_sec, 2 * egress_per_sec
+        self.egress, self.egress_at = self.egress_burst, None  # bytes left, when last filled
         self._kept: OrderedDict[Hashable, Document] = OrderedDict()
         self._building: dict[Hashable, threading.Lock] = {}
         self._lock = threading.Lock()
@@ -83,6 +96,20 @@ class DocumentCache:
                 self._building.pop(key, None)
         return found
 
+    def spend(self, size: int, now: float) -> None:
+        """Take ``size`` bytes from this process's egress budget, or refuse (429 Busy)."""
+        rate = self.egress_per_sec
+        if rate <= 0:
+            return
+        with self._lock:
+            since = now if self.egress_at is None else self.egress_at
+            left = min(self.egress_burst, self.egress + max(0.0, now - since) * rate)
+            self.egress_at = now
+            if left < size:
+                self.egress = left
+                raise errors.Busy(retry_after=max(1, math.ceil((size - left) / rate)))
+            self.egress = left - size
+
     def _fresh(self, key: Hashable, now: float, fresh_for: float | None) -> Document | None:
         with self._lock:
             found = self._kept.get(key)
@@ -100,8 +127,11 @@ class DocumentCache:
                 self._kept.popitem(last=False)
 
 
-def answer(document: Document, cache_control: str) -> Response:
-    """``document`` as this request asks for it: gzip or not, 304 when its tag matches."""
+def answer(
+    document: Document, cache_control: str, cache: DocumentCache | None = None, now: float = 0.0
+) -> Response:
+    """``document`` as this request asks for it: gzip or not, 304 when its tag matches; a full
+    answer's body is charged to ``cache``'s egress budget (when given) at ``now``."""
     packed = request.accept_encodings.quality("gzip") > 0
     tag = document.etag + ("-gz" if packed else "")
     if request.if_none_match.contains_weak(tag):
@@ -109,6 +139,8 @@ def answer(document: Document, cache_control: str) -> Response:
         _headers(unchanged, tag, cache_control)
         return unchanged
     body = document.packed if packed else document.body
+    if cache is not None and request.method != "HEAD":
+        cache.spend(len(body), now)
     # HEAD: werkzeug sends the headers (Content-Length from these bytes) and no body.
     found = Response(body, mimetype="application/json")
     if packed:
