@@ -230,6 +230,7 @@ def test_an_address_over_its_limit_is_told_to_wait(limited: Flask) -> None:
     assert get("192.0.2.2").status_code == 200  # another address keeps its own
 
 
+@pytest.mark.slow
 def test_a_live_server_answers_the_same_tags_from_every_worker(
     live_server: LiveServers, redis_client: redis.Redis
 ) -> None:
