@@ -20,7 +20,8 @@ Figures, per side:
   same fetchers from one address and from 20.
 
 Rounds alternate the sides. Run: ``python bench/public_docs.py [--before 708458e] [--entrants
-50000] [--rounds 2]``; writes bench/results/public_docs.json.
+50000] [--rounds 2] [--polite] [--out public_docs.json]``; writes bench/results/<out>.
+``--polite`` adds fetchers from one address that wait as long as a 429's Retry-After says.
 """
 
 from __future__ import annotations
@@ -226,7 +227,9 @@ def polls_while(
     return quantiles(latencies) | {"poll_errors": errors}
 
 
-def fetcher_loop(port: int, path: str, source: str, stop: threading.Event, answered: Any) -> None:
+def fetcher_loop(
+    port: int, path: str, source: str, stop: threading.Event, answered: Any, polite: bool = False
+) -> None:
     """One client fetching ``path`` back to back on a keep-alive connection, reading each body
     into one reused buffer (the client's own CPU kept small: it shares the machine)."""
     request = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
@@ -246,11 +249,13 @@ def fetcher_loop(port: int, path: str, source: str, stop: threading.Event, answe
                 head += chunk
             header, _, rest = head.partition(b"\r\n\r\n")
             status = int(header.split(b" ", 2)[1])
-            length = 0
+            length, retry_after = 0, 1.0
             for line in header.split(b"\r\n")[1:]:
                 name, _, value = line.partition(b":")
                 if name.strip().lower() == b"content-length":
                     length = int(value)
+                elif name.strip().lower() == b"retry-after":
+                    retry_after = float(value)
             left = length - len(rest)
             while left > 0:
                 got = sock.recv_into(view, min(left, len(buffer)))
@@ -264,12 +269,15 @@ def fetcher_loop(port: int, path: str, source: str, stop: threading.Event, answe
             sock = None
         answered[status] = answered.get(status, 0) + 1
         if status == 429:
-            time.sleep(0.05)  # a client told to wait, asking again soon all the same
+            # told to wait: a polite client waits as long, an impatient one asks again soon
+            stop.wait(retry_after if polite else 0.05)
     if sock is not None:
         sock.close()
 
 
-def fetchers(side: Side, count: int, one_address: bool) -> Callable[[threading.Event], None]:
+def fetchers(
+    side: Side, count: int, one_address: bool, polite: bool = False
+) -> Callable[[threading.Event], None]:
     """``count`` clients fetching the list back to back until told to stop."""
     answered: dict[int, int] = {}
 
@@ -278,7 +286,7 @@ def fetchers(side: Side, count: int, one_address: bool) -> Callable[[threading.E
             threading.Thread(
                 target=fetcher_loop,
                 args=(side.port, side.list_path(), f"127.0.0.{1 if one_address else n + 2}",
-                      stop, answered),
+                      stop, answered, polite),
                 daemon=True,
             )
             for n in range(count)
@@ -346,6 +354,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--polite", action="store_true", help="also fetchers honouring 429s")
+    parser.add_argument("--out", default="public_docs.json", help="under bench/results/")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="anteroom-bench-public-"))
     before_tree = tmp / "before"
@@ -430,8 +440,11 @@ def main() -> None:
                 print(f"round {round_no} {name}: {json.dumps(one[name])}")
             limited = sides["after_limited"]
             one["after_limited"] = {"polls_quiet": polls_while(limited, args.seconds, None)}
-            for phase, one_address in (("one_address", True), ("many_addresses", False)):
-                load = fetchers(limited, args.fetchers, one_address=one_address)
+            phases = (("one_address", True, False), ("many_addresses", False, False))
+            if args.polite:
+                phases += (("one_address_polite", True, True),)
+            for phase, one_address, polite in phases:
+                load = fetchers(limited, args.fetchers, one_address, polite)
                 one["after_limited"][f"polls_fetched_{phase}"] = polls_while(
                     limited, args.seconds, load
                 ) | {"answers": getattr(load, "answered", {})}
@@ -439,7 +452,7 @@ def main() -> None:
             results["rounds"].append(one)
         results["summary"] = summary(results["rounds"])
         print(json.dumps(results["summary"], indent=2))
-        out = ROOT / "bench" / "results" / "public_docs.json"
+        out = ROOT / "bench" / "results" / args.out
         out.write_text(json.dumps(results, indent=2) + "\n")
     finally:
         for server in servers:
@@ -479,11 +492,12 @@ def summary(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         out[f"p99_fetched_over_quiet.{side}"] = (
             round(out["polls_fetched.p99_ms"][side] / quiet, 2) if quiet > 0 else -1.0
         )
-    for phase in ("polls_quiet", "polls_fetched_one_address", "polls_fetched_many_addresses"):
+    shipped = ("polls_quiet", "polls_fetched_one_address", "polls_fetched_many_addresses")
+    for phase in (*shipped, "polls_fetched_one_address_polite"):
         for q in ("p50_ms", "p99_ms"):
             out[f"shipped.{phase}.{q}"] = med([phase, q], "after_limited")
     quiet = out["shipped.polls_quiet.p99_ms"]
-    for phase in ("one_address", "many_addresses"):
+    for phase in ("one_address", "many_addresses", "one_address_polite"):
         fetched = out[f"shipped.polls_fetched_{phase}.p99_ms"]
         out[f"shipped.p99_fetched_over_quiet.{phase}"] = (
             round(fetched / quiet, 2) if quiet > 0 else -1.0
