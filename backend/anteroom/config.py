@@ -51,6 +51,8 @@ class Settings:
     limit_challenge: str = "60/minute"
     limit_identify: str = "60/minute"
     limit_enter: str = "60/minute"
+    limit_fairness: str = "60/minute"  # fairness.json and its entrant list, per address
+    fairness_egress_mb: int = 16  # their full answers' MiB a second per worker process (0: no cap)
     pow_difficulty: int = 0  # > 0 pins every challenge to 2^N expected hashes; 0: the work rule
     pow_policy: str = ""  # JSON, per environment: {"pin": bits} or {"min", "max", "attack"}
     templates_dir: str = ""  # an operator's page templates, looked up before the built-in ones

@@ -4,7 +4,7 @@ skip lane. Through the real app and a real Redis."""
 
 from __future__ import annotations
 
-import time
+import importlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +30,7 @@ RULES: list[dict[str, Any]] = [
     {"kind": "cookie", "name": "monitor", "secret": SECRET},
 ]
 OUTSIDE = "203.0.113.7"
+OTHER_SECRET = "other-monitor-secret-98765"
 
 
 @pytest.fixture
@@ -222,16 +223,114 @@ def test_a_secret_is_checked_with_scrypt_once_per_process(
     assert checks == [SECRET, "x" * 20]
 
 
+@pytest.fixture
+def fresh_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
+    """The module's budgets and verdicts as in a new process, on a clock the test moves."""
+    importlib.reload(service_bypass)
+    now = [1_000.0]
+    monkeypatch.setattr(service_bypass, "clock", lambda: now[0], raising=False)
+    yield now
+    importlib.reload(service_bypass)  # the next test starts afresh too
+
+
 def test_a_flood_of_made_up_secrets_is_bounded(
-    monkeypatch: pytest.MonkeyPatch, services: Services, room: str
+    services: Services, room: str, fresh_process: list[float]
 ) -> None:
     stored = services.engine.get_room(room)
-    monkeypatch.setattr(service_bypass, "SCRYPT_PER_SEC", 0.0)  # no refill while the test runs
-    monkeypatch.setattr(service_bypass, "_budget", [0.0, time.monotonic()])
+    for i in range(int(service_bypass.SCRYPT_BURST)):  # the environment's burst, all garbage
+        assert not service_bypass.matches(stored, OUTSIDE, {"x-monitor": f"made-up-{i}"}, "")
     # beyond the budget even the right secret is no match (its visitor queues as anyone) ...
     assert not service_bypass.matches(stored, OUTSIDE, {"x-monitor": SECRET}, "")
     # ... and is not remembered so: it is checked once the budget allows
-    monkeypatch.setattr(service_bypass, "_budget", [1.0, time.monotonic()])
+    fresh_process[0] += 1 / service_bypass.SCRYPT_PER_SEC
     assert service_bypass.matches(stored, OUTSIDE, {"x-monitor": SECRET}, "")
     # remembered now: no budget needed
     assert service_bypass.matches(stored, OUTSIDE, {"x-monitor": SECRET}, "")
+
+
+# -- one tenant's garbage spends only its own budget (issue 32 item 5) ------------------------
+
+
+def tenant_room(services: Services, env: str, slug: str, secret: str) -> tuple[str, str]:
+    """An open room of ``env`` whose rule asks for ``secret``, two visitors waiting; (key, id)."""
+    rules = [{"kind": "header", "name": "X-Monitor", "secret": secret}]
+    room_id = make_room(services.engine, env=env, slug=slug, ratePerMinute=1, bypass=rules)
+    services.engine.open(room_id)
+    for i in range(2):
+        services.engine.enter(room_id, f"{slug}-waiting-{i}", "s", 10)
+    return services.keystore.create(env)[0].public_key, room_id
+
+
+def attack(services: Services, rooms: list[str], now: list[float], seconds: float) -> int:
+    """Made-up secrets sent to ``rooms`` at 20 a second each (5x the budget's rate), as many
+    addresses would; how many got a scrypt check."""
+    checks = []
+    real = bypass_rules.verify_secret
+
+    def counted(value: str, hashed: str) -> bool:
+        checks.append(value)
+        return real(value, hashed)
+
+    stored = [services.engine.get_room(r) for r in rooms]
+    bypass_rules.verify_secret = counted  # type: ignore[assignment]
+    try:
+        for step in range(int(seconds * 20)):
+            now[0] += 0.05
+            for i, room in enumerate(stored):
+                garbage = {"x-monitor": f"made-up-{i}-{step}-0123456789"}
+                assert not service_bypass.matches(room, f"192.0.2.{step % 250}", garbage, "")
+    finally:
+        bypass_rules.verify_secret = real  # type: ignore[assignment]
+    return len(checks)
+
+
+def test_one_tenants_flood_leaves_another_tenants_holder_its_first_check(
+    client: FlaskClient, services: Services, fresh_process: list[float]
+) -> None:
+    """Tenant A's room (and C's) flooded with made-up secrets: B's monitor, arriving in the
+    middle of it, is admitted through the skip lane on its first request."""
+    a_key, a_room = tenant_room(services, "tenant-a", "drop", SECRET)
+    b_key, b_room = tenant_room(services, "tenant-b", "desk", OTHER_SECRET)
+    checked = attack(services, [a_room], fresh_process, seconds=1.0)
+    # A's garbage got its own budget's worth of checks (a burst of 8, then 4 a second) ...
+    assert 8 <= checked <= 8 + 4
+    monitor = Visitor(client, b_key, address=OUTSIDE, headers=HUMAN | {"X-Monitor": OTHER_SECRET})
+    answer = monitor.enter("desk")
+    assert answer.json["status"] == "admitted", answer.text  # ... and B's monitor its first try
+    assert services.engine.stats(b_room).dealt_total == 1
+    # A's own holder waits for A's budget: the garbage spent A's, nobody else's.
+    a_monitor = Visitor(client, a_key, address=OUTSIDE, headers=HUMAN | {"X-Monitor": SECRET})
+    assert a_monitor.enter("drop").json["status"] == "waiting"
+
+
+def test_two_tenants_flooded_at_once_still_leave_a_third_its_first_check(
+    client: FlaskClient, services: Services, fresh_process: list[float]
+) -> None:
+    _, a_room = tenant_room(services, "tenant-a", "drop", SECRET)
+    _, c_room = tenant_room(services, "tenant-c", "shop", SECRET)
+    b_key, _ = tenant_room(services, "tenant-b", "desk", OTHER_SECRET)
+    checked = attack(services, [a_room, c_room], fresh_process, seconds=1.0)
+    # Together they are held to the process's budget (a burst of 16, then 8 a second), less
+    # the reserve a quiet tenant may take: the worker's CPU stays bounded.
+    assert 12 <= checked <= 16 + 8
+    monitor = Visitor(client, b_key, address=OUTSIDE, headers=HUMAN | {"X-Monitor": OTHER_SECRET})
+    assert monitor.enter("desk").json["status"] == "admitted"
+
+
+def test_a_verified_holders_verdict_outlives_another_tenants_flood(
+    monkeypatch: pytest.MonkeyPatch,
+    client: FlaskClient,
+    services: Services,
+    fresh_process: list[float],
+) -> None:
+    # Few verdicts kept, so the flood below outnumbers them many times over.
+    monkeypatch.setattr(service_bypass, "MAX_VERDICTS", 4)
+    _, a_room = tenant_room(services, "tenant-a", "drop", SECRET)
+    b_key, b_room = tenant_room(services, "tenant-b", "desk", OTHER_SECRET)
+    b_stored = services.engine.get_room(b_room)
+    assert service_bypass.matches(b_stored, OUTSIDE, {"x-monitor": OTHER_SECRET}, "")
+    assert attack(services, [a_room], fresh_process, seconds=1.0) > 2 * 4
+    # Remembered: no scrypt and no budget needed, whatever A's flood did to both.
+    monkeypatch.setattr(bypass_rules, "verify_secret", lambda *_: pytest.fail("checked again"))
+    monitor = Visitor(client, b_key, address=OUTSIDE, headers=HUMAN | {"X-Monitor": OTHER_SECRET})
+    assert monitor.enter("desk").json["status"] == "admitted"

@@ -9,12 +9,26 @@ Cost. A room without rules costs one dict lookup (``room["bypass"]`` is empty): 
 runs. With rules, the stored list is parsed once per process and version of the list. A secret
 is stored as an scrypt hash (~60 ms and 16 MiB a check), far too slow per request, so a
 presented value is checked against it once and the outcome remembered, keyed by the HMAC of the
-presented value under a per-process random key (``_VERDICTS``): a monitor sending its secret
-pays scrypt once per process, then a dict lookup. The HMAC, not the value, is the key, so the
-lookup's timing tells nothing about the secret; the check itself is ``hmac.compare_digest``.
-Wrong values are remembered too, and new values are checked at most ``SCRYPT_PER_SEC`` times a
-second per process: a flood of made-up secrets cannot buy a process's CPU; beyond the budget a
-value is treated as no match (the visitor queues as anyone would) and checked later.
+rule's hash and the presented value under a per-process random key: a monitor sending its
+secret pays scrypt once per process, then a dict lookup. The HMAC, not the value, is the key,
+so the lookup's timing tells nothing about the secret; the check itself is constant time.
+
+Budgets are per environment (a tenant), so one tenant's garbage spends only its own:
+
+- new values are checked at most ``SCRYPT_PER_SEC`` a second per environment and process (a
+  burst of ``SCRYPT_BURST``); beyond that a value is treated as no match (the visitor queues as
+  anyone would) and checked later;
+- every environment's checks together take at most ``PROCESS_SCRYPT_PER_SEC`` a second (the
+  worker's CPU is bounded whatever is attacked), and an environment that is checking values
+  right now (its own budget not full) leaves the last ``RESERVE`` of that to those that are not:
+  a holder of another environment, arriving during an attack on one or several others (not
+  on all at once), is checked on its first request;
+- each environment remembers its own verdicts: the right values (one per secret rule) apart
+  from the wrong ones, so no flood of made-up values, its own or another's, pushes a verified
+  holder's verdict out. At most ``MAX_TENANTS`` environments are remembered, each with at most
+  ``MAX_VERDICTS`` wrong values and ``MAX_GOOD`` right ones, least recently used forgotten
+  first (~170 bytes a verdict: 256 x 320 of them, ~14 MB, at the very most; ~55 kB for one
+  environment under attack).
 """
 
 from __future__ import annotations
@@ -25,7 +39,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from anteroom.queue import room_config as rooms
@@ -33,18 +47,63 @@ from anteroom.sdk import bypass_rules
 
 __all__ = ["SCRYPT_PER_SEC", "matches"]
 
-SCRYPT_PER_SEC = 4.0  # new secrets checked per second per process (~25% of a core)
+SCRYPT_PER_SEC = 4.0  # new secrets checked per second per environment and process
 SCRYPT_BURST = 8.0
-MAX_VERDICTS = 4096  # presented values remembered (per rule), oldest forgotten first
+PROCESS_SCRYPT_PER_SEC = 8.0  # all environments together: at most ~50% of a core on scrypt
+PROCESS_SCRYPT_BURST = 16.0
+RESERVE = 4.0  # of the process's budget, left to environments not checking values right now
+MAX_TENANTS = 256  # environments remembered, least recently used forgotten first
+MAX_VERDICTS = 256  # wrong values remembered per environment, oldest forgotten first
+MAX_GOOD = 64  # right values remembered per environment (one per secret rule it uses)
 MAX_RULE_LISTS = 256
 
 _PROCESS_KEY = os.urandom(32)
 _lock = threading.Lock()
+clock: Callable[[], float] = time.monotonic  # tests drive it
+
+
+class Bucket:
+    """A token bucket: ``rate`` tokens a second, up to ``burst``."""
+
+    def __init__(self, rate: float, burst: float, now: float) -> None:
+        self.rate, self.burst = rate, burst
+        self.tokens, self.since = burst, now
+
+    def level(self, now: float) -> float:
+        """Tokens held at ``now`` (refilled since the last look)."""
+        self.tokens = min(self.burst, self.tokens + max(0.0, now - self.since) * self.rate)
+        self.since = now
+        return self.tokens
+
+
+class Tenant:
+    """One environment's scrypt budget and verdicts in this process."""
+
+    def __init__(self, now: float) -> None:
+        self.budget = Bucket(SCRYPT_PER_SEC, SCRYPT_BURST, now)
+        self.good: OrderedDict[bytes, None] = OrderedDict()
+        self.bad: OrderedDict[bytes, None] = OrderedDict()
+
+    def verdict(self, key: bytes) -> bool | None:
+        """The remembered outcome for ``key``, if any."""
+        if key in self.good:
+            self.good.move_to_end(key)
+            return True
+        return False if key in self.bad else None
+
+    def remember(self, key: bytes, verdict: bool) -> None:
+        """Remember an outcome; each kind is bounded apart, so wrong ones never push out right."""
+        kept, bound = (self.good, MAX_GOOD) if verdict else (self.bad, MAX_VERDICTS)
+        kept[key] = None
+        while len(kept) > bound:
+            kept.popitem(last=False)
+
+
 # stored list (JSON) -> parsed rules without path prefixes
 _RULES: OrderedDict[str, list[bypass_rules.Rule]] = OrderedDict()
-# (rule's secret hash, HMAC of the presented value) -> is it the secret?
-_VERDICTS: OrderedDict[tuple[str, bytes], bool] = OrderedDict()
-_budget = [SCRYPT_BURST, time.monotonic()]  # tokens left, when last filled
+# environment -> its budget and verdicts
+_TENANTS: OrderedDict[str, Tenant] = OrderedDict()
+_process = Bucket(PROCESS_SCRYPT_PER_SEC, PROCESS_SCRYPT_BURST, time.monotonic())
 
 
 def _rules(stored: str) -> list[bypass_rules.Rule]:
@@ -72,34 +131,49 @@ def _address(text: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address 
     return address
 
 
-def _take_budget() -> bool:
-    """One scrypt check from this process's budget (a token bucket), if any is left."""
-    with _lock:
-        tokens, since = _budget
-        now = time.monotonic()
-        tokens = min(SCRYPT_BURST, tokens + (now - since) * SCRYPT_PER_SEC)
-        if tokens < 1:
-            _budget[:] = [tokens, now]
-            return False
-        _budget[:] = [tokens - 1, now]
-        return True
+def _tenant(env: str, now: float) -> Tenant:
+    """``env``'s record, made (and the least recently used forgotten) when new; under _lock."""
+    tenant = _TENANTS.get(env)
+    if tenant is None:
+        tenant = _TENANTS[env] = Tenant(now)
+        while len(_TENANTS) > MAX_TENANTS:
+            _TENANTS.popitem(last=False)
+    else:
+        _TENANTS.move_to_end(env)
+    return tenant
 
 
-def _is_secret(rule: bypass_rules.Rule, presented: str) -> bool:
+def _take_budget(tenant: Tenant, now: float) -> bool:
+    """One scrypt check from ``tenant``'s budget and the process's, if both allow; under _lock.
+
+    A tenant already spending (its own bucket not full) may not take the process's last
+    ``RESERVE``: what another tenant's attack leaves is there for the first check of a quiet one.
+    """
+    own = tenant.budget.level(now)
+    floor = 0.0 if own >= tenant.budget.burst else RESERVE
+    if own < 1 or _process.level(now) < 1 + floor:
+        return False
+    tenant.budget.tokens -= 1
+    _process.tokens -= 1
+    return True
+
+
+def _is_secret(env: str, rule: bypass_rules.Rule, presented: str) -> bool:
     hashed = rule.secret_hash or ""
-    digest = hmac.new(_PROCESS_KEY, presented.encode("utf-8", "surrogatepass"), "sha256")
-    key = (hashed, digest.digest())
+    mac = hmac.new(_PROCESS_KEY, hashed.encode("ascii", "replace"), "sha256")
+    mac.update(b"\0" + presented.encode("utf-8", "surrogatepass"))
+    key = mac.digest()
     with _lock:
-        known = _VERDICTS.get(key)
-    if known is not None:
-        return known
-    if not _take_budget():
-        return False  # not remembered: checked once the budget allows
+        now = clock()
+        tenant = _tenant(env, now)
+        known = tenant.verdict(key)
+        if known is not None:
+            return known
+        if not _take_budget(tenant, now):
+            return False  # not remembered: checked once the budget allows
     verdict = bypass_rules.verify_secret(presented, hashed)  # constant time
     with _lock:
-        _VERDICTS[key] = verdict
-        while len(_VERDICTS) > MAX_VERDICTS:
-            _VERDICTS.popitem(last=False)
+        tenant.remember(key, verdict)
     return verdict
 
 
@@ -115,6 +189,7 @@ def matches(
     if not room.get("bypass"):
         return False  # no rules: no work
     rules = _rules(room.get("bypassStored") or "")
+    env = str(room.get("environment") or "")
     cookies: dict[str, str] | None = None
     address: Any = False  # parsed once, when a range rule asks
     for rule in rules:
@@ -129,6 +204,6 @@ def matches(
             presented = cookies.get(rule.name or "")
         else:
             presented = headers.get(rule.name or "")
-        if presented is not None and _is_secret(rule, presented):
+        if presented is not None and _is_secret(env, rule, presented):
             return True
     return False

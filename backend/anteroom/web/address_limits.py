@@ -14,7 +14,8 @@ flask-limiter extension itself is not attached: its before/after-request hooks r
 the poll included, and cost ~170 µs a request here with no limit to apply.
 
 Identify and enter are counted in Redis, so they hold across workers and instances. A challenge
-is stateless and costs one signature: its limit is counted in each worker process's memory.
+is stateless and costs one signature: its limit is counted in each worker process's memory, as
+is the public fairness documents' (answered from memory: web/public_documents.py).
 
 On one Redis server the enter limit costs no round trip of its own: the enter script counts the
 address's counters (the same keys, the same fixed windows) before anything else, and refuses the
@@ -172,7 +173,7 @@ def _parsed(name: str, text: str) -> tuple[RateLimitItem, ...]:
 
 
 def init_app(app: Flask, settings: Settings, prefix: str, breaker: Breaker) -> None:
-    """Build the limits of challenge, identify and enter for :func:`charge`.
+    """Build the limits of challenge, identify, enter and fairness for :func:`charge`.
 
     Identify and enter share one Redis storage (keys: prefix, address, endpoint); the challenge
     limit has its own, in memory. Nothing runs on requests that no limit applies to.
@@ -187,6 +188,7 @@ def init_app(app: Flask, settings: Settings, prefix: str, breaker: Breaker) -> N
         "challenge": (local, settings.limit_challenge, None),
         "identify": (shared, settings.limit_identify, breaker),
         "enter": (shared, settings.limit_enter, breaker),
+        "fairness": (local, settings.limit_fairness, None),
     }
     app.extensions[EXTENSION] = {
         name: AddressLimit(strategy, _parsed(name, text), prefix, f"visitor.{name}", guard)
@@ -202,7 +204,8 @@ def close(app: Flask) -> None:
 
 
 def charge(name: str) -> None:
-    """Count this request against the per-address limit ``name`` (challenge, identify, enter).
+    """Count this request against the per-address limit ``name`` (challenge, identify, enter,
+    fairness).
 
     Call it after the request's offline checks, before its first Redis write.
     """

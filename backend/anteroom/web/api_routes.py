@@ -286,15 +286,24 @@ GET_QUEUE_FAIRNESS = Route(
     READ | {200: FAIRNESS, 404: NO_DRAW}, scope="queues:read",
     notes=" The same document as /queue/{slug}/fairness.json, whatever the room's"
     " publicFairness says; entrantsUrl is null here (the list is public with the report).")
-PUBLIC = {401: VISITOR_UNAUTHORIZED, 404: NO_DRAW, 429: BUSY, 503: UNAVAILABLE}
+NOT_MODIFIED = Reply("NotModified", "Unchanged since the ETag sent in If-None-Match.")
+PUBLIC_BUSY = Reply("PublicBusy", "Too many requests from this address (ANTEROOM_LIMIT_FAIRNESS), "
+                    "or Redis is out of memory.", ("RateLimited", "Busy"), headers=WAIT)
+PUBLIC = {304: NOT_MODIFIED, 401: VISITOR_UNAUTHORIZED, 404: NO_DRAW, 429: PUBLIC_BUSY,
+          503: UNAVAILABLE}
+PUBLIC_NOTES = (
+    " Answered with a strong ETag (304 to If-None-Match), gzip on Accept-Encoding, and"
+    " Cache-Control: immutable for a list named by its draw's root (entrantsUrl), no-cache"
+    " otherwise; limited per address.")
 GET_FAIRNESS = Route(
     "/queue/{slug}/fairness.json", "get", "getFairness",
     "A room's draw: its commitment from scheduling on, its seed, root and count once drawn",
-    PUBLIC | {200: FAIRNESS}, tag="fairness", query=fairness.FairnessQuery)
+    PUBLIC | {200: FAIRNESS}, tag="fairness", query=fairness.FairnessQuery, notes=PUBLIC_NOTES)
 GET_DRAWN_ENTRANTS = Route(
     "/queue/{slug}/fairness/entrants.json", "get", "getDrawnEntrants",
     "A drawn room's entrant ids (salted hashes) in drawn order",
-    PUBLIC | {200: DRAWN_ENTRANTS}, tag="fairness", query=fairness.FairnessQuery)
+    PUBLIC | {200: DRAWN_ENTRANTS}, tag="fairness", query=fairness.EntrantsQuery,
+    notes=PUBLIC_NOTES)
 EVENTS_PATH = ROOM_PATH + "/events"
 EVENT_NOTES = (
     " Times are epoch ms of the room's clock. The overrides apply inside the scripts from"

@@ -5,10 +5,22 @@ entrant list ``anteroom verify-draw --fairness <url>`` checks, for the environme
 Before the draw the document carries the commitment (and any withdrawn ones) with ``seed``,
 ``root``, ``entrants`` and ``entrantsUrl`` null: the seed is never in an answer until the pool is
 drawn. The salt behind the entrant ids is never in one.
+
+Both documents are public (a public key suffices) and the list is megabytes at a big opening,
+so both are built once per process and state and answered from memory (public_documents.py):
+the list once per draw, read through ``Engine.drawn_entrants``; the report once per change of
+its draw and at most once a second for its figures (which move while the room admits: a
+process may show them up to a second old, never a draw older than Redis's). Each address is
+limited (``ANTEROOM_LIMIT_FAIRNESS``, counted in each worker's memory: a refusal costs Redis
+nothing). ``entrantsUrl`` names its draw's root: that URL's list never changes, so it is
+served immutable; the room's plain list URL follows its latest draw and is revalidated.
 """
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -18,21 +30,37 @@ from flask.typing import ResponseReturnValue
 
 from anteroom.queue.storage_errors import StorageError
 from anteroom.service_container import Services
+from anteroom.web import address_limits as limits
 from anteroom.web import api_routes as routes
 from anteroom.web import hosted_pages as pages
 from anteroom.web import http_errors as errors
 from anteroom.web import page_languages as languages
 from anteroom.web import room_lookup
-from anteroom.web.fairness_models import Entrants, Fairness
+from anteroom.web.fairness_models import Fairness
 from anteroom.web.fairness_report import figures
 from anteroom.web.http_errors import ApiError
 from anteroom.web.management_api import Call, engine_call, load_room, management_call, storage
+from anteroom.web.public_documents import DocumentCache, answer
 
 bp = Blueprint("fairness", __name__)
+EXTENSION = "anteroom.web.public_documents"
+FIGURES_SECONDS = 1.0  # the report's figures are read at most this often per process and room
+IMMUTABLE = "public, max-age=31536000, immutable"  # a drawn list named by its root
+REVALIDATE = "public, no-cache"  # kept by a cache, asked about (ETag) before each reuse
+clock: Callable[[], float] = time.monotonic  # tests drive it
 
 
 def services() -> Services:
     return current_app.extensions["anteroom"]  # type: ignore[no-any-return]
+
+
+def documents() -> DocumentCache:
+    """This process's built documents (one cache per app)."""
+    found = current_app.extensions.get(EXTENSION)
+    if found is None:
+        egress = services().settings.fairness_egress_mb * 2**20
+        found = current_app.extensions.setdefault(EXTENSION, DocumentCache(egress))
+    return found  # type: ignore[no-any-return]
 
 
 def drawn_room(slug: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -58,10 +86,29 @@ def drawn_room(slug: str) -> tuple[dict[str, Any], dict[str, Any]]:
 @routes.view(bp, routes.GET_FAIRNESS)
 def fairness(slug: str) -> ResponseReturnValue:
     """The opening's fairness document: commitment at once; seed, root and list once drawn."""
+    limits.charge("fairness")
     room, draw = drawn_room(slug)
-    # Relative to this document (/queue/<slug>/fairness.json), as verify-draw resolves it.
-    listed = f"fairness/entrants.json?{urlencode({'key': request.args.get('key', '')})}"
-    return document(room, draw, listed)
+    # Relative to this document (/queue/<slug>/fairness.json), as verify-draw resolves it;
+    # naming the draw's root, so the list there never changes.
+    query = {"key": request.args.get("key", ""), "root": draw.get("root") or ""}
+    listed = f"fairness/entrants.json?{urlencode(query)}"
+    # Everything the document reads from the room: a change of any is a new document at once.
+    stated = json.dumps(
+        [room["id"], room["slug"], room.get("opensAt"), room.get("status"),
+         room.get("ratePerMinute"), draw, listed], sort_keys=True, default=str,
+    )  # fmt: skip
+
+    def build() -> bytes:
+        return _bytes(document(room, draw, listed).model_dump(mode="json", exclude_unset=True))
+
+    cache, now = documents(), clock()
+    built = cache.get(("fairness", stated), build, now, FIGURES_SECONDS)
+    return answer(built, REVALIDATE, cache, now)
+
+
+def _bytes(value: Any) -> bytes:
+    """JSON as every process writes it alike (the tag is a hash of these bytes)."""
+    return (json.dumps(value, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 def document(room: dict[str, Any], draw: dict[str, Any], listed: str | None) -> Fairness:
@@ -97,11 +144,25 @@ def queue_fairness(call: Call[None], room_id: str) -> ResponseReturnValue:
 @routes.view(bp, routes.GET_DRAWN_ENTRANTS)
 def entrants(slug: str) -> ResponseReturnValue:
     """The entrant ids in drawn order, once drawn (404 before: the list is not frozen yet)."""
+    limits.charge("fairness")
     room, draw = drawn_room(slug)
     if draw.get("seed") is None:
         raise errors.NotFound("The draw is not made yet: its entrants are listed after opensAt.")
-    with storage():
-        return Entrants(services().engine.drawn_entrants(room["id"]))
+    root, named = str(draw.get("root") or ""), request.args.get("root")
+    if named is not None and named != root:
+        raise errors.NotFound("That draw's list is gone: the room has drawn again since.")
+
+    def build() -> bytes:
+        with storage():
+            ids = services().engine.drawn_entrants(room["id"])
+        if len(ids) != draw.get("entrants"):
+            # Read while a new opening replaced the draw: not this root's list, not kept.
+            raise errors.Unavailable("The room's draw is changing; ask again.", retry_after=1)
+        return _bytes(ids)  # strs as Redis holds them: no model to validate 50,000 of them
+
+    cache, now = documents(), clock()
+    built = cache.get(("entrants", room["id"], root), build, now)
+    return answer(built, IMMUTABLE if named is not None else REVALIDATE, cache, now)
 
 
 def _moment(ms: int | None) -> str | None:

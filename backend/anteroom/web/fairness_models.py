@@ -103,3 +103,14 @@ class FairnessQuery(Body):
     """The room's environment, named by one of its public keys, as the hosted page takes it."""
 
     key: str = Field(description="A public key (pk_…) of the room's environment.")
+
+
+class EntrantsQuery(FairnessQuery):
+    """The environment's public key, and optionally the draw whose list is asked for."""
+
+    root: str | None = Field(
+        None,
+        pattern=HEX64,
+        description="The draw's Merkle root (as entrantsUrl names it): that draw's list, served "
+        "immutable; 404 once the room has drawn again. Without it: the room's latest draw.",
+    )
