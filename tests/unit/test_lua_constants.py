@@ -65,7 +65,6 @@ def wait_bounds() -> list[int]:
 TWINS = [
     ("_admissions", "WAIT_BOUNDS", wait_bounds),
     ("_admissions", "MAX_ADMIT", lambda: far_poll.MAX_ADMIT),
-    ("poll_far", "NEAR_HEAD", lambda: room_engine.NEAR_HEAD),
     ("_cadence", "FRONT_MIN", lambda: poll_cadence.FRONT_MIN),
     ("_cadence", "FRONT_MS", lambda: poll_cadence.FRONT_MS),
     ("_cadence", "SPREAD", lambda: poll_cadence.SPREAD),
@@ -89,14 +88,6 @@ def test_a_lua_constant_equals_its_python_twin(script: str, name: str, twin: Any
     constants = lua_constants(lua_source(script))
     assert name in constants, f"lua/{script}.lua no longer declares {name}"
     assert constants[name] == twin(), f"lua/{script}.lua's {name} differs from its Python twin"
-
-
-def test_poll_far_falls_back_to_the_default_poll_budget() -> None:
-    # poll_far.lua reads the room on its own (it is the far poll's one HMGET), so it writes the
-    # default budget as a literal fallback rather than through _room.lua's constant.
-    text = lua_source("poll_far")
-    fallbacks = re.findall(r"poll_budget = n\(v\[\d+\]\) or (\d+)", text)
-    assert fallbacks == [str(poll_cadence.DEFAULT_POLL_BUDGET)]
 
 
 def test_the_room_setting_defaults_to_the_same_poll_budget() -> None:

@@ -31,8 +31,6 @@ OPERATIONS = (
     "close_room",
     "enter",
     "poll",
-    "poll_far",
-    "book_seen",
     "book_fail_open",
     "book_seen_many",
     "snapshot",

@@ -94,8 +94,7 @@ def _none(value: Any) -> int | None:
 
 
 def _odds(raw: list[Any]) -> float | None:
-    # Only a waiting answer without a place carries odds at [18] (lua/_answer.lua); the far
-    # poll's answer has its place and a booking flag there instead.
+    # Only a waiting answer without a place carries odds at [18] (lua/_answer.lua).
     if len(raw) > 18 and raw[0] == "waiting" and int(raw[2]) < 0 and raw[18] not in ("", None):
         return float(raw[18])
     return None
