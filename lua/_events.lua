@@ -1,4 +1,4 @@
--- needs: _base, _room, _bank, _event_state
+-- needs: _base, _room, _bank, _event_state, _in_force
 -- Scheduled events (SPEC "Room policies"): windows [startsAt, endsAt) that override some of the
 -- room's settings. The list lives in the room hash as JSON (`evs`, written by set_events.lua,
 -- sorted and checked by queue/room_events.py); what the scripts need of it on every call is in
@@ -64,22 +64,6 @@ local function close_prequeue(room)
   room.prequeue = 'p'
 end
 
--- The room's own settings (as stored) with a running event's overrides laid over them.
-local function lay_over(room, base, state)
-  room.own_mode, room.rate = base.mode, base.rate
-  room.capacity, room.admission_ttl = base.capacity, base.admission_ttl
-  room.event, room.overrides = '', nil
-  if state then
-    room.event, room.overrides = state.id, state
-    if state.mode ~= '' then room.own_mode = state.mode end
-    if state.rate then room.rate = state.rate end
-    if state.capacity then room.capacity = state.capacity end
-    if state.ttl then room.admission_ttl = state.ttl end
-  end
-  -- an event's mode stands in for the room's own, under the safety net as the room's would
-  room.mode = net_mode(room.safety_net, room.net_state, room.own_mode)
-end
-
 -- Apply the events to `room` at `now`, crossing (and writing) every boundary passed since the
 -- last script ran: admissions earned before a boundary are booked at the rate in force before
 -- it, so a rate change at an event's edge is as burst-free as an operator's. Returns true when
@@ -91,7 +75,7 @@ local function at_events(room, now)
   local state = parse_event_state(room.event_state)
   local crossed = false
   while state and state.boundary > 0 and now >= state.boundary do
-    lay_over(room, base, state.id ~= '' and state or nil)
+    lay_over(room, base, state)
     local edge = state.boundary
     accrue(room, edge)
     local text = event_state_at(edge)
@@ -101,7 +85,7 @@ local function at_events(room, now)
     if was_collecting and not collecting then close_prequeue(room) end
     if collecting and not was_collecting then open_prequeue(room, collecting) end
     room.event_state = text
-    lay_over(room, base, state and state.id ~= '' and state or nil)
+    lay_over(room, base, state)
     -- What was earned before the edge is dealt after it when crossed on time (a ticked room:
     -- within a second); an edge passed long ago (nobody ran) keeps one second of the new rate.
     if now - edge >= 1000 then room.bank = math.min(room.bank, bank_cap(room.rate)) end
@@ -117,7 +101,7 @@ local function at_events(room, now)
     redis.call('HSET', ROOM, 'bank', fmt(room.bank), 'last', fmt(room.accrued_at))
     room.loaded[1], room.loaded[2] = room.bank, room.accrued_at
   else
-    lay_over(room, base, state and state.id ~= '' and state or nil)
+    lay_over(room, base, state)
   end
   return crossed
 end

@@ -1,18 +1,12 @@
--- needs: _base, _bank, _clock
+-- needs: _base, _bank, _clock, _in_force
 -- Rooms created before the poll budget was a setting: its default (poll_cadence.py's
 -- DEFAULT_POLL_BUDGET; tests/unit/test_lua_constants.py holds the two together).
 local DEFAULT_POLL_BUDGET = 5000
 
--- The mode in force: a room with a safety net (_safety_net.lua) is passthrough unless queueing
--- (or rejecting: a reject room takes nobody new, calm or not). `own_mode` is the room's, or a
--- running scheduled event's (_events.lua).
-local function net_mode(config, state, own_mode)
-  if config ~= '' and state ~= 'q' and own_mode ~= 'reject' then return 'passthrough' end
-  return own_mode
-end
-
 -- The room's record (hash ROOM), read in one HMGET and built in one table constructor (which
--- sizes the table once: filling an empty one field by field rehashes it on every call).
+-- sizes the table once: filling an empty one field by field rehashes it on every call). Its
+-- mode is the one in force under the safety net (_in_force.lua); a running event's settings
+-- are laid over it by at_events (_events.lua).
 local function load_room()
   local v = redis.call('HMGET', ROOM, 'st', 'seed', 'rid', 'oa', 'rate', 'cap', 'ttl', 'hold',
     'maxw', 'aban', 'clk', 'fix', 'bank', 'last', 'tk', 'dealt', 'gen', 'peak', 'swt', 'swc',

@@ -3,7 +3,7 @@
 -- once cannot both pass the overlap check against the list they read.
 -- Boundaries already passed are crossed first at the rates then in force, and admissions
 -- earned up to now at the settings running now, so the new schedule starts burst-free.
--- needs: _base, _room, _bank, _event_state, _events
+-- needs: _base, _room, _bank, _event_state, _events, _in_force
 -- KEYS: room
 -- ARGV: the version the caller read (`evv`, '0' for none), the events as JSON ('' for none).
 -- Reply: {'OK', new version, now (room clock ms)} or {'ERR', 'RoomNotFound' | 'EventsChanged', 0}.
@@ -26,7 +26,7 @@ local state = text ~= '' and parse_event_state(text) or nil
 -- this write: those collected so far are drawn among themselves as at startsAt
 if state and state.prequeue and not room.prequeue then open_prequeue(room, state.prequeue) end
 if room.prequeue == 'o' and not (state and state.prequeue) then close_prequeue(room) end
-lay_over(room, base, state and state.id ~= '' and state or nil)
+lay_over(room, base, state)
 room.bank = math.min(room.bank, bank_cap(room.rate))
 if text ~= '' then redis.call('HSET', ROOM, 'evo', text) else redis.call('HDEL', ROOM, 'evo') end
 redis.call('HSET', ROOM, 'bank', fmt(room.bank), 'last', fmt(room.accrued_at))
