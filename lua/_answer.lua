@@ -53,12 +53,12 @@ local function answer(room, vid, spot, now)
     end
   end
   if room.prequeue then
-    local v = redis.call('HMGET', ROOM, 'pqf', 'pqt', 'pqu')
-    local first, last = tonumber(v[1]) or 0, tonumber(v[2]) or 0
+    local v = redis.call('HMGET', ROOM, @{prequeueFirst, prequeueLast, prequeueUntil})
+    local first, last = tonumber(v[@prequeueFirst]) or 0, tonumber(v[@prequeueLast]) or 0
     if spot.ticket >= first and (last == 0 or spot.ticket <= last) then
       -- in an event's pre-queue: its place is drawn at startsAt, so it has none to tell yet
       -- (nor an order key for its ticket: the far poll must not place it by the one it has)
-      local starts = math.max(tonumber(v[3]) or 0, now)
+      local starts = math.max(tonumber(v[@prequeueUntil]) or 0, now)
       local cadence = poll_after(1, room.rate / 60, starts - now, redis.call('ZCARD', LINE),
         room.poll_budget)
       return {'waiting', spot.ticket, -1, -1, fmt(starts), cadence, room.status, room.generation,

@@ -12,7 +12,7 @@
 -- pre-queue collects entries then (preQueueOpensAt <= t < startsAt) and the next boundary after
 -- `t`, encoded as `evo` is; '' when no event runs at `t` or starts after it.
 local function event_state_at(t)
-  local raw = redis.call('HGET', ROOM, 'evs')
+  local raw = redis.call('HGET', ROOM, @events)
   if not raw or raw == '' then return '' end
   local running, prequeue, next_boundary = nil, '', 0
   for _, event in ipairs(cjson.decode(raw)) do
@@ -47,20 +47,21 @@ end
 -- (both kept after the draw: their tickets' far polls go to Redis, since their order keys moved).
 local function open_prequeue(room, starts)
   if room.prequeue then return end -- the last one's draw is still being made (within a tick)
-  redis.call('HSET', ROOM, 'pqs', 'o', 'pqf', fmt(room.tickets + 1), 'pqt', 0,
-    'pqu', fmt(starts), 'pqc', '')
+  redis.call('HSET', ROOM, @prequeueState, 'o', @prequeueFirst, fmt(room.tickets + 1),
+    @prequeueLast, 0, @prequeueUntil, fmt(starts), @prequeueCursor, '')
   room.prequeue, room.prequeue_first = 'o', room.tickets + 1
 end
 
 local function close_prequeue(room)
   if room.prequeue ~= 'o' then return end
-  local first = tonumber(redis.call('HGET', ROOM, 'pqf')) or (room.tickets + 1)
+  local first = tonumber(redis.call('HGET', ROOM, @prequeueFirst)) or (room.tickets + 1)
   if room.tickets < first then -- nobody came: nothing to draw
-    redis.call('HDEL', ROOM, 'pqs', 'pqu', 'pqc')
+    redis.call('HDEL', ROOM, @prequeueState, @prequeueUntil, @prequeueCursor)
     room.prequeue = nil
     return
   end
-  redis.call('HSET', ROOM, 'pqs', 'p', 'pqt', fmt(room.tickets), 'pqc', '')
+  redis.call('HSET', ROOM, @prequeueState, 'p', @prequeueLast, fmt(room.tickets),
+    @prequeueCursor, '')
   room.prequeue = 'p'
 end
 
@@ -93,12 +94,12 @@ local function at_events(room, now)
   end
   if crossed then
     if room.event_state ~= '' then
-      redis.call('HSET', ROOM, 'evo', room.event_state)
+      redis.call('HSET', ROOM, @eventState, room.event_state)
     else
-      redis.call('HDEL', ROOM, 'evo')
+      redis.call('HDEL', ROOM, @eventState)
     end
     -- booked now: save_room's lazy write would skip accrual, and it moved at another rate
-    redis.call('HSET', ROOM, 'bank', fmt(room.bank), 'last', fmt(room.accrued_at))
+    redis.call('HSET', ROOM, @bank, fmt(room.bank), @accruedAt, fmt(room.accrued_at))
     room.loaded[1], room.loaded[2] = room.bank, room.accrued_at
   else
     lay_over(room, base, state)

@@ -12,12 +12,13 @@ if room.draw_state ~= 'c' then return err('NoDraw') end
 local now = clock(room)
 -- once opensAt has come the named beacon round may be public: a new seed then could be chosen
 -- against it, so a draw waiting for its beacon keeps its seed
-if now >= room.opens_at and (redis.call('HGET', ROOM, 'dbu') or '') ~= '' then
+if now >= room.opens_at and (redis.call('HGET', ROOM, @beaconUrl) or '') ~= '' then
   return err('NoDraw')
 end
-local v = redis.call('HMGET', ROOM, 'dcm', 'dca', 'dwd')
-local withdrawn = (v[3] and v[3] ~= '') and cjson.decode(v[3]) or {}
-withdrawn[#withdrawn + 1] = {commitment = v[1], committedAt = tonumber(v[2]), withdrawnAt = now}
-redis.call('HSET', ROOM, 'dsd', seed, 'dcm', commitment, 'dca', fmt(now),
-  'dwd', cjson.encode(withdrawn))
+local v = redis.call('HMGET', ROOM, @{commitment, committedAt, withdrawn})
+local withdrawn = (v[@withdrawn] and v[@withdrawn] ~= '') and cjson.decode(v[@withdrawn]) or {}
+withdrawn[#withdrawn + 1] = {commitment = v[@commitment], committedAt = tonumber(v[@committedAt]),
+  withdrawnAt = now}
+redis.call('HSET', ROOM, @drawSeed, seed, @commitment, commitment, @committedAt, fmt(now),
+  @withdrawn, cjson.encode(withdrawn))
 return {'OK', fmt(now)}

@@ -9,6 +9,14 @@ in dependency order, then the operation. redis-py reloads a script after NOSCRIP
 A few scripts are not room operations (``STANDALONE``): their keys are not a room's fixed keys
 (a room's key base, a challenge marker), so they are loaded as written, without pieces, and
 their callers pass the keys their ``-- KEYS[1]:`` header documents.
+
+What Lua shares with Python is written into every script here, from its one Python home, so
+the two cannot drift (``expand``):
+- a room hash field is named by its readable name (queue/room_hash.py): ``@opensAt`` becomes
+  the stored name ``'oa'``; a read of several (an HMGET of ROOM bound to a local ``v``),
+  ``@{status, opensAt}``, becomes the list of stored names, and ``v[@opensAt]`` its position
+  in that list (``2``);
+- a shared constant is named ``$NAME`` (``SHARED``: the Python value it stands for).
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ from functools import cache
 import redis
 from redis.commands.core import Script
 
+from anteroom.queue import far_poll, key_layout, line_blocks, poll_cadence, room_draw
+from anteroom.queue.room_hash import STORED
 from anteroom.resources import resource_dir
 
 OPERATIONS = (
@@ -57,7 +67,75 @@ OPERATIONS = (
 # Scripts loaded as written: the room series' sampler and refusal counter, the challenge spend.
 STANDALONE = ("sample_series", "count_refusals", "spend_challenge")
 
+# The constants the scripts share with Python, by the name a script writes after ``$``.
+SHARED: dict[str, int | tuple[int, ...]] = {
+    "MAX_ADMIT": far_poll.MAX_ADMIT,
+    "SEEN_BOOKING_MAX": far_poll.SEEN_BOOKING_MAX_MS,
+    # the waits hash's fields but the last ("inf"): the bounds a wait is counted under
+    "WAIT_BOUNDS": tuple(int(bound) for bound in key_layout.WAIT_BUCKETS[:-1]),
+    "FRONT_MIN": poll_cadence.FRONT_MIN,
+    "FRONT_MS": poll_cadence.FRONT_MS,
+    "SPREAD": poll_cadence.SPREAD,
+    "CADENCE_CAP": poll_cadence.CADENCE_CAP_MS,
+    "HELD_POLL_MS": poll_cadence.HELD_POLL_MS,
+    "MISSED_POLLS": poll_cadence.MISSED_POLLS,
+    "DEFAULT_POLL_BUDGET": poll_cadence.DEFAULT_POLL_BUDGET,
+    "POST_OPEN_KEY": line_blocks.POST_OPEN_KEY,
+    "TICKET_BLOCK": line_blocks.TICKET_BLOCK,
+    "POOL_BLOCK": line_blocks.POOL_BLOCK,
+    "SKIP_LANE": line_blocks.SKIP_LANE,
+    "PRIORITY_LANE": line_blocks.PRIORITY_LANE,
+    "DRAWN_SPAN": room_draw.DRAWN_SPAN,
+}
+
 _NEEDS = re.compile(r"^-- needs: *(.*)$", re.MULTILINE)
+# In order of precedence: a read of several fields bound to a local, a position in such a
+# read, a field's stored name, a shared constant. ``@``/``$`` after a word character or a
+# quote is left alone (``'q@ms;'`` in a comment, ``%d+$`` in a pattern).
+_SHARED = re.compile(
+    r"(?P<bind>local (?P<var>\w+) = redis\.call\('HMGET', ROOM, )@\{(?P<list>[^}]*)\}"
+    r"|(?P<of>\w+)\[@(?P<at>\w+)\]"
+    r"|(?<![\w'\"])@(?P<field>\w+)"
+    r"|(?<![\w'\"%])\$(?P<constant>[A-Z][A-Z0-9_]*)"
+)
+
+
+def _stored(name: str, where: str) -> str:
+    if name not in STORED:
+        raise ValueError(f"{where}: @{name} is no field of the room hash (queue/room_hash.py)")
+    return STORED[name]
+
+
+def _lua_value(value: int | tuple[int, ...]) -> str:
+    if isinstance(value, tuple):
+        return "{" + ", ".join(str(int(v)) for v in value) + "}"
+    return str(int(value))
+
+
+def expand(text: str, where: str = "lua") -> str:
+    """``text`` with the room hash's fields and the shared constants written in (see above)."""
+    reads: dict[str, list[str]] = {}  # a local bound to a read of several fields: their names
+
+    def one(match: re.Match[str]) -> str:
+        if match["var"]:
+            names = [n.strip() for n in match["list"].split(",") if n.strip()]
+            reads[match["var"]] = names
+            fields = ", ".join(f"'{_stored(n, where)}'" for n in names)
+            return match["bind"] + fields
+        if match["of"]:
+            names = reads.get(match["of"], [])
+            if match["at"] not in names:
+                raise ValueError(f"{where}: {match['of']}[@{match['at']}] is not in its read")
+            return f"{match['of']}[{names.index(match['at']) + 1}]"
+        if match["field"]:
+            return f"'{_stored(match['field'], where)}'"
+        if match["constant"] not in SHARED:
+            raise ValueError(f"{where}: ${match['constant']} is no shared constant")
+        return _lua_value(SHARED[match["constant"]])
+
+    return _SHARED.sub(one, text)
+
+
 _KEYS = re.compile(r"^-- KEYS: *(.*)$", re.MULTILINE)
 
 
@@ -71,6 +149,11 @@ class Operation:
 
 def _read(name: str) -> str:
     return (resource_dir("lua") / f"{name}.lua").read_text(encoding="utf-8")
+
+
+def _expanded(name: str) -> str:
+    # Not cached apart: operation() is, and the benchmarks swap _read to assemble another tree.
+    return expand(_read(name), f"lua/{name}.lua")
 
 
 def _needs(text: str) -> list[str]:
@@ -107,8 +190,8 @@ def operation(name: str) -> Operation:
     bind = ", ".join(key.upper() for key in keys)
     slots = ", ".join(f"KEYS[{i}]" for i in range(1, len(keys) + 1))
     parts = [f"local {bind} = {slots}"] if keys else []
-    parts += [f"-- {piece}.lua\n{_read(piece)}" for piece in _pieces(name)]
-    parts.append(f"-- {name}.lua\n{body}")
+    parts += [f"-- {piece}.lua\n{_expanded(piece)}" for piece in _pieces(name)]
+    parts.append(f"-- {name}.lua\n{_expanded(name)}")
     return Operation("\n".join(parts), keys)
 
 
@@ -124,10 +207,11 @@ def register(client: redis.Redis) -> dict[str, Script]:
 
 @cache
 def standalone(name: str) -> str:
-    """Source of standalone script ``name`` (``lua/<name>.lua`` as written)."""
+    """Source of standalone script ``name`` (``lua/<name>.lua`` as written, shared names
+    written in)."""
     if name not in STANDALONE:
         raise ValueError(f"not a standalone script: {name!r}")
-    return _read(name)
+    return _expanded(name)
 
 
 def register_standalone(client: redis.Redis, name: str) -> Script:

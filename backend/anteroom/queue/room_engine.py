@@ -20,7 +20,7 @@ from anteroom.queue import room_config as rooms
 from anteroom.queue import room_events
 from anteroom.queue.draw_beacon import round_at
 from anteroom.queue.far_poll import Gone, answer_far
-from anteroom.queue.key_layout import DEFAULT_PREFIX, KeySpace
+from anteroom.queue.key_layout import DEFAULT_PREFIX, WAIT_BUCKETS, KeySpace
 from anteroom.queue.poll_limit import PollCounter
 from anteroom.queue.room_draw import DrawDone, make_draw
 from anteroom.queue.room_hash import stored
@@ -52,11 +52,6 @@ NEAR_HEAD = 100
 COUNTERS = tuple(
     stored(name) for name in ("entries", "refusedFull", "leaves", "abandoned", "admitted")
 )
-# Upper bounds (seconds) of the wait histogram's buckets: the fields of the `waits` hash, as
-# lua/_admissions.lua's WAIT_BOUNDS writes them (tests/unit/test_lua_constants.py holds the two
-# together); room_series.py samples them in this order.
-WAIT_BUCKETS = ("1", "2", "5", "10", "20", "30", "60", "120", "300", "600", "1200", "1800",
-                "3600", "7200", "inf")  # fmt: skip
 # Scripts that change what every process's room directory holds (settings, state, clock,
 # revocations): each is followed by a bump of KeySpace.rooms_version.
 CHANGES_ROOMS = frozenset(
