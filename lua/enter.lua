@@ -30,7 +30,9 @@ if over > 0 then return err('AddressLimited', over) end
 local room = load_room()
 if not room then return err('RoomNotFound') end
 if room.status == 'idle' then
-  return {'idle', -1, -1, -1, 0, 0, 'idle', room.generation, 0, 0, '', '', '', 0, 0, 0}
+  return @ANSWER{status = 'idle', ticket = -1, position = -1, eta = -1, opensAt = 0,
+    pollAfterMs = 0, roomStatus = 'idle', generation = room.generation, admittedAt = 0,
+    expiresAt = 0, dealNumber = 0, score = 0, now = 0}
 end
 local now = clock(room)
 at_events(room, now)

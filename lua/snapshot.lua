@@ -3,8 +3,8 @@
 -- needs: _base, _clock, _admissions, _blocks, _event_state, _in_force
 -- KEYS: room spots line active adm rvk bks blk waits
 -- ARGV: the revocation count (`rvn`) the caller already holds the revocations of ('' if none).
--- Reply: {now ms, pinned (1/0), generation, status, opensAt, rate, capacity (0: none),
---   holdScore, abandonAfterSec, pollBudgetPerSecond, regrouping (1/0), counted (1/0: the room
+-- Reply (its slots by name, script_replies.SNAPSHOT): {now ms, pinned (1/0), generation,
+--   status, opensAt, rate, capacity (0: none), holdScore, abandonAfterSec, pollBudgetPerSecond, regrouping (1/0), counted (1/0: the room
 --   counts its blocks), rvn, line length, live admissions, admitted last minute,
 --   blocks as field, count, ... , revocations as field, until, ... or 0 when rvn is the caller's,
 --   the mode in force (_in_force.lua), the next scheduled event's boundary (ms, 0:
@@ -26,8 +26,11 @@ lay_over(room, {mode = v[@mode] or 'fifo', rate = n(v[@ratePerMinute]) or 0,
   capacity = n(v[@capacity]) or 0, admission_ttl = 0}, state) -- (no use for admission life)
 local revocations = 0
 if rvn ~= ARGV[1] then revocations = redis.call('HGETALL', RVK) end
-return {fmt(now), pinned > 0 and 1 or 0, v[@generation], v[@status], v[@opensAt] or '0',
-  fmt(room.rate), fmt(room.capacity), v[@holdScore] or '0', v[@abandonAfterSec] or '0',
-  v[@pollBudgetPerSecond] or '', regrouping, v[@blocksCounted] == '1' and 1 or 0, rvn,
-  redis.call('ZCARD', LINE), active_count(now), admitted_last_minute(now),
-  redis.call('HGETALL', BLOCKS), revocations, room.mode, fmt(state and state.boundary or 0)}
+return @SNAPSHOT{now = fmt(now), pinned = pinned > 0 and 1 or 0, generation = v[@generation],
+  status = v[@status], opensAt = v[@opensAt] or '0', rate = fmt(room.rate),
+  capacity = fmt(room.capacity), holdScore = v[@holdScore] or '0',
+  abandonAfterSec = v[@abandonAfterSec] or '0', pollBudget = v[@pollBudgetPerSecond] or '',
+  regrouping = regrouping, counted = v[@blocksCounted] == '1' and 1 or 0, revocationCount = rvn,
+  line = redis.call('ZCARD', LINE), active = active_count(now),
+  admittedLastMinute = admitted_last_minute(now), blocks = redis.call('HGETALL', BLOCKS),
+  revocations = revocations, mode = room.mode, boundary = fmt(state and state.boundary or 0)}

@@ -15,6 +15,7 @@ from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue import room_engine as eng
 from anteroom.queue.poll_cadence import poll_after
+from anteroom.queue.script_replies import SNAPSHOT_AT
 from anteroom.sdk.tokens import TicketClaims
 from helpers import carried_claims, free_port, make_room
 
@@ -115,7 +116,7 @@ def test_the_snapshot_read_writes_nothing(engine: Engine, redis_client: redis.Re
     aof = int(redis_client.info("persistence")["aof_current_size"])
     for _ in range(30):
         raw = engine._run_read("snapshot", room, "")
-        assert raw[3] == "open"
+        assert raw[SNAPSHOT_AT.status] == "open"
     assert {key: redis_client.dump(key) for key in redis_client.keys(base + "*")} == before
     assert int(redis_client.info("persistence")["aof_current_size"]) == aof
 

@@ -15,6 +15,7 @@ import redis
 from anteroom.engine import Engine
 from anteroom.queue import room_events
 from anteroom.queue.room_hash import stored
+from anteroom.queue.script_replies import SNAPSHOT_AT
 from helpers import make_room
 
 pytestmark = pytest.mark.redis
@@ -45,7 +46,8 @@ def test_the_scripts_and_python_judge_the_room_in_force_alike(
                        "endsAt": now + 60_000, "overrides": overrides}]  # fmt: skip
         engine.set_events(room, engine.get_room(room)["eventsVersion"], events)
         raw = engine._run_read("snapshot", room, "")
-        scripts = (raw[18], int(raw[5]), int(raw[6]))
+        at = SNAPSHOT_AT
+        scripts = (raw[at.mode], int(raw[at.rate]), int(raw[at.capacity]))
         python = room_events.in_force(engine.get_room(room), int(time.time() * 1000))
         said = (python["mode"], python["ratePerMinute"], python["capacity"] or 0)
         assert scripts == said, (own, overrides, net)

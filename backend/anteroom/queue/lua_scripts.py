@@ -16,7 +16,10 @@ the two cannot drift (``expand``):
   the stored name ``'oa'``; a read of several (an HMGET of ROOM bound to a local ``v``),
   ``@{status, opensAt}``, becomes the list of stored names, and ``v[@opensAt]`` its position
   in that list (``2``);
-- a shared constant is named ``$NAME`` (``SHARED``: the Python value it stands for).
+- a shared constant is named ``$NAME`` (``SHARED``: the Python value it stands for);
+- a long reply is built by name, ``@ANSWER{status = 'held', ticket = t, …}``, and written as
+  the array of its slots in script_replies' order ('' for a slot not named); ``reply[@ANSWER.
+  pollAfterMs]`` is that slot's position.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from redis.commands.core import Script
 
 from anteroom.queue import far_poll, key_layout, line_blocks, poll_cadence, room_draw
 from anteroom.queue.room_hash import STORED
+from anteroom.queue.script_replies import REPLIES
 from anteroom.resources import resource_dir
 
 OPERATIONS = (
@@ -94,6 +98,7 @@ _NEEDS = re.compile(r"^-- needs: *(.*)$", re.MULTILINE)
 # quote is left alone (``'q@ms;'`` in a comment, ``%d+$`` in a pattern).
 _SHARED = re.compile(
     r"(?P<bind>local (?P<var>\w+) = redis\.call\('HMGET', ROOM, )@\{(?P<list>[^}]*)\}"
+    r"|@(?P<reply>[A-Z]+)\.(?P<slot>\w+)"
     r"|(?P<of>\w+)\[@(?P<at>\w+)\]"
     r"|(?<![\w'\"])@(?P<field>\w+)"
     r"|(?<![\w'\"%])\$(?P<constant>[A-Z][A-Z0-9_]*)"
@@ -112,11 +117,80 @@ def _lua_value(value: int | tuple[int, ...]) -> str:
     return str(int(value))
 
 
+_REPLY = re.compile(r"@([A-Z]+)\{")
+_ITEM = re.compile(r"^\s*(\w+)\s*=(?!=)\s*(.*?)\s*$", re.DOTALL)
+
+
+def _closing(text: str, start: int) -> int:
+    """Index of the brace closing the one before ``start`` (strings and nesting skipped)."""
+    depth, quote, i = 0, "", start
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == "\\":
+                i += 1
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in "({[":
+            depth += 1
+        elif char in ")}]":
+            if depth == 0:
+                return i
+            depth -= 1
+        i += 1
+    raise ValueError("unclosed reply")
+
+
+def _items(body: str) -> list[str]:
+    """The top-level comma-separated items of a table constructor's body."""
+    items, depth, quote, current = [], 0, "", ""
+    for char in body:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "({[":
+            depth += 1
+        elif char in ")}]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(current)
+            current = ""
+            continue
+        current += char
+    return [item for item in [*items, current] if item.strip()]
+
+
+def _replies(text: str, where: str) -> str:
+    """``@NAME{slot = expr, …}`` written as the array of NAME's slots (``''`` where not named)."""
+    while found := _REPLY.search(text):
+        name, end = found[1], _closing(text, found.end())
+        if name not in REPLIES:
+            raise ValueError(f"{where}: @{name}{{…}} is no reply of script_replies.REPLIES")
+        given: dict[str, str] = {}
+        for item in _items(text[found.end() : end]):
+            named = _ITEM.match(item)
+            if not named or named[1] not in REPLIES[name]:
+                raise ValueError(f"{where}: @{name}{{{item.strip()}}} names no slot of it")
+            given[named[1]] = " ".join(named[2].split())
+        values = ", ".join(given.get(slot, "''") for slot in REPLIES[name])
+        text = text[: found.start()] + "{" + values + "}" + text[end + 1 :]
+    return text
+
+
 def expand(text: str, where: str = "lua") -> str:
-    """``text`` with the room hash's fields and the shared constants written in (see above)."""
+    """``text`` with the room hash's fields, the shared constants and the replies' slots
+    written in (see above)."""
     reads: dict[str, list[str]] = {}  # a local bound to a read of several fields: their names
 
     def one(match: re.Match[str]) -> str:
+        if match["reply"]:
+            slots = REPLIES.get(match["reply"], ())
+            if match["slot"] not in slots:
+                raise ValueError(f"{where}: @{match['reply']}.{match['slot']} is no reply slot")
+            return str(slots.index(match["slot"]) + 1)
         if match["var"]:
             names = [n.strip() for n in match["list"].split(",") if n.strip()]
             reads[match["var"]] = names
@@ -133,7 +207,7 @@ def expand(text: str, where: str = "lua") -> str:
             raise ValueError(f"{where}: ${match['constant']} is no shared constant")
         return _lua_value(SHARED[match["constant"]])
 
-    return _SHARED.sub(one, text)
+    return _SHARED.sub(one, _replies(text, where))
 
 
 _KEYS = re.compile(r"^-- KEYS: *(.*)$", re.MULTILINE)
