@@ -24,7 +24,7 @@ end
 
 -- Active slots (ACTIVE: vid -> expires) lapse by themselves: a bounded clean-up keeps the set
 -- honest without trusting browsers.
-local MAX_ADMIT = 200
+local MAX_ADMIT = $MAX_ADMIT
 local function free_expired(now)
   local gone = redis.call('ZRANGEBYSCORE', ACTIVE, '-inf', fmt(now), 'LIMIT', 0, MAX_ADMIT)
   if #gone > 0 then redis.call('ZREM', ACTIVE, unpack(gone)) end
@@ -33,9 +33,9 @@ end
 local function active_count(now) return redis.call('ZCOUNT', ACTIVE, '(' .. fmt(now), '+inf') end
 
 -- The wait histogram (WAITS): admissions by their wait from entry, field = the bucket's upper
--- bound in seconds (the operator console reads it; WAIT_BUCKETS in room_engine.py, held to
--- these bounds by tests/unit/test_lua_constants.py).
-local WAIT_BOUNDS = {1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200}
+-- bound in seconds (the operator console reads it; key_layout.WAIT_BUCKETS, whose bounds the
+-- assembler writes in here, queue/lua_scripts.py).
+local WAIT_BOUNDS = $WAIT_BOUNDS
 local function wait_bucket(wait_ms)
   for _, bound in ipairs(WAIT_BOUNDS) do
     if wait_ms <= bound * 1000 then return tostring(bound) end
@@ -78,7 +78,7 @@ end
 -- head of the line and a later arrival's key is POST_OPEN_KEY + its ticket, so this stays 0
 -- unless some script files a spot behind its arrival: counted rather than assumed.
 local function book_order(order_keys)
-  local last = tonumber(redis.call('HGET', ROOM, 'lak')) or -1
+  local last = tonumber(redis.call('HGET', ROOM, @lastLaterKey)) or -1
   local before, pre, later, out = last, 0, 0, 0
   for _, key in ipairs(order_keys) do
     if key < -DRAWN_SPAN then -- an invitee's lane key: neither pre-queue nor in arrival order
@@ -89,10 +89,10 @@ local function book_order(order_keys)
       if key < last then out = out + 1 else last = key end
     end
   end
-  if pre > 0 then redis.call('HINCRBY', ROOM, 'npre', pre) end
-  if later > 0 then redis.call('HINCRBY', ROOM, 'nlate', later) end
-  if last ~= before then redis.call('HSET', ROOM, 'lak', fmt(last)) end
-  if out > 0 then redis.call('HINCRBY', ROOM, 'nooo', out) end
+  if pre > 0 then redis.call('HINCRBY', ROOM, @admittedFromPreQueue, pre) end
+  if later > 0 then redis.call('HINCRBY', ROOM, @admittedLater, later) end
+  if last ~= before then redis.call('HSET', ROOM, @lastLaterKey, fmt(last)) end
+  if out > 0 then redis.call('HINCRBY', ROOM, @outOfOrder, out) end
 end
 
 local function book_dealt(room, now, batch)

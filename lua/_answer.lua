@@ -23,8 +23,9 @@ local function admission_jti(room, spot)
   return redis.sha1hex(room.id .. ':' .. room.generation .. ':' .. spot.ticket):sub(1, 16)
 end
 
--- A queue answer as a flat array, decoded by name in one place (script_replies.py):
--- status, ticket, position, eta s, opensAt ms, pollAfterMs, room status, generation,
+-- A queue answer, built by the names of its slots (script_replies.ANSWER: the assembler
+-- writes the array in their order, '' for a slot not named, and Python decodes it by the same
+-- names): status, ticket, position, eta s, opensAt ms, pollAfterMs, room status, generation,
 -- admitted at ms, expires ms, admission jti, session jti, network tag, deal number, score,
 -- now ms (the room's clock: the facade counts the poll in that minute), and for a waiting spot
 -- in the line its order key and the time it is kept until unpolled (ms: seen + abandonAfterSec),
@@ -33,13 +34,18 @@ end
 -- -1 / '' stand for null.
 local function answer(room, vid, spot, now)
   if spot.state == 'a' then
-    return {'admitted', spot.ticket, -1, -1, fmt(room.opens_at), 0, room.status, room.generation,
-      fmt(spot.since), fmt(spot.expires), admission_jti(room, spot), spot.session_jti,
-      spot.network_tag, spot.deal_number, spot.score, fmt(now), '', ''}
+    return @ANSWER{status = 'admitted', ticket = spot.ticket, position = -1, eta = -1,
+      opensAt = fmt(room.opens_at), pollAfterMs = 0, roomStatus = room.status,
+      generation = room.generation, admittedAt = fmt(spot.since), expiresAt = fmt(spot.expires),
+      admissionJti = admission_jti(room, spot), sessionJti = spot.session_jti,
+      networkTag = spot.network_tag, dealNumber = spot.deal_number, score = spot.score,
+      now = fmt(now)}
   end
   if spot.score >= room.hold_score then
-    return {'held', spot.ticket, -1, -1, fmt(room.opens_at), HELD_POLL_MS, room.status, room.generation,
-      0, 0, '', spot.session_jti, spot.network_tag, 0, spot.score, fmt(now), '', ''}
+    return @ANSWER{status = 'held', ticket = spot.ticket, position = -1, eta = -1,
+      opensAt = fmt(room.opens_at), pollAfterMs = HELD_POLL_MS, roomStatus = room.status,
+      generation = room.generation, admittedAt = 0, expiresAt = 0, sessionJti = spot.session_jti,
+      networkTag = spot.network_tag, dealNumber = 0, score = spot.score, now = fmt(now)}
   end
   local rank = redis.call('ZRANK', LINE, vid)
   if not rank then -- released by a holdScore raise, not yet moved: it moves now
@@ -53,42 +59,51 @@ local function answer(room, vid, spot, now)
     end
   end
   if room.prequeue then
-    local v = redis.call('HMGET', ROOM, 'pqf', 'pqt', 'pqu')
-    local first, last = tonumber(v[1]) or 0, tonumber(v[2]) or 0
+    local v = redis.call('HMGET', ROOM, @{prequeueFirst, prequeueLast, prequeueUntil})
+    local first, last = tonumber(v[@prequeueFirst]) or 0, tonumber(v[@prequeueLast]) or 0
     if spot.ticket >= first and (last == 0 or spot.ticket <= last) then
       -- in an event's pre-queue: its place is drawn at startsAt, so it has none to tell yet
       -- (nor an order key for its ticket: the far poll must not place it by the one it has)
-      local starts = math.max(tonumber(v[3]) or 0, now)
+      local starts = math.max(tonumber(v[@prequeueUntil]) or 0, now)
       local cadence = poll_after(1, room.rate / 60, starts - now, redis.call('ZCARD', LINE),
         room.poll_budget)
-      return {'waiting', spot.ticket, -1, -1, fmt(starts), cadence, room.status, room.generation,
-        0, 0, '', spot.session_jti, spot.network_tag, 0, spot.score, fmt(now), '',
-        fmt(spot.seen + room.abandon_after * 1000)}
+      return @ANSWER{status = 'waiting', ticket = spot.ticket, position = -1, eta = -1,
+        opensAt = fmt(starts), pollAfterMs = cadence, roomStatus = room.status,
+        generation = room.generation, admittedAt = 0, expiresAt = 0,
+        sessionJti = spot.session_jti, networkTag = spot.network_tag, dealNumber = 0,
+        score = spot.score, now = fmt(now), keptUntil = fmt(spot.seen + room.abandon_after * 1000)}
     end
   end
   if room.mode == 'random' then -- in the draw: no place or ETA, its odds instead
     local line = redis.call('ZCARD', LINE)
     local order_key = rank and redis.call('ZSCORE', LINE, vid) or ''
-    return {'waiting', spot.ticket, -1, -1, fmt(room.opens_at), draw_cadence(room, line, now),
-      room.status, room.generation, 0, 0, '', spot.session_jti, spot.network_tag, 0, spot.score,
-      fmt(now), order_key, fmt(spot.seen + room.abandon_after * 1000),
-      string.format('%.4g', draw_odds(room, line, now))}
+    return @ANSWER{status = 'waiting', ticket = spot.ticket, position = -1, eta = -1,
+      opensAt = fmt(room.opens_at), pollAfterMs = draw_cadence(room, line, now),
+      roomStatus = room.status, generation = room.generation, admittedAt = 0, expiresAt = 0,
+      sessionJti = spot.session_jti, networkTag = spot.network_tag, dealNumber = 0,
+      score = spot.score, now = fmt(now), orderKey = order_key,
+      keptUntil = fmt(spot.seen + room.abandon_after * 1000),
+      odds = string.format('%.4g', draw_odds(room, line, now))}
   end
   local position = (rank or 0) + 1
   local pace, eta = pace_and_eta(room, position, now)
   local order_key = rank and redis.call('ZSCORE', LINE, vid) or ''
-  return {'waiting', spot.ticket, position, eta, fmt(room.opens_at),
-    spot_cadence(room, position, pace, now), room.status, room.generation, 0, 0, '',
-    spot.session_jti, spot.network_tag, 0, spot.score, fmt(now), order_key,
-    fmt(spot.seen + room.abandon_after * 1000)}
+  return @ANSWER{status = 'waiting', ticket = spot.ticket, position = position, eta = eta,
+    opensAt = fmt(room.opens_at), pollAfterMs = spot_cadence(room, position, pace, now),
+    roomStatus = room.status, generation = room.generation, admittedAt = 0, expiresAt = 0,
+    sessionJti = spot.session_jti, networkTag = spot.network_tag, dealNumber = 0,
+    score = spot.score, now = fmt(now), orderKey = order_key,
+    keptUntil = fmt(spot.seen + room.abandon_after * 1000)}
 end
 
 -- After answering a waiting (or held) spot: keep it as long as its cadence asks (see seen_lead).
 -- Only spots told to poll less often than abandonAfterSec / 3 write here.
 local function keep_for_cadence(room, vid, spot, reply, now)
-  if spot.state == 'w' and mark_seen(room.abandon_after, spot, now, reply[6]) then
+  if spot.state == 'w' and mark_seen(room.abandon_after, spot, now, reply[@ANSWER.pollAfterMs]) then
     put_spot(vid, spot)
-    if reply[18] ~= '' then reply[18] = fmt(spot.seen + room.abandon_after * 1000) end
+    if reply[@ANSWER.keptUntil] ~= '' then
+      reply[@ANSWER.keptUntil] = fmt(spot.seen + room.abandon_after * 1000)
+    end
   end
   return reply
 end

@@ -6,10 +6,11 @@
 -- ('p') sort before ticket blocks ('t'); within each, by number. Rooms count from their creation
 -- or their last close (the room's field `blkz`): older lines are not counted.
 local BLOCKS = BLK -- every script carrying this piece declares `blk` in its KEYS line
-local POST_OPEN_KEY = 4503599627370496 -- 2^52, as in enter.lua
-local DRAWN_SPAN = 2251799813685248    -- 2^51: the draw's keys fill [-2^51, 0); invitees' are below
-local TICKET_BLOCK = 1000              -- tickets per block after opening
-local POOL_BLOCK = 1099511627776       -- 2^40: 2^16 lottery numbers (of 2^28) per pool block
+-- line_blocks.py's and room_draw.py's constants, written in by the assembler (lua_scripts.py)
+local POST_OPEN_KEY = $POST_OPEN_KEY -- 2^52
+local DRAWN_SPAN = $DRAWN_SPAN -- 2^51: the draw's keys fill [-2^51, 0); invitees' are below
+local TICKET_BLOCK = $TICKET_BLOCK -- tickets per block after opening
+local POOL_BLOCK = $POOL_BLOCK -- 2^40: 2^16 lottery numbers (of 2^28) per pool block
 local function block_of(order_key)
   local key = tonumber(order_key)
   if key >= POST_OPEN_KEY then return 't' .. math.floor((key - POST_OPEN_KEY) / TICKET_BLOCK) end

@@ -23,10 +23,10 @@ end
 -- (P pace, F front, N line: the first term while intervals grow with the wait, the second for
 -- the spots at the cap), and when that exceeds the budget every interval behind the front is
 -- stretched by the excess, so the room's polls stay within budget + front whatever N.
--- Twins of poll_cadence.py's constants (CADENCE_CAP is its CADENCE_CAP_MS);
--- tests/unit/test_lua_constants.py fails when they differ.
-local FRONT_MIN, FRONT_MS, SPREAD, CADENCE_CAP = 100, 10000, 5, 300000
-local HELD_POLL_MS = 15000
+-- poll_cadence.py's constants (CADENCE_CAP is its CADENCE_CAP_MS), written in by the
+-- assembler (queue/lua_scripts.py).
+local FRONT_MIN, FRONT_MS, SPREAD, CADENCE_CAP = $FRONT_MIN, $FRONT_MS, $SPREAD, $CADENCE_CAP
+local HELD_POLL_MS = $HELD_POLL_MS
 
 local function front_size(pace) return math.max(FRONT_MIN, math.ceil(pace * FRONT_MS / 1000)) end
 

@@ -93,7 +93,7 @@ local function drain(room, now)
   room.dealt = deal_number
   if not passthrough then room.bank = room.bank - admitted * UNIT end
   book_dealt(room, now, batch)
-  if dropped > 0 then redis.call('HINCRBY', ROOM, 'nswept', dropped) end
-  if held > 0 then redis.call('HINCRBY', ROOM, 'nheld', held) end
+  if dropped > 0 then redis.call('HINCRBY', ROOM, @abandoned, dropped) end
+  if held > 0 then redis.call('HINCRBY', ROOM, @heldCount, held) end
   return admitted
 end

@@ -7,8 +7,9 @@
 -- failMode open: nothing is dealt while a process may hold outage admissions of this room not
 -- yet booked (`fol`, kept by check_in_fail_open.lua: until then every process has booked its).
 local function fail_open_held(now)
-  local v = redis.call('HMGET', ROOM, 'fm', 'fol')
-  return v[1] == 'open' and v[2] ~= false and now >= tonumber(v[2])
+  local v = redis.call('HMGET', ROOM, @{failMode, failOpenLease})
+  local lease = v[@failOpenLease]
+  return v[@failMode] == 'open' and lease ~= false and now >= tonumber(lease)
 end
 
 local function drain_budget(room, now, passthrough)

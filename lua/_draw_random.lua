@@ -60,10 +60,10 @@ local function drain_random(room, now)
   batch.order = {}
   room.bank = room.bank - admitted * UNIT
   book_dealt(room, now, batch)
-  if pre > 0 then redis.call('HINCRBY', ROOM, 'npre', pre) end
-  if later > 0 then redis.call('HINCRBY', ROOM, 'nlate', later) end
-  if dropped > 0 then redis.call('HINCRBY', ROOM, 'nswept', dropped) end
-  if held > 0 then redis.call('HINCRBY', ROOM, 'nheld', held) end
+  if pre > 0 then redis.call('HINCRBY', ROOM, @admittedFromPreQueue, pre) end
+  if later > 0 then redis.call('HINCRBY', ROOM, @admittedLater, later) end
+  if dropped > 0 then redis.call('HINCRBY', ROOM, @abandoned, dropped) end
+  if held > 0 then redis.call('HINCRBY', ROOM, @heldCount, held) end
   return admitted
 end
 

@@ -1,4 +1,4 @@
--- needs: _base, _room, _bank, _event_state
+-- needs: _base, _room, _bank, _event_state, _in_force
 -- Scheduled events (SPEC "Room policies"): windows [startsAt, endsAt) that override some of the
 -- room's settings. The list lives in the room hash as JSON (`evs`, written by set_events.lua,
 -- sorted and checked by queue/room_events.py); what the scripts need of it on every call is in
@@ -12,7 +12,7 @@
 -- pre-queue collects entries then (preQueueOpensAt <= t < startsAt) and the next boundary after
 -- `t`, encoded as `evo` is; '' when no event runs at `t` or starts after it.
 local function event_state_at(t)
-  local raw = redis.call('HGET', ROOM, 'evs')
+  local raw = redis.call('HGET', ROOM, @events)
   if not raw or raw == '' then return '' end
   local running, prequeue, next_boundary = nil, '', 0
   for _, event in ipairs(cjson.decode(raw)) do
@@ -47,37 +47,22 @@ end
 -- (both kept after the draw: their tickets' far polls go to Redis, since their order keys moved).
 local function open_prequeue(room, starts)
   if room.prequeue then return end -- the last one's draw is still being made (within a tick)
-  redis.call('HSET', ROOM, 'pqs', 'o', 'pqf', fmt(room.tickets + 1), 'pqt', 0,
-    'pqu', fmt(starts), 'pqc', '')
+  redis.call('HSET', ROOM, @prequeueState, 'o', @prequeueFirst, fmt(room.tickets + 1),
+    @prequeueLast, 0, @prequeueUntil, fmt(starts), @prequeueCursor, '')
   room.prequeue, room.prequeue_first = 'o', room.tickets + 1
 end
 
 local function close_prequeue(room)
   if room.prequeue ~= 'o' then return end
-  local first = tonumber(redis.call('HGET', ROOM, 'pqf')) or (room.tickets + 1)
+  local first = tonumber(redis.call('HGET', ROOM, @prequeueFirst)) or (room.tickets + 1)
   if room.tickets < first then -- nobody came: nothing to draw
-    redis.call('HDEL', ROOM, 'pqs', 'pqu', 'pqc')
+    redis.call('HDEL', ROOM, @prequeueState, @prequeueUntil, @prequeueCursor)
     room.prequeue = nil
     return
   end
-  redis.call('HSET', ROOM, 'pqs', 'p', 'pqt', fmt(room.tickets), 'pqc', '')
+  redis.call('HSET', ROOM, @prequeueState, 'p', @prequeueLast, fmt(room.tickets),
+    @prequeueCursor, '')
   room.prequeue = 'p'
-end
-
--- The room's own settings (as stored) with a running event's overrides laid over them.
-local function lay_over(room, base, state)
-  room.own_mode, room.rate = base.mode, base.rate
-  room.capacity, room.admission_ttl = base.capacity, base.admission_ttl
-  room.event, room.overrides = '', nil
-  if state then
-    room.event, room.overrides = state.id, state
-    if state.mode ~= '' then room.own_mode = state.mode end
-    if state.rate then room.rate = state.rate end
-    if state.capacity then room.capacity = state.capacity end
-    if state.ttl then room.admission_ttl = state.ttl end
-  end
-  -- an event's mode stands in for the room's own, under the safety net as the room's would
-  room.mode = net_mode(room.safety_net, room.net_state, room.own_mode)
 end
 
 -- Apply the events to `room` at `now`, crossing (and writing) every boundary passed since the
@@ -91,7 +76,7 @@ local function at_events(room, now)
   local state = parse_event_state(room.event_state)
   local crossed = false
   while state and state.boundary > 0 and now >= state.boundary do
-    lay_over(room, base, state.id ~= '' and state or nil)
+    lay_over(room, base, state)
     local edge = state.boundary
     accrue(room, edge)
     local text = event_state_at(edge)
@@ -101,7 +86,7 @@ local function at_events(room, now)
     if was_collecting and not collecting then close_prequeue(room) end
     if collecting and not was_collecting then open_prequeue(room, collecting) end
     room.event_state = text
-    lay_over(room, base, state and state.id ~= '' and state or nil)
+    lay_over(room, base, state)
     -- What was earned before the edge is dealt after it when crossed on time (a ticked room:
     -- within a second); an edge passed long ago (nobody ran) keeps one second of the new rate.
     if now - edge >= 1000 then room.bank = math.min(room.bank, bank_cap(room.rate)) end
@@ -109,15 +94,15 @@ local function at_events(room, now)
   end
   if crossed then
     if room.event_state ~= '' then
-      redis.call('HSET', ROOM, 'evo', room.event_state)
+      redis.call('HSET', ROOM, @eventState, room.event_state)
     else
-      redis.call('HDEL', ROOM, 'evo')
+      redis.call('HDEL', ROOM, @eventState)
     end
     -- booked now: save_room's lazy write would skip accrual, and it moved at another rate
-    redis.call('HSET', ROOM, 'bank', fmt(room.bank), 'last', fmt(room.accrued_at))
+    redis.call('HSET', ROOM, @bank, fmt(room.bank), @accruedAt, fmt(room.accrued_at))
     room.loaded[1], room.loaded[2] = room.bank, room.accrued_at
   else
-    lay_over(room, base, state and state.id ~= '' and state or nil)
+    lay_over(room, base, state)
   end
   return crossed
 end

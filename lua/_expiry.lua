@@ -17,10 +17,10 @@ local function admission_gone(expires, now) return now > expires + ADMISSION_GRA
 -- A far poll answered from a snapshot (queue/far_poll.py) books max(min(abandonAfterSec / 2,
 -- 150 s), 2 I) beyond the lead instead, through book_seen_many: every other poll, and a spot
 -- is then dropped at most about 5 I after its last poll (plus a sweep pass).
--- These constants have Python twins (far_poll.SEEN_BOOKING_MAX_MS, poll_cadence.MISSED_POLLS);
--- tests/unit/test_lua_constants.py fails when they differ.
-local SEEN_BOOKING_MAX = 150000 -- ms
-local MISSED_POLLS = 3 -- a spot is dropped after missing about this many of its own polls
+-- These constants are written in from Python (far_poll.SEEN_BOOKING_MAX_MS,
+-- poll_cadence.MISSED_POLLS) by the assembler (queue/lua_scripts.py).
+local SEEN_BOOKING_MAX = $SEEN_BOOKING_MAX -- ms
+local MISSED_POLLS = $MISSED_POLLS -- a spot is dropped after missing about this many of its own polls
 local function seen_lead(interval, abandon_after)
   return math.max(0, MISSED_POLLS * (interval or 0) - abandon_after * 1000)
 end

@@ -4,8 +4,8 @@
 -- order keys below every other kind: the draw's keys fill [-2^51, 0), lottery keys [0, 2^52),
 -- later arrivals [2^52, ...). The skip lane sorts before the priority lane, each by ticket, so
 -- invited spots keep their arrival order among themselves and nobody else's order changes.
-local SKIP_LANE = 9007199254740992     -- 2^53: a skip-lane key is its ticket - 2^53
-local PRIORITY_LANE = 4503599627370496 -- 2^52: a priority-lane key is its ticket - 2^52
+local SKIP_LANE = $SKIP_LANE -- 2^53: a skip-lane key is its ticket - 2^53
+local PRIORITY_LANE = $PRIORITY_LANE -- 2^52: a priority-lane key is its ticket - 2^52
 
 -- The invite a newcomer presents, from ARGV after the limit counters: id ('' for none),
 -- expiry (ms, room clock), uses (in all), lane ('s' skip, 'p' priority).

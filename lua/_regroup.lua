@@ -13,14 +13,14 @@ local SCORE_PATTERN = '^[^|]*|([^|]*)|'
 -- operator's choice (a raised holdScore), lower the mark out-of-order admissions are measured
 -- against (`lak`, see book_order in _admissions.lua) to the lowest released later arrival's key.
 local function book_released(order_keys)
-  redis.call('HINCRBY', ROOM, 'nrel', #order_keys)
+  redis.call('HINCRBY', ROOM, @releasedCount, #order_keys)
   local lowest = nil
   for _, key in ipairs(order_keys) do
     local k = tonumber(key)
     if k >= POST_OPEN_KEY and (lowest == nil or k < lowest) then lowest = k end
   end
-  local last = tonumber(redis.call('HGET', ROOM, 'lak'))
-  if lowest and last and lowest < last then redis.call('HSET', ROOM, 'lak', fmt(lowest)) end
+  local last = tonumber(redis.call('HGET', ROOM, @lastLaterKey))
+  if lowest and last and lowest < last then redis.call('HSET', ROOM, @lastLaterKey, fmt(lowest)) end
 end
 
 local function release_step(room, count)
@@ -74,5 +74,5 @@ local function regroup_step(room, count)
   if not regroup_due(room.releasing, room.convict_key) then return end -- the common case
   if room.releasing == '1' then count = release_step(room, count) end
   if room.convict_key ~= '' and count > 0 then convict_step(room, count) end
-  redis.call('HSET', ROOM, 'rel', room.releasing, 'cvk', room.convict_key)
+  redis.call('HSET', ROOM, @releasing, room.releasing, @convictFrom, room.convict_key)
 end

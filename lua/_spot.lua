@@ -47,7 +47,7 @@ local function place(hold_score, vid, score, order_key)
   else
     -- counted once per spot and bucket (a repeated entry at the same score adds nothing)
     if redis.call('ZADD', bucket(score), order_key, vid) == 1 then
-      redis.call('HINCRBY', ROOM, 'nheld', 1)
+      redis.call('HINCRBY', ROOM, @heldCount, 1)
     end
     redis.call('SADD', BKS, score)
   end

@@ -14,7 +14,7 @@ local function sweep_step(room, now, count)
   if not sweep_due(cursor, room.sweep_started, now) then return 0, true end -- the common case
   if cursor == '0' then -- a new pass
     room.sweep_started = now
-    purge_revocations('swr', now, count)
+    purge_revocations(@sweepPurgeCursor, now, count)
   end
   local page = redis.call('HSCAN', SPOTS, cursor, 'COUNT', count)
   local items, dropped = page[2], 0
@@ -29,7 +29,8 @@ local function sweep_step(room, now, count)
     end
   end
   room.sweep_cursor = page[1]
-  redis.call('HSET', ROOM, 'swt', fmt(room.sweep_started), 'swc', room.sweep_cursor)
-  if dropped > 0 then redis.call('HINCRBY', ROOM, 'nswept', dropped) end
+  redis.call('HSET', ROOM, @sweepStartedAt, fmt(room.sweep_started), @sweepCursor,
+    room.sweep_cursor)
+  if dropped > 0 then redis.call('HINCRBY', ROOM, @abandoned, dropped) end
   return dropped, room.sweep_cursor == '0'
 end

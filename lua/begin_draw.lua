@@ -12,11 +12,13 @@ if not room then return err('RoomNotFound') end
 local now = clock(room)
 local state = room.draw_state
 if room.status ~= 'open' or now < room.opens_at then return {0, state} end
-if state == 'r' and (tonumber(redis.call('HGET', ROOM, 'dls')) or 0) > now then return {0, state} end
+if state == 'r' and (tonumber(redis.call('HGET', ROOM, @drawLease)) or 0) > now then
+  return {0, state}
+end
 if state ~= 'c' and state ~= 'r' then return {0, state} end
-local beacon = redis.call('HMGET', ROOM, 'dbu', 'dbv')
-if (beacon[1] or '') ~= '' and (beacon[2] or '') == '' then return {0, 'b'} end
-redis.call('HSET', ROOM, 'dst', 'r', 'dlk', token, 'dls', fmt(now + lease))
+local beacon = redis.call('HMGET', ROOM, @{beaconUrl, beaconValue})
+if (beacon[@beaconUrl] or '') ~= '' and (beacon[@beaconValue] or '') == '' then return {0, 'b'} end
+redis.call('HSET', ROOM, @drawState, 'r', @drawHolder, token, @drawLease, fmt(now + lease))
 redis.call('UNLINK', DRAWN)
-local v = redis.call('HMGET', ROOM, 'dsd', 'dsl')
-return {1, v[1], v[2], beacon[2] or ''}
+local v = redis.call('HMGET', ROOM, @{drawSeed, drawSalt})
+return {1, v[@drawSeed], v[@drawSalt], beacon[@beaconValue] or ''}

@@ -7,11 +7,11 @@
 -- Reply: the vids whose spot is not there waiting under that ticket (gone, another ticket,
 --   admitted), every vid when the generation changed.
 local generation = ARGV[1]
-local room = redis.call('HMGET', ROOM, 'gen', 'fix', 'clk')
+local room = redis.call('HMGET', ROOM, @{generation, pinnedClock, clockOffset})
 local vids = {}
 for i = 2, #ARGV, 3 do vids[#vids + 1] = ARGV[i] end
-if room[1] ~= generation or #vids == 0 then return vids end
-local now = room_clock(tonumber(room[2]) or 0, tonumber(room[3]) or 0)
+if room[@generation] ~= generation or #vids == 0 then return vids end
+local now = room_clock(tonumber(room[@pinnedClock]) or 0, tonumber(room[@clockOffset]) or 0)
 local raws = redis.call('HMGET', SPOTS, unpack(vids))
 local writes, gone = {}, {}
 for j = 1, #vids do

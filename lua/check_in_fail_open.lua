@@ -16,10 +16,10 @@
 local proc, valid_until = ARGV[1], tonumber(ARGV[2]) or 0
 local outage, leaving = ARGV[3] == '1', ARGV[4] == '1'
 local stale, grace = tonumber(ARGV[5]), tonumber(ARGV[6])
-local v = redis.call('HMGET', ROOM, 'st', 'fix', 'clk', 'fol')
-if not v[1] then return {0, 0, 0} end -- no such room (deleted)
-local now = room_clock(tonumber(v[2]) or 0, tonumber(v[3]) or 0)
-local lease_before = tonumber(v[4])
+local v = redis.call('HMGET', ROOM, @{status, pinnedClock, clockOffset, failOpenLease})
+if not v[@status] then return {0, 0, 0} end -- no such room (deleted)
+local now = room_clock(tonumber(v[@pinnedClock]) or 0, tonumber(v[@clockOffset]) or 0)
+local lease_before = tonumber(v[@failOpenLease])
 local checked = 0
 if leaving then
   redis.call('HDEL', FO, proc, proc .. '|n')
@@ -68,11 +68,11 @@ for name, at in pairs(stamps) do
   end
 end
 if held then
-  redis.call('HSET', ROOM, 'fol', '0')
+  redis.call('HSET', ROOM, @failOpenLease, '0')
 elseif lease then
-  redis.call('HSET', ROOM, 'fol', fmt(lease))
+  redis.call('HSET', ROOM, @failOpenLease, fmt(lease))
 else
-  redis.call('HDEL', ROOM, 'fol') -- nobody registered: nobody to wait for
+  redis.call('HDEL', ROOM, @failOpenLease) -- nobody registered: nobody to wait for
 end
 redis.call('PEXPIRE', FO, 86400000) -- a room nobody serves for a day forgets its register
 return {checked, fmt(now), held and 1 or 0}

@@ -11,22 +11,25 @@ if not room then return err('RoomNotFound') end
 for _, score in ipairs(redis.call('SMEMBERS', BKS)) do redis.call('UNLINK', bucket(score)) end
 redis.call('UNLINK', SPOTS, ACTIVE, ADM, BKS, LINE, BLOCKS, PQZ)
 -- an event's pre-queue goes with the line it was in (its tickets start again from 1)
-redis.call('HDEL', ROOM, 'pqs', 'pqf', 'pqt', 'pqu', 'pqc')
-redis.call('HSET', ROOM, 'st', 'idle', 'gen', room.generation + 1, 'tk', 0, 'dealt', 0,
-  'bank', 0, 'last', 0, 'oa', 0, 'peak', 0, 'seed', '', 'swc', '0', 'rel', '0', 'cvk', '', 'blkz', 1)
+redis.call('HDEL', ROOM, @prequeueState, @prequeueFirst, @prequeueLast, @prequeueUntil,
+  @prequeueCursor)
+redis.call('HSET', ROOM, @status, 'idle', @generation, room.generation + 1, @ticketsTaken, 0,
+  @admitted, 0, @bank, 0, @accruedAt, 0, @opensAt, 0, @peakActive, 0, @seed, '',
+  @sweepCursor, '0', @releasing, '0', @convictFrom, '', @blocksCounted, 1)
 if room.status == 'paused' then end_pause(clock(room)) end -- a close ends a pause
 if room.draw_state ~= 'd' then
   -- A commitment closed before its draw is withdrawn, and stays listed with the next opening's
   -- commitment: a close and a new opening must not be a re-roll nobody sees.
-  local v = redis.call('HMGET', ROOM, 'dcm', 'dca', 'dwd')
-  local withdrawn = (v[3] and v[3] ~= '') and cjson.decode(v[3]) or {}
-  if room.draw_state == 'c' and v[1] and v[1] ~= '' then
-    withdrawn[#withdrawn + 1] = {commitment = v[1], committedAt = tonumber(v[2]),
+  local v = redis.call('HMGET', ROOM, @{commitment, committedAt, withdrawn})
+  local withdrawn = (v[@withdrawn] and v[@withdrawn] ~= '') and cjson.decode(v[@withdrawn]) or {}
+  if room.draw_state == 'c' and v[@commitment] and v[@commitment] ~= '' then
+    withdrawn[#withdrawn + 1] = {commitment = v[@commitment],
+      committedAt = tonumber(v[@committedAt]),
       withdrawnAt = clock(room)}
   end
   redis.call('UNLINK', DRAWN)
-  redis.call('HSET', ROOM, 'dst', '', 'dsd', '', 'dsl', '', 'dcm', '', 'dca', 0,
-    'dwd', #withdrawn > 0 and cjson.encode(withdrawn) or '',
-    'dlk', '', 'dls', 0, 'drt', '', 'dnn', 0)
+  redis.call('HSET', ROOM, @drawState, '', @drawSeed, '', @drawSalt, '', @commitment, '',
+    @committedAt, 0, @withdrawn, #withdrawn > 0 and cjson.encode(withdrawn) or '',
+    @drawHolder, '', @drawLease, 0, @drawRoot, '', @drawEntrants, 0)
 end
 return {'OK'}

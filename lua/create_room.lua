@@ -10,6 +10,7 @@
 -- Reply: {'OK'} or {'ERR', 'RoomExists', 0}.
 local HASH_TABLE = string.rep('-', 65) -- longer than any hash-max-listpack-value default (64)
 if redis.call('EXISTS', ROOM) == 1 then return err('RoomExists') end
-redis.call('HSET', ROOM, 'st', 'idle', 'gen', 1, 'tk', 0, 'dealt', 0, 'bank', 0, 'last', 0,
-  'oa', 0, 'peak', 0, 'clk', 0, 'blkz', 1, 'hte', HASH_TABLE, unpack(ARGV))
+redis.call('HSET', ROOM, @status, 'idle', @generation, 1, @ticketsTaken, 0, @admitted, 0,
+  @bank, 0, @accruedAt, 0, @opensAt, 0, @peakActive, 0, @clockOffset, 0, @blocksCounted, 1,
+  @hashTable, HASH_TABLE, unpack(ARGV))
 return {'OK'}

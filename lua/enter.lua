@@ -13,7 +13,7 @@
 --   over its limit: {'ERR', 'AddressLimited', s until its window resets}; a newcomer to a
 --   room in mode reject: {'ERR', 'RoomClosed', 0}; an invite expired or used up:
 --   {'ERR', 'InviteExpired' | 'InviteSpent', 0}.
-local POST_OPEN = 4503599627370496 -- 2^52: post-open order keys sort behind every pool key
+local POST_OPEN = $POST_OPEN_KEY -- 2^52: post-open order keys sort behind every pool key
 local POOL_TICKETS = 16777216      -- 2^24 tickets fit beside a 28-bit lottery number
 local vid, session_jti, score, network_tag, spent =
   ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
@@ -30,7 +30,9 @@ if over > 0 then return err('AddressLimited', over) end
 local room = load_room()
 if not room then return err('RoomNotFound') end
 if room.status == 'idle' then
-  return {'idle', -1, -1, -1, 0, 0, 'idle', room.generation, 0, 0, '', '', '', 0, 0, 0}
+  return @ANSWER{status = 'idle', ticket = -1, position = -1, eta = -1, opensAt = 0,
+    pollAfterMs = 0, roomStatus = 'idle', generation = room.generation, admittedAt = 0,
+    expiresAt = 0, dealNumber = 0, score = 0, now = 0}
 end
 local now = clock(room)
 at_events(room, now)
@@ -78,11 +80,11 @@ local eligible, held = waiting_counts()
 local pool = now < room.opens_at -- before opensAt: the lottery pool
 if eligible + held >= room.max_waiting or (pool and room.tickets + 1 >= POOL_TICKETS) then
   save_room(room, true)
-  redis.call('HINCRBY', ROOM, 'nfull', 1)
+  redis.call('HINCRBY', ROOM, @refusedFull, 1)
   return err('QueueFull', 60)
 end
 room.tickets = room.tickets + 1
-redis.call('HINCRBY', ROOM, 'nent', 1)
+redis.call('HINCRBY', ROOM, @entries, 1)
 spend_invite(invite, vid)
 spot = {ticket = room.tickets, score = score, state = 'w', seen = now,
   session_jti = session_jti, network_tag = network_tag, since = now}

@@ -6,8 +6,9 @@
 -- Reply: 1, or {'ERR', 'DrawLost', 0} when another process holds the draw now.
 local room = load_room()
 if not room then return err('RoomNotFound') end
-if room.draw_state ~= 'r' or redis.call('HGET', ROOM, 'dlk') ~= ARGV[1] then
+if room.draw_state ~= 'r' or redis.call('HGET', ROOM, @drawHolder) ~= ARGV[1] then
   return err('DrawLost')
 end
-redis.call('HSET', ROOM, 'dst', 'd', 'drt', ARGV[2], 'dnn', ARGV[3], 'dlk', '', 'dls', 0)
+redis.call('HSET', ROOM, @drawState, 'd', @drawRoot, ARGV[2], @drawEntrants, ARGV[3],
+  @drawHolder, '', @drawLease, 0)
 return 1

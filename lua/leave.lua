@@ -9,5 +9,5 @@ if not room or room.generation ~= generation then return 0 end
 local spot = get_spot(vid)
 if not spot or spot.ticket ~= ticket then return 0 end
 drop_spot(vid, spot)
-redis.call('HINCRBY', ROOM, 'nleft', 1)
+redis.call('HINCRBY', ROOM, @leaves, 1)
 return 1

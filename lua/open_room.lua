@@ -14,27 +14,29 @@ local room = load_room()
 if not room then return err('RoomNotFound') end
 local now = clock(room)
 if room.status == 'paused' then
-  redis.call('HSET', ROOM, 'st', 'open', 'last', fmt(now))
+  redis.call('HSET', ROOM, @status, 'open', @accruedAt, fmt(now))
   end_pause(now)
 elseif room.status == 'idle' then
   opens_at = opens_at or now
   -- a past opensAt is taken as given: accrual starts there (capped like any other quiet time)
-  redis.call('HSET', ROOM, 'st', 'open', 'oa', fmt(opens_at), 'last',
-    fmt(math.min(opens_at, now)), 'bank', 0, 'seed', seed)
+  redis.call('HSET', ROOM, @status, 'open', @opensAt, fmt(opens_at), @accruedAt,
+    fmt(math.min(opens_at, now)), @bank, 0, @seed, seed)
   -- the opening's fairness counts start afresh (a close keeps the last opening's for its report)
-  redis.call('HSET', ROOM, 'npre', 0, 'nlate', 0, 'nooo', 0, 'lak', '', 'nheld', 0, 'nrel', 0,
-    'pat', 0, 'lps', 0)
+  redis.call('HSET', ROOM, @admittedFromPreQueue, 0, @admittedLater, 0, @outOfOrder, 0,
+    @lastLaterKey, '', @heldCount, 0, @releasedCount, 0, @pausedAt, 0, @longestPause, 0)
   -- the last opening's draw gives way to this one's; only a future opensAt has a pool to draw.
   -- Commitments withdrawn by a close before their draw stay listed (close_room.lua) until a
   -- draw is made: a finished draw's own list went with its report.
-  local withdrawn = room.draw_state == 'd' and '' or (redis.call('HGET', ROOM, 'dwd') or '')
+  local withdrawn = room.draw_state == 'd' and '' or (redis.call('HGET', ROOM, @withdrawn) or '')
   redis.call('UNLINK', DRAWN)
-  redis.call('HSET', ROOM, 'dst', '', 'dsd', '', 'dsl', '', 'dcm', '', 'dca', 0, 'dwd', withdrawn,
-    'dlk', '', 'dls', 0, 'drt', '', 'dnn', 0, 'dbu', '', 'dbr', 0, 'dbv', '', 'dbw', 0)
+  redis.call('HSET', ROOM, @drawState, '', @drawSeed, '', @drawSalt, '', @commitment, '',
+    @committedAt, 0, @withdrawn, withdrawn, @drawHolder, '', @drawLease, 0, @drawRoot, '',
+    @drawEntrants, 0, @beaconUrl, '', @beaconRound, 0, @beaconValue, '', @beaconWaitingSince, 0)
   if opens_at > now then
     -- the beacon round is named with the commitment, and like the seed never changes after
-    redis.call('HSET', ROOM, 'dst', 'c', 'dsd', draw_seed, 'dsl', salt, 'dcm', commitment,
-      'dca', fmt(now), 'dbu', beacon_url, 'dbr', beacon_url ~= '' and beacon_round or 0)
+    redis.call('HSET', ROOM, @drawState, 'c', @drawSeed, draw_seed, @drawSalt, salt,
+      @commitment, commitment, @committedAt, fmt(now), @beaconUrl, beacon_url,
+      @beaconRound, beacon_url ~= '' and beacon_round or 0)
   end
 end
-return {'OK', redis.call('HGET', ROOM, 'st')}
+return {'OK', redis.call('HGET', ROOM, @status)}

@@ -10,5 +10,5 @@ at_events(room, now)
 accrue(room, now)
 save_room(room)
 -- `pat`: when this pause began (room clock), for the opening's longest pause (`lps`)
-redis.call('HSET', ROOM, 'st', 'paused', 'pat', fmt(now))
+redis.call('HSET', ROOM, @status, 'paused', @pausedAt, fmt(now))
 return {'OK'}

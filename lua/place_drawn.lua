@@ -8,10 +8,10 @@
 local token, lease = ARGV[1], tonumber(ARGV[2])
 local room = load_room()
 if not room then return err('RoomNotFound') end
-if room.draw_state ~= 'r' or redis.call('HGET', ROOM, 'dlk') ~= token then
+if room.draw_state ~= 'r' or redis.call('HGET', ROOM, @drawHolder) ~= token then
   return err('DrawLost')
 end
-redis.call('HSET', ROOM, 'dls', fmt(clock(room) + lease))
+redis.call('HSET', ROOM, @drawLease, fmt(clock(room) + lease))
 local moved, ids, left, joined = 0, {}, {}, {}
 for i = 3, #ARGV, 3 do
   local vid, order_key = ARGV[i], ARGV[i + 1]

@@ -12,21 +12,23 @@ local room = load_room()
 if not room then return err('RoomNotFound') end
 if room.draw_state ~= 'c' then return err('NoDraw') end
 local now = clock(room)
-local b = redis.call('HMGET', ROOM, 'dbu', 'dbv')
-local waits_for_beacon = now >= room.opens_at and (b[1] or '') ~= ''
+local b = redis.call('HMGET', ROOM, @{beaconUrl, beaconValue})
+local waits_for_beacon = now >= room.opens_at and (b[@beaconUrl] or '') ~= ''
 if waits_for_beacon then
   -- The named round may be public now: a new seed alone could be chosen against it. So the
   -- new seed takes a new round too, one not emitted yet (the first at or after now + 1 ms), of
   -- the beacon the room names now (a beacon that never answered may be replaced); without
   -- one, or once the old round's value is known, there is no re-roll.
-  if (b[2] or '') ~= '' or beacon_url == '' or period <= 0 then return err('NoDraw') end
+  if (b[@beaconValue] or '') ~= '' or beacon_url == '' or period <= 0 then return err('NoDraw') end
   local since = now + 1 - genesis * 1000
   local round = math.max(1, math.ceil(since / (period * 1000)) + 1)
-  redis.call('HSET', ROOM, 'dbu', beacon_url, 'dbr', fmt(round), 'dbv', '', 'dbw', 0)
+  redis.call('HSET', ROOM, @beaconUrl, beacon_url, @beaconRound, fmt(round), @beaconValue, '',
+    @beaconWaitingSince, 0)
 end
-local v = redis.call('HMGET', ROOM, 'dcm', 'dca', 'dwd')
-local withdrawn = (v[3] and v[3] ~= '') and cjson.decode(v[3]) or {}
-withdrawn[#withdrawn + 1] = {commitment = v[1], committedAt = tonumber(v[2]), withdrawnAt = now}
-redis.call('HSET', ROOM, 'dsd', seed, 'dcm', commitment, 'dca', fmt(now),
-  'dwd', cjson.encode(withdrawn))
+local v = redis.call('HMGET', ROOM, @{commitment, committedAt, withdrawn})
+local withdrawn = (v[@withdrawn] and v[@withdrawn] ~= '') and cjson.decode(v[@withdrawn]) or {}
+withdrawn[#withdrawn + 1] = {commitment = v[@commitment], committedAt = tonumber(v[@committedAt]),
+  withdrawnAt = now}
+redis.call('HSET', ROOM, @drawSeed, seed, @commitment, commitment, @committedAt, fmt(now),
+  @withdrawn, cjson.encode(withdrawn))
 return {'OK', fmt(now)}

@@ -10,11 +10,11 @@ local kind, value, lifetime = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local room = load_room()
 if not room then return 0 end
 local now = clock(room)
-purge_revocations('rvc', now, 100)
+purge_revocations(@revokePurgeCursor, now, 100)
 local field = kind .. ':' .. value
 local until_ms = math.max(now + lifetime, tonumber(redis.call('HGET', RVK, field)) or 0)
 redis.call('HSET', RVK, field, fmt(until_ms))
-redis.call('HINCRBY', ROOM, 'rvn', 1)
+redis.call('HINCRBY', ROOM, @revocationCount, 1)
 if kind == 'v' then
   local spot = get_spot(value)
   if spot then drop_spot(value, spot); return 1 end

@@ -20,9 +20,10 @@ local FINE_KEEP, COARSE_KEEP = tonumber(ARGV[3]), tonumber(ARGV[4])
 local counters, buckets, i = {}, {}, 5
 while ARGV[i] ~= '|' do counters[#counters + 1] = ARGV[i]; i = i + 1 end
 for j = i + 1, #ARGV do buckets[#buckets + 1] = ARGV[j] end
-local head = redis.call('HMGET', ROOM, 'st', 'clk', 'fix', 'rate', 'cap', 'snc', 'sns')
-if not head[1] then return {-1} end
-local clk, fix = tonumber(head[2]) or 0, tonumber(head[3]) or 0
+local head = redis.call('HMGET', ROOM, @{status, clockOffset, pinnedClock, ratePerMinute, capacity,
+  safetyNet, safetyNetState})
+if not head[@status] then return {-1} end
+local clk, fix = tonumber(head[@clockOffset]) or 0, tonumber(head[@pinnedClock]) or 0
 local now
 if fix > 0 then now = fix + clk else
   local t = redis.call('TIME')
@@ -39,14 +40,15 @@ for _, b in ipairs(redis.call('SMEMBERS', BASE .. 'bks')) do
 end
 local function fmt(n) return string.format('%.0f', n) end
 local codes = {idle = 0, open = 1, paused = 2}
-local row = {fmt(slot), codes[head[1]] or 0, redis.call('ZCARD', BASE .. 'line'), held,
-  redis.call('ZCOUNT', BASE .. 'active', '(' .. fmt(now), '+inf'), head[4] or 0, head[5] or 0}
+local row = {fmt(slot), codes[head[@status]] or 0, redis.call('ZCARD', BASE .. 'line'), held,
+  redis.call('ZCOUNT', BASE .. 'active', '(' .. fmt(now), '+inf'), head[@ratePerMinute] or 0,
+  head[@capacity] or 0}
 local values = redis.call('HMGET', ROOM, unpack(counters))
 for k = 1, #counters do row[#row + 1] = values[k] or 0 end
 local waits = redis.call('HMGET', BASE .. 'waits', unpack(buckets))
 for k = 1, #buckets do row[#row + 1] = waits[k] or 0 end
 local net = 0
-if head[6] and head[6] ~= '' then net = head[7] == 'q' and 2 or 1 end
+if (head[@safetyNet] or '') ~= '' then net = head[@safetyNetState] == 'q' and 2 or 1 end
 row[#row + 1] = net
 local member = table.concat(row, ':')
 redis.call('ZADD', S10, slot, member)

@@ -8,11 +8,14 @@ local round_number, value = ARGV[1], ARGV[2]
 local room = load_room()
 if not room then return err('RoomNotFound') end
 if room.draw_state ~= 'c' and room.draw_state ~= 'r' then return 0 end
-local v = redis.call('HMGET', ROOM, 'dbu', 'dbr', 'dbv', 'dbw')
-if (v[1] or '') == '' or v[2] ~= round_number or (v[3] or '') ~= '' then return 0 end
+local v = redis.call('HMGET', ROOM, @{beaconUrl, beaconRound, beaconValue, beaconWaitingSince})
+if (v[@beaconUrl] or '') == '' or v[@beaconRound] ~= round_number
+    or (v[@beaconValue] or '') ~= '' then
+  return 0
+end
 if value ~= '' then
-  redis.call('HSET', ROOM, 'dbv', value, 'dbw', 0)
-elseif (tonumber(v[4]) or 0) == 0 then
-  redis.call('HSET', ROOM, 'dbw', fmt(clock(room)))
+  redis.call('HSET', ROOM, @beaconValue, value, @beaconWaitingSince, 0)
+elseif (tonumber(v[@beaconWaitingSince]) or 0) == 0 then
+  redis.call('HSET', ROOM, @beaconWaitingSince, fmt(clock(room)))
 end
 return 1

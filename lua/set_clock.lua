@@ -3,5 +3,5 @@
 -- KEYS: room
 -- ARGV: epoch ms. Reply: 1 or {'ERR', 'RoomNotFound', 0}.
 if redis.call('EXISTS', ROOM) == 0 then return err('RoomNotFound') end
-redis.call('HSET', ROOM, 'fix', ARGV[1], 'clk', 0)
+redis.call('HSET', ROOM, @pinnedClock, ARGV[1], @clockOffset, 0)
 return 1

@@ -3,4 +3,4 @@
 -- KEYS: room
 -- ARGV: ms to add to the offset. Reply: the new offset (ms) or {'ERR', 'RoomNotFound', 0}.
 if redis.call('EXISTS', ROOM) == 0 then return err('RoomNotFound') end
-return redis.call('HINCRBY', ROOM, 'clk', ARGV[1])
+return redis.call('HINCRBY', ROOM, @clockOffset, ARGV[1])

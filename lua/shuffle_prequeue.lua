@@ -13,27 +13,29 @@
 -- ARGV: batch size.
 -- Reply: {1 when the draw is made (or none was due), else 0}.
 local batch = tonumber(ARGV[1]) or 5000
-local v = redis.call('HMGET', ROOM, 'pqs', 'pqf', 'pqt', 'pqc', 'seed')
-if v[1] ~= 'p' and v[1] ~= 'q' then return {1} end
-local first, last = tonumber(v[2]) or 0, tonumber(v[3]) or 0
+local v = redis.call('HMGET', ROOM, @{prequeueState, prequeueFirst, prequeueLast, prequeueCursor,
+  seed})
+if v[@prequeueState] ~= 'p' and v[@prequeueState] ~= 'q' then return {1} end
+local first, last = tonumber(v[@prequeueFirst]) or 0, tonumber(v[@prequeueLast]) or 0
 local lo, hi = POST_OPEN_KEY + first, POST_OPEN_KEY + last
-if v[1] == 'p' then -- number the entrants
-  local from = (v[4] and v[4] ~= '') and ('(' .. v[4]) or fmt(lo)
+if v[@prequeueState] == 'p' then -- number the entrants
+  local cursor = v[@prequeueCursor]
+  local from = (cursor and cursor ~= '') and ('(' .. cursor) or fmt(lo)
   local items = redis.call('ZRANGE', LINE, from, fmt(hi), 'BYSCORE', 'LIMIT', 0, batch,
     'WITHSCORES')
-  local seed = (v[5] or '') .. ':' .. fmt(first) .. ':'
+  local seed = (v[@seed] or '') .. ':' .. fmt(first) .. ':'
   for i = 1, #items, 2 do
     local vid = items[i]
     redis.call('ZADD', PQZ, tonumber(redis.sha1hex(seed .. vid):sub(1, 13), 16), vid)
   end
   if #items / 2 < batch then
-    redis.call('HSET', ROOM, 'pqs', 'q', 'pqc', '0')
+    redis.call('HSET', ROOM, @prequeueState, 'q', @prequeueCursor, '0')
   else
-    redis.call('HSET', ROOM, 'pqc', items[#items])
+    redis.call('HSET', ROOM, @prequeueCursor, items[#items])
   end
   return {0}
 end
-local at = tonumber(v[4]) or 0 -- place them, in the order of their numbers
+local at = tonumber(v[@prequeueCursor]) or 0 -- place them, in the order of their numbers
 local members = redis.call('ZRANGE', PQZ, at, at + batch - 1)
 for i, vid in ipairs(members) do
   local old = redis.call('ZSCORE', LINE, vid)
@@ -46,14 +48,15 @@ for i, vid in ipairs(members) do
 end
 if #members < batch then
   redis.call('DEL', PQZ)
-  redis.call('HDEL', ROOM, 'pqs', 'pqc', 'pqu')
-  local state = redis.call('HMGET', ROOM, 'evo', 'tk')
-  local collecting = state[1] and parse_event_state(state[1]).prequeue
+  redis.call('HDEL', ROOM, @prequeueState, @prequeueCursor, @prequeueUntil)
+  local state = redis.call('HMGET', ROOM, @{eventState, ticketsTaken})
+  local collecting = state[@eventState] and parse_event_state(state[@eventState]).prequeue
   if collecting then -- see open_prequeue in _events.lua
-    redis.call('HSET', ROOM, 'pqs', 'o', 'pqf', fmt((tonumber(state[2]) or 0) + 1), 'pqt', 0,
-      'pqu', fmt(collecting), 'pqc', '')
+    redis.call('HSET', ROOM, @prequeueState, 'o', @prequeueFirst,
+      fmt((tonumber(state[@ticketsTaken]) or 0) + 1), @prequeueLast, 0,
+      @prequeueUntil, fmt(collecting), @prequeueCursor, '')
   end
   return {1}
 end
-redis.call('HSET', ROOM, 'pqc', fmt(at + batch))
+redis.call('HSET', ROOM, @prequeueCursor, fmt(at + batch))
 return {0}

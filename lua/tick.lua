@@ -12,13 +12,13 @@
 --   (shuffle_prequeue.lua; the engine makes it), else 0}.
 local every = tonumber(ARGV[1]) or 1000
 -- Most calls find another instance ticked this second: they read four fields and return.
-local v = redis.call('HMGET', ROOM, 'st', 'tick', 'fix', 'clk')
-if v[1] ~= 'open' then return {0, 0, 0, 0, 0, '', 0} end
-local now = room_clock(tonumber(v[3]) or 0, tonumber(v[4]) or 0)
-local last_tick = tonumber(v[2]) or 0
+local v = redis.call('HMGET', ROOM, @{status, lastTick, pinnedClock, clockOffset})
+if v[@status] ~= 'open' then return {0, 0, 0, 0, 0, '', 0} end
+local now = room_clock(tonumber(v[@pinnedClock]) or 0, tonumber(v[@clockOffset]) or 0)
+local last_tick = tonumber(v[@lastTick]) or 0
 -- a clock moved back (tests pin it) must not stop the ticks until it catches up
 if now >= last_tick and now - last_tick < every then return {0, fmt(now), 0, 0, 0, '', 0} end
-redis.call('HSET', ROOM, 'tick', fmt(now))
+redis.call('HSET', ROOM, @lastTick, fmt(now))
 local room = load_room()
 at_events(room, now)
 local swept = sweep_step(room, now, SWEEP_STEP)
@@ -27,13 +27,13 @@ local dealt = drain(room, now)
 local switches = ''
 if room.safety_net ~= '' then
   net_step(room, now, false)
-  switches = redis.call('HGET', ROOM, 'snl') or ''
-  if switches ~= '' then redis.call('HDEL', ROOM, 'snl') end
+  switches = redis.call('HGET', ROOM, @safetyNetSwitches) or ''
+  if switches ~= '' then redis.call('HDEL', ROOM, @safetyNetSwitches) end
 end
 save_room(room, true)
 local due = 0
 if now >= room.opens_at and (room.draw_state == 'c' or (room.draw_state == 'r'
-    and (tonumber(redis.call('HGET', ROOM, 'dls')) or 0) <= now)) then
+    and (tonumber(redis.call('HGET', ROOM, @drawLease)) or 0) <= now)) then
   due = 1 -- never started, or its drawer's lease ran out (a process died mid-draw)
 end
 local prequeue_due = (room.prequeue == 'p' or room.prequeue == 'q') and 1 or 0

@@ -23,7 +23,9 @@ for i = 1, #ARGV, 2 do
 end
 redis.call('HSET', ROOM, unpack(ARGV))
 -- a room created before rooms were made hash tables (create_room.lua) becomes one now
-if redis.call('HEXISTS', ROOM, 'hte') == 0 then redis.call('HSET', ROOM, 'hte', string.rep('-', 65)) end
+if redis.call('HEXISTS', ROOM, @hashTable) == 0 then
+  redis.call('HSET', ROOM, @hashTable, string.rep('-', 65))
+end
 save_room(room)
 if room.hold_score > old_hold_score then room.releasing = '1' end
 if room.hold_score < old_hold_score then room.convict_key = '-inf' end -- a pass from the head

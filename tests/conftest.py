@@ -49,9 +49,9 @@ CLUSTER_SUITES = frozenset(
 # Tests that read one server's INFO (commandstats, the append-only file): a cluster spreads them.
 EMBEDDED_ONLY = frozenset(
     {
-        "test_a_spot_near_the_head_polls_in_one_round_trip_when_told",
-        "test_the_far_poll_writes_nothing",
-        "test_a_due_booking_of_a_deep_spot_is_written_without_the_full_poll",
+        "test_a_ticket_without_an_order_key_takes_the_full_poll_in_one_round_trip",
+        "test_the_snapshot_read_writes_nothing",
+        "test_a_due_booking_of_a_deep_spot_is_written_by_its_one_poll",
     }
 )
 

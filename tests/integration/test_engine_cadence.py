@@ -36,7 +36,7 @@ DELAYS = (0, 9_999, 600_000, 86_400_000)
 
 
 def test_the_scripts_and_python_tell_the_same_cadence(redis_client: redis.Redis) -> None:
-    source = "\n".join(lua_scripts._read(piece) for piece in ("_base", "_cadence"))
+    source = "\n".join(lua_scripts._expanded(piece) for piece in ("_base", "_cadence"))
     script = redis_client.register_script(
         source + "\nreturn poll_after(tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]),"
         " tonumber(ARGV[4]), tonumber(ARGV[5]))"

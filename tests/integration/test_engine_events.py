@@ -171,8 +171,9 @@ def test_several_instances_cross_each_boundary_once(engine: Engine, redis_url: s
 
 
 def test_a_far_ticket_is_never_answered_across_an_event_s_boundary(engine: Engine) -> None:
-    """The far poll (poll_far.lua, and the snapshot it is answered from) keeps to the settings
-    in force: once an event turning the room random has started, a far ticket gets odds."""
+    """The far poll (the snapshot it is answered from, and the full poll it hands on to) keeps
+    to the settings in force: once an event turning the room random has started, a far ticket
+    gets odds."""
     room, t0 = pinned_room(engine, ratePerMinute=1, maxWaiting=10_000)
     answers = {f"v{i:04d}": engine.enter(room, f"v{i:04d}", f"s{i}", 10) for i in range(2_600)}
     last = answers["v2599"]
@@ -195,7 +196,7 @@ def test_a_far_ticket_is_never_answered_across_an_event_s_boundary(engine: Engin
     assert answer_far(snapshot, t0 + SECOND, "v2599", last.ticket or 0, 1, carried) is None
     engine.shift_clock(room, SECOND)
     engine.snapshots.forget(room)  # a second has passed: the next far poll reads it again
-    answer = poll()  # nobody has crossed the boundary yet: poll_far hands it on
+    answer = poll()  # nobody has crossed the boundary yet: the full poll crosses it
     assert answer.position is None and answer.odds == pytest.approx(1 / 2_600, rel=1e-3)
 
 

@@ -1,5 +1,7 @@
-"""The small poll of spots far from the head answers and limits exactly as the full poll does,
-and never stops the line: whoever polls, the drain runs as soon as an admission is owed."""
+"""A spot far from the head that the snapshot does not answer (a ticket without an order key,
+the engine called without its claims) takes the full poll, in one round trip: exact position,
+ETA and cadence, the per-ticket limit, and the drain carried along whoever polls. The snapshot
+those far polls are answered from writes nothing, so a replica may serve it."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue import room_engine as eng
 from anteroom.queue.poll_cadence import poll_after
-from helpers import free_port, make_room
+from anteroom.queue.script_replies import SNAPSHOT_AT
+from anteroom.sdk.tokens import TicketClaims
+from helpers import carried_claims, free_port, make_room
 
 pytestmark = pytest.mark.redis
 
@@ -84,27 +88,26 @@ def evalsha_calls(engine: Engine) -> int:
     return int(stats.get("calls", 0))
 
 
-def test_a_spot_near_the_head_polls_in_one_round_trip_when_told(engine: Engine) -> None:
-    room = open_line(engine, 200, ratePerMinute=1)
-    near = engine.stats(room).dealt_total + 5  # fifth in line
-    engine.poll(room, f"v{near - 1}", near, 1)  # both scripts loaded into Redis before counting
+def test_a_ticket_without_an_order_key_takes_the_full_poll_in_one_round_trip(
+    engine: Engine,
+) -> None:
+    room = open_line(engine, 2_100, ratePerMinute=1)
+    deep = engine.poll(room, "v2049", 2_050, 1)  # the script is loaded before counting
+    assert deep.order_key is not None and (deep.position or 0) > 2_000
+    carried = carried_claims(room, "v2049", deep)
+    old = TicketClaims(room, "v2049", 2_050, 1, "test", session_id="s2049")  # no qk, no qu
     calls = evalsha_calls(engine)
-    guessed = engine.poll(room, f"v{near - 1}", near, 1)  # no hint: the far poll hands it on
-    assert evalsha_calls(engine) - calls == 2
+    answer = engine.poll(room, "v2049", 2_050, 1, "s2049", carried=old)
+    assert evalsha_calls(engine) - calls == 1  # the full poll; no snapshot is read for it
+    assert (answer.position, answer.order_key) == (deep.position, deep.order_key)
+    # The same spot with its order key is answered from the snapshot: no call once it is read.
+    engine.poll(room, "v2049", 2_050, 1, "s2049", carried=carried)
     calls = evalsha_calls(engine)
-    told = engine.poll(room, f"v{near - 1}", near, 1, near_head=True)
-    assert evalsha_calls(engine) - calls == 1
-    assert (told.status, told.position, told.eta_seconds) == (
-        guessed.status,
-        guessed.position,
-        guessed.eta_seconds,
-    )
-    # A stale hint costs nothing but the small poll: a deep spot told "near" still answers right.
-    deep = engine.poll(room, "v189", 190, 1, near_head=True)
-    assert deep.position == engine.poll(room, "v189", 190, 1).position
+    assert engine.poll(room, "v2049", 2_050, 1, "s2049", carried=carried).position == deep.position
+    assert evalsha_calls(engine) == calls
 
 
-def test_the_far_poll_writes_nothing(engine: Engine, redis_client: redis.Redis) -> None:
+def test_the_snapshot_read_writes_nothing(engine: Engine, redis_client: redis.Redis) -> None:
     room = open_line(engine, 300, ratePerMinute=1)
     engine.shift_clock(room, 1_000)
     engine.poll(room, "v250", 251, 1)  # books last-seen: the full poll's write
@@ -112,8 +115,8 @@ def test_the_far_poll_writes_nothing(engine: Engine, redis_client: redis.Redis) 
     before = {key: redis_client.dump(key) for key in redis_client.keys(base + "*")}
     aof = int(redis_client.info("persistence")["aof_current_size"])
     for _ in range(30):
-        raw = engine._run_read("poll_far", room, "v250", 251, 1, "s250", "")
-        assert raw[0] == "waiting"
+        raw = engine._run_read("snapshot", room, "")
+        assert raw[SNAPSHOT_AT.status] == "open"
     assert {key: redis_client.dump(key) for key in redis_client.keys(base + "*")} == before
     assert int(redis_client.info("persistence")["aof_current_size"]) == aof
 
@@ -123,7 +126,7 @@ def redis7(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> Embedd
     return EmbeddedRedis(tmp_path / name, port=free_port()).start()
 
 
-def test_the_far_poll_runs_read_only_on_a_replica(
+def test_far_polls_read_their_snapshot_on_a_replica(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     primary_server = redis7(tmp_path, "primary", monkeypatch)
@@ -134,30 +137,37 @@ def test_the_far_poll_runs_read_only_on_a_replica(
         # Debian's redis-server (make test installs it): EVALSHA_RO needs Redis 7.
         assert int(primary.info("server")["redis_version"].split(".")[0]) >= 7
         replica.replicaof("127.0.0.1", primary_server.port)
+        clock = [1_000.0]
         engine = Engine(primary, reader=replica)
-        room = open_line(engine, 300, ratePerMinute=1)
-        engine.shift_clock(room, 1_000)
-        full = engine.poll(room, "v250", 251, 1, near_head=True)  # books last-seen
+        engine.snapshots.clock = engine.bookings.clock = lambda: clock[0]
+        room = open_line(engine, 2_100, ratePerMinute=1)
+        deep = engine.poll(room, "v2049", 2_050, 1)
+        carried = carried_claims(room, "v2049", deep)
         assert primary.wait(1, 10_000) == 1  # the replica has every write so far
-        engine.poll(room, "v250", 251, 1)  # the replica loads the script (NOSCRIPT first)
+        engine.poll(room, "v2049", 2_050, 1, "s2049", carried=carried)  # loaded (NOSCRIPT first)
         replica.config_resetstat()
         primary.config_resetstat()
-        for _ in range(5):
-            assert engine.poll(room, "v250", 251, 1) == full
-        assert replica.info("commandstats")["cmdstat_evalsha_ro"]["calls"] == 5
+        for second in range(3):  # three seconds of far polls: one snapshot read a second
+            clock[0] += 1.0
+            for _ in range(5):
+                far = engine.poll(room, "v2049", 2_050, 1, "s2049", carried=carried)
+                assert (far.status, far.position) == ("waiting", deep.position), second
+        assert replica.info("commandstats")["cmdstat_evalsha_ro"]["calls"] == 3
         assert "cmdstat_evalsha" not in primary.info("commandstats")
-        # Something due (a sweep pass, a minute on): the replica hands it on to the primary.
-        engine.shift_clock(room, 60_000)
+        # What the snapshot cannot decide (the visitor revoked) goes to the primary's full poll.
+        engine.revoke(room, vid="v2049", life_ms=60_000)
         assert primary.wait(1, 10_000) == 1
+        clock[0] += 1.0
         primary.config_resetstat()
-        assert engine.poll(room, "v250", 251, 1).position == 250
+        with pytest.raises(eng.SessionRevoked):
+            engine.poll(room, "v2049", 2_050, 1, "s2049", carried=carried)
         assert primary.info("commandstats")["cmdstat_evalsha"]["calls"] == 1
     finally:
         replica_server.stop()
         primary_server.stop()
 
 
-def test_a_due_booking_of_a_deep_spot_is_written_without_the_full_poll(
+def test_a_due_booking_of_a_deep_spot_is_written_by_its_one_poll(
     engine: Engine, redis_client: redis.Redis
 ) -> None:
     # abandonAfterSec 300; a day before opening every spot is told to poll every 5 minutes, so
@@ -174,14 +184,13 @@ def test_a_due_booking_of_a_deep_spot_is_written_without_the_full_poll(
     keys = engine.keys.room_keys(room)
     vid = redis_client.zrange(keys["line"], 200, 200)[0]  # 201st in the lottery's order
     ticket = int(vid[1:]) + 1
-    for op in ("poll_far", "book_seen"):  # loaded before counting (a NOSCRIPT counts a call)
-        redis_client.script_load(engine._scripts[op].script)
+    redis_client.script_load(engine._scripts["poll"].script)  # a NOSCRIPT would count a call
     calls = evalsha_calls(engine)
     answer = engine.poll(room, vid, ticket, 1)
     assert (answer.status, answer.position) == ("waiting", 201)
-    assert evalsha_calls(engine) - calls == 2  # the far poll, then book_seen: no full poll
+    assert evalsha_calls(engine) - calls == 1
     record = redis_client.hget(keys["spots"], vid) or ""
     assert int(record.split("|")[3]) == START + 151_000 + 600_000 + 150_000
-    calls = evalsha_calls(engine)
+    assert answer.kept_until_ms == START + 151_000 + 600_000 + 150_000 + 300_000
     engine.poll(room, vid, ticket, 1)  # booked: nothing more to write
-    assert evalsha_calls(engine) - calls == 1
+    assert redis_client.hget(keys["spots"], vid) == record

@@ -127,7 +127,7 @@ def test_a_far_poll_answers_what_redis_would_without_calling_it(
             exact.score,
             exact.order_key,
         )
-    assert [op for op in calls.since(mark) if op != "poll_far"] == []  # only the exact ones
+    assert [op for op in calls.since(mark) if op != "poll"] == []  # only the exact ones
 
 
 def test_the_front_and_old_tickets_go_to_redis(
@@ -142,7 +142,7 @@ def test_the_front_and_old_tickets_go_to_redis(
     old = answers["v2500"]
     no_far = TicketClaims(room, "v2500", old.ticket or 0, 1, "test", session_id="s1500")
     engine.poll(room, "v2500", old.ticket or 0, 1, old.session_jti, carried=no_far)
-    assert calls.since(mark) == ["poll_far"]  # a ticket without qk/qu: as before
+    assert calls.since(mark) == ["poll"]  # a ticket without qk/qu: the full poll, one call
 
 
 def test_positions_stay_within_the_leavers_of_their_own_block(
@@ -235,7 +235,7 @@ def test_last_seen_is_booked_in_one_call_per_room_and_a_gone_spot_hears_so(
     engine.shift_clock(room, 200_000)  # kept-until is 300 s after entry: short of 3 polls now
     for i in range(2_300, 2_320):
         far_poll(engine, room, f"v{i}", answers[f"v{i}"])
-    assert "book_seen_many" not in calls.ops and "poll_far" not in calls.ops
+    assert "book_seen_many" not in calls.ops and "poll" not in calls.ops
     assert engine.leave(room, "v2305", 2_306, 1)
     clock.now += 1.0
     assert engine.flush_bookings() == 20

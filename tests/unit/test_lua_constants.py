@@ -1,9 +1,8 @@
-"""Constants the Lua scripts and Python share are equal in both languages.
-
-Lua cannot import Python, so each script keeps its literal; this test reads the literals from the
-Lua source and fails when one differs from its Python twin (the one home of the rule on the
-Python side). A twin changed on one side only would make the far poll answered in Python, the
-cadence, the histogram or the block counts tell something the scripts do not.
+"""Constants the Lua scripts share with Python have one home, in Python: the assembler writes
+their values into the scripts (``$NAME``, queue/lua_scripts.py's SHARED), so the two cannot
+differ. These tests check that the scripts take each shared constant from there (none writes
+its value by hand) and that the assembled scripts carry the Python values; the cadence, the
+histogram, the block counts and the far poll answered in Python then tell what the scripts do.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ import pytest
 from anteroom.queue import (
     far_poll,
     line_blocks,
+    lua_scripts,
     poll_cadence,
     room_config,
     room_draw,
@@ -61,11 +61,10 @@ def wait_bounds() -> list[int]:
     return [int(bound) for bound in bounded]
 
 
-# (lua file, Lua name, Python twin): the twin is read when the test runs.
+# (lua file, Lua name, Python home): the home is read when the test runs.
 TWINS = [
     ("_admissions", "WAIT_BOUNDS", wait_bounds),
     ("_admissions", "MAX_ADMIT", lambda: far_poll.MAX_ADMIT),
-    ("poll_far", "NEAR_HEAD", lambda: room_engine.NEAR_HEAD),
     ("_cadence", "FRONT_MIN", lambda: poll_cadence.FRONT_MIN),
     ("_cadence", "FRONT_MS", lambda: poll_cadence.FRONT_MS),
     ("_cadence", "SPREAD", lambda: poll_cadence.SPREAD),
@@ -74,6 +73,7 @@ TWINS = [
     ("_expiry", "MISSED_POLLS", lambda: poll_cadence.MISSED_POLLS),
     ("_expiry", "SEEN_BOOKING_MAX", lambda: far_poll.SEEN_BOOKING_MAX_MS),
     ("_room", "DEFAULT_POLL_BUDGET", lambda: poll_cadence.DEFAULT_POLL_BUDGET),
+    ("_room", "POST_OPEN_ORDER", lambda: line_blocks.POST_OPEN_KEY),
     ("_blocks", "POST_OPEN_KEY", lambda: line_blocks.POST_OPEN_KEY),
     ("_blocks", "TICKET_BLOCK", lambda: line_blocks.TICKET_BLOCK),
     ("_blocks", "POOL_BLOCK", lambda: line_blocks.POOL_BLOCK),
@@ -84,19 +84,20 @@ TWINS = [
 ]
 
 
-@pytest.mark.parametrize(("script", "name", "twin"), TWINS, ids=[f"{s}.{n}" for s, n, _ in TWINS])
-def test_a_lua_constant_equals_its_python_twin(script: str, name: str, twin: Any) -> None:
-    constants = lua_constants(lua_source(script))
+@pytest.mark.parametrize(("script", "name", "home"), TWINS, ids=[f"{s}.{n}" for s, n, _ in TWINS])
+def test_a_shared_constant_is_written_in_from_its_python_home(
+    script: str, name: str, home: Any
+) -> None:
+    assert name not in lua_constants(lua_source(script)), f"lua/{script}.lua writes {name}"
+    constants = lua_constants(lua_scripts.expand(lua_source(script)))
     assert name in constants, f"lua/{script}.lua no longer declares {name}"
-    assert constants[name] == twin(), f"lua/{script}.lua's {name} differs from its Python twin"
+    assert constants[name] == home()
 
 
-def test_poll_far_falls_back_to_the_default_poll_budget() -> None:
-    # poll_far.lua reads the room on its own (it is the far poll's one HMGET), so it writes the
-    # default budget as a literal fallback rather than through _room.lua's constant.
-    text = lua_source("poll_far")
-    fallbacks = re.findall(r"poll_budget = n\(v\[\d+\]\) or (\d+)", text)
-    assert fallbacks == [str(poll_cadence.DEFAULT_POLL_BUDGET)]
+def test_no_script_writes_a_shared_constant_s_value_by_hand() -> None:
+    for path in sorted(LUA.glob("*.lua")):
+        written = lua_constants(path.read_text(encoding="utf-8"))
+        assert not set(written) & set(lua_scripts.SHARED), path.name
 
 
 def test_the_room_setting_defaults_to_the_same_poll_budget() -> None:
@@ -110,6 +111,6 @@ def test_the_series_codes_statuses_as_python_reads_them() -> None:
     assert {k: int(v) for k, v in pairs.items()} == room_series.STATUS_CODES
 
 
-def test_the_check_sees_a_constant_changed_on_one_side() -> None:
-    edited = lua_source("_cadence").replace("HELD_POLL_MS = 15000", "HELD_POLL_MS = 16000")
-    assert lua_constants(edited)["HELD_POLL_MS"] == 16000 != poll_cadence.HELD_POLL_MS
+def test_a_change_in_python_reaches_the_scripts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(lua_scripts.SHARED, "HELD_POLL_MS", 16_000)
+    assert lua_constants(lua_scripts.expand(lua_source("_cadence")))["HELD_POLL_MS"] == 16_000

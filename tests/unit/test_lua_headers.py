@@ -57,7 +57,7 @@ def _names(listed: str) -> set[str]:
 
 @cache
 def text(name: str) -> str:
-    return lua_scripts._read(name)
+    return lua_scripts._expanded(name)  # as assembled: shared names and constants written in
 
 
 @cache

@@ -1,22 +1,27 @@
 """Every field of the room hash that the scripts or Python read or write is declared in
 queue/room_hash.py, so the table is the whole list of what a room stores.
 
-A script's field names are Lua literals: the test reads every HMGET/HGET/HSET/HINCRBY/HDEL on
-ROOM in lua/*.lua, and every such call on ``keys.room(...)`` in the Python package, and fails on
-a stored name the table does not declare (a typo, or a field added without saying what it is).
+The scripts name a field by its readable name (``@opensAt``) and the assembler writes in its
+stored name (queue/lua_scripts.py), so no script spells a stored name or a field's position by
+hand. The test reads every HMGET/HGET/HSET/HINCRBY/HDEL on ROOM in lua/*.lua as assembled, and
+every such call on ``keys.room(...)`` in the Python package, and fails on a stored name the
+table does not declare (a field added without saying what it is).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
-from anteroom.queue import room_config, room_engine, room_hash, room_series
+import pytest
+
+from anteroom.queue import lua_scripts, room_config, room_engine, room_hash, room_series
 from anteroom.resources import resource_dir
 
 LUA = resource_dir("lua")
 PACKAGE = Path(room_hash.__file__).resolve().parents[1]
-_LUA_CALL = re.compile(r"redis\.call\('(HMGET|HGET|HSET|HINCRBY|HDEL|HSETNX)', ROOM,")
+_LUA_CALL = re.compile(r"redis\.call\('(HMGET|HGET|HSET|HINCRBY|HDEL|HSETNX|HEXISTS)', ROOM,")
 _PY_CALL = re.compile(r"\.(hmget|hget|hset|hincrby|hdel|hsetnx)\(\s*self\.keys\.room\(")
 _STRING = re.compile(r"""^(['"])(\w*)\1$""")
 # Field names a script passes as a variable, each checked below on its own.
@@ -65,11 +70,18 @@ def named_fields(command: str, args: list[str]) -> list[str]:
     return args
 
 
-def lua_fields() -> tuple[set[tuple[str, str]], set[tuple[str, str, str]]]:
+def assembled(path: Path) -> str:
+    """A script or piece as the assembler writes it into a script (fields' stored names in)."""
+    return lua_scripts.expand(path.read_text(encoding="utf-8"), path.name)
+
+
+def lua_fields(
+    read: Callable[[Path], str] = assembled,
+) -> tuple[set[tuple[str, str]], set[tuple[str, str, str]]]:
     """(literal (script, field) uses, dynamic (script, command, expression) uses) in lua/."""
     literal, dynamic = set(), set()
     for path in sorted(LUA.glob("*.lua")):
-        text = path.read_text(encoding="utf-8")
+        text = read(path)
         for match in _LUA_CALL.finditer(text):
             for arg in named_fields(match.group(1), call_arguments(text, match.end())):
                 found = _STRING.match(arg)
@@ -88,14 +100,35 @@ def test_every_field_the_scripts_name_is_declared() -> None:
     assert dynamic == DYNAMIC, "a script names a room field in a variable: check it here"
 
 
+def test_no_script_spells_a_stored_name_or_a_position_by_hand() -> None:
+    literal, _ = lua_fields(lambda path: path.read_text(encoding="utf-8"))
+    assert sorted(literal) == [], "name these fields as @readableName"
+    for path in sorted(LUA.glob("*.lua")):
+        text = path.read_text(encoding="utf-8")
+        reads = re.findall(r"redis\.call\('HMGET', ROOM, *(@\{|unpack\(|.)", text)
+        assert set(reads) <= {"@{", "unpack("}, f"{path.name}: a read of fields by position"
+
+
+def test_an_unknown_field_or_one_outside_its_read_is_refused_at_assembly() -> None:
+    with pytest.raises(ValueError, match="@opensAtt is no field"):
+        lua_scripts.expand("redis.call('HGET', ROOM, @opensAtt)")
+    read = "local v = redis.call('HMGET', ROOM, @{status, opensAt})\n"
+    assert lua_scripts.expand(read + "return v[@opensAt]").endswith("return v[2]")
+    assert "'st', 'oa'" in lua_scripts.expand(read)
+    with pytest.raises(ValueError, match=r"v\[@seed\] is not in its read"):
+        lua_scripts.expand(read + "return v[@seed]")
+    with pytest.raises(ValueError, match=r"\$NO_SUCH is no shared constant"):
+        lua_scripts.expand("local X = $NO_SUCH")
+
+
 def test_fields_the_scripts_pass_on_are_declared() -> None:
     purge = (LUA / "_purge.lua").read_text(encoding="utf-8")
     assert "local function purge_revocations(cursor_field" in purge
     cursors = set()
     for path in LUA.glob("*.lua"):
-        cursors |= set(re.findall(r"purge_revocations\('(\w+)'", path.read_text("utf-8")))
+        cursors |= set(re.findall(r"purge_revocations\('(\w+)'", assembled(path)))
     assert cursors == {room_hash.stored("sweepPurgeCursor"), room_hash.stored("revokePurgeCursor")}
-    room = (LUA / "_room.lua").read_text(encoding="utf-8")
+    room = assembled(LUA / "_room.lua")
     saved = re.findall(r"\{'\w+', '(\w+)'\}", room[room.index("local COUNTERS") :])
     assert saved and set(saved) <= room_hash.STORED_NAMES
 

@@ -22,7 +22,7 @@ from anteroom.queue import room_events
 from anteroom.queue.cluster_client import is_cluster
 from anteroom.queue.draw_beacon import round_at
 from anteroom.queue.far_poll import Gone, answer_far
-from anteroom.queue.key_layout import DEFAULT_PREFIX, KeySpace
+from anteroom.queue.key_layout import DEFAULT_PREFIX, WAIT_BUCKETS, KeySpace
 from anteroom.queue.poll_limit import PollCounter
 from anteroom.queue.room_draw import DrawDone, make_draw
 from anteroom.queue.room_hash import stored
@@ -45,8 +45,8 @@ from anteroom.queue.storage_errors import StorageError, storage_errors
 from anteroom.sdk import draw as draws
 from anteroom.sdk.tokens import InviteClaims, TicketClaims
 
-# Spots this close to the front are answered by the full poll (lua/poll_far.lua's NEAR_HEAD;
-# tests/unit/test_lua_constants.py fails when the two differ).
+# Spots this close to the front poll the full poll straight away: their tickets say so
+# (TicketClaims.near_head), and the snapshot would only hand them on.
 NEAR_HEAD = 100
 # Counters of the room hash, counted over the room's life by the scripts (a close keeps them;
 # only `dealt` restarts when the room closes): entries taken, QueueFull refusals, leaves, spots
@@ -54,11 +54,6 @@ NEAR_HEAD = 100
 COUNTERS = tuple(
     stored(name) for name in ("entries", "refusedFull", "leaves", "abandoned", "admitted")
 )
-# Upper bounds (seconds) of the wait histogram's buckets: the fields of the `waits` hash, as
-# lua/_admissions.lua's WAIT_BOUNDS writes them (tests/unit/test_lua_constants.py holds the two
-# together); room_series.py samples them in this order.
-WAIT_BUCKETS = ("1", "2", "5", "10", "20", "30", "60", "120", "300", "600", "1200", "1800",
-                "3600", "7200", "inf")  # fmt: skip
 # Scripts that change what every process's room directory holds (settings, state, clock,
 # revocations): each is followed by a bump of KeySpace.rooms_version.
 CHANGES_ROOMS = frozenset(
@@ -273,7 +268,8 @@ class Engine:
     def __init__(
         self, client: redis.Redis, prefix: str = DEFAULT_PREFIX, reader: Any = None
     ) -> None:
-        """``reader`` (a replica, a cluster client) runs the read-only far poll; else ``client``."""
+        """``reader`` (a replica, a cluster client) reads the rooms' snapshots (the far poll's
+        one read, lua/snapshot.lua); else ``client``."""
         self.redis = client
         self.reader = client if reader is None else reader
         self.keys = KeySpace(prefix)
@@ -535,29 +531,18 @@ class Engine:
         """Poll a spot named by its (signed) ticket.
 
         ``session_jti`` (the ticket's ``qj``) lets a revoked session hear so after its spot is gone.
-        ``near_head`` (the spot was last seen within ``NEAR_HEAD`` of the front, or held) goes
-        straight to the full poll, which the small far poll would only hand it on to: one round
-        trip instead of two. Either way the answer is the full poll's whenever it must be.
         ``carried``: the ticket's claims; with a ticket that carries its ``order_key`` and
         ``kept_until`` a far spot is answered from this process's snapshot of the room, at no
-        Redis cost per poll (far_poll.py says when, and what holds), and any other spot by the
-        full poll alone: one round trip.
+        Redis cost per poll (far_poll.py says when, and what holds). Every other poll (the
+        front, what the snapshot cannot decide, a ticket without an order key) is answered by
+        the full poll, in one round trip. ``near_head`` (the spot was last seen within
+        ``NEAR_HEAD`` of the front, or held) skips the snapshot, which would only hand it on.
         """
         if carried is not None and not near_head:
             answer = self._poll_from_snapshot(room_id, vid, ticket, generation, carried)
             if answer is not None:
                 return answer
-            # What the snapshot leaves to the scripts (the front, a revocation, a hold ...)
-            # mostly needs the full poll: one round trip, rather than the far poll's two.
-            near_head = carried.order_key is not None
         args = (vid, ticket, generation, session_jti, self.polls.spent(room_id, vid))
-        if not near_head:
-            # The common case, far from the head: read-only, so it may run on a replica.
-            raw = self._run_read("poll_far", room_id, *args)
-            if raw[0] != "MORE":  # MORE: something is due that only the full poll writes
-                if len(raw) > 18 and int(raw[18]):  # its one write: last-seen, on the primary
-                    self._run("book_seen", room_id, vid, ticket, generation, raw[5])
-                return self._counted(room_id, vid, raw)
         return self._counted(room_id, vid, self._run("poll", room_id, *args))
 
     def book_fail_open(
@@ -613,6 +598,8 @@ class Engine:
         self, room_id: str, vid: str, ticket: int, generation: int, carried: TicketClaims
     ) -> QueueAnswer | None:
         """The far poll answered from the room's snapshot, or None: ask the scripts."""
+        if carried.order_key is None or carried.kept_until is None:
+            return None  # nothing to place it by: no snapshot read for it
         if self.bookings.is_gone(room_id, vid, ticket):
             return None
         snapshot = self.snapshots.get(room_id)

@@ -5,7 +5,7 @@ kept in the room hash as JSON (``evs``), sorted by ``startsAt``; the scripts cro
 boundaries themselves on the room's clock (lua/_events.lua), so a boundary is never missed
 when nobody polls and is crossed once across instances. This module holds the rules: what an
 event may override, that events of a room never overlap, and what is in force at an instant
-(for the web tier's texts and theme, read from the same list).
+(for the web tier: texts, theme and mode, read from the same list; in_force).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from anteroom.queue import revocations
 from anteroom.queue import room_config as rooms
 
 # What an event may override, each checked as the room's own field is.
@@ -168,13 +169,29 @@ def decode(stored: str | None) -> list[dict[str, Any]]:
     return list(json.loads(stored)) if stored else []
 
 
-def in_effect(room: dict[str, Any], now_ms: int) -> dict[str, Any]:
-    """``room`` as it stands at ``now_ms``: the running event's overrides laid over its own
-    settings (the same room when no event runs, so a room without events costs a lookup)."""
-    events = room.get("events")
-    if not events:
+def net_mode(safety_net: Mapping[str, Any] | None, mode: str) -> str:
+    """The mode in force under a room's safety net: passthrough while calm, unless ``mode``
+    (the room's own or its running event's) is reject, which takes nobody new either way."""
+    if safety_net is not None and safety_net.get("state") != "queueing" and mode != "reject":
+        return "passthrough"
+    return mode
+
+
+def in_force(room: dict[str, Any], server_ms: int) -> dict[str, Any]:
+    """``room`` as it stands at ``server_ms`` (the server's clock; the room's own is read from
+    its ``clock``): the running event's overrides laid over its own settings (its texts and
+    theme among them, ``activeEvent`` its id) and ``mode`` the mode in force under its safety
+    net. lua/_in_force.lua is the same rule for the scripts. The same room when nothing changes
+    it, so a room without events or safety net costs two lookups."""
+    events, net = room.get("events"), room.get("safetyNet")
+    if not events and net is None:
         return room
-    event = running(events, now_ms)
-    if event is None:
-        return room
-    return room | dict(event["overrides"]) | {"activeEvent": event["id"]}
+    out = room
+    if events:
+        offset, pinned = room.get("clock") or (0, 0)
+        event = running(events, revocations.room_now_ms(server_ms, offset, pinned))
+        if event is not None:
+            out = room | dict(event["overrides"]) | {"activeEvent": event["id"]}
+    own = out.get("mode") or "fifo"
+    mode = net_mode(net, own)
+    return out if mode == own else out | {"mode": mode}

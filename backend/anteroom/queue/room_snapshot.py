@@ -19,6 +19,7 @@ from typing import Any
 from anteroom.queue import revocations
 from anteroom.queue.line_blocks import LineBlocks
 from anteroom.queue.poll_cadence import DEFAULT_POLL_BUDGET
+from anteroom.queue.script_replies import SNAPSHOT_AT
 
 MAX_AGE_SEC = 1.0
 
@@ -75,34 +76,36 @@ def decode(raw: list[Any], read_at: float, known: RoomSnapshot | None) -> RoomSn
     when the script did not send them (their count is unchanged)."""
     if not raw:
         return None
-    revocations = raw[17]
+    s = SNAPSHOT_AT  # the reply's slots by name (script_replies.SNAPSHOT)
+    revocations = raw[s.revocations]
     if revocations == 0 or revocations == "0":
         held = known.revocations if known is not None else {}
     else:
         held = _pairs(revocations)
+    mode = raw[s.mode] if len(raw) > s.mode else ""
     return RoomSnapshot(
         read_at=read_at,
-        now_ms=int(raw[0]),
-        pinned=bool(int(raw[1])),
-        generation=int(raw[2]),
-        status=str(raw[3]),
-        opens_at_ms=int(raw[4] or 0),
-        rate=int(raw[5] or 0),
-        capacity=int(raw[6] or 0),
-        hold_score=int(raw[7] or 0),
-        abandon_after_sec=int(raw[8] or 0),
-        poll_budget=int(raw[9] or DEFAULT_POLL_BUDGET),
-        regrouping=bool(int(raw[10])),
-        counted=bool(int(raw[11])),
-        revocation_count=str(raw[12]),
-        line=int(raw[13]),
-        active=int(raw[14]),
-        admitted_last_minute=int(raw[15]),
-        blocks=LineBlocks.from_counts(_pairs(raw[16])),
+        now_ms=int(raw[s.now]),
+        pinned=bool(int(raw[s.pinned])),
+        generation=int(raw[s.generation]),
+        status=str(raw[s.status]),
+        opens_at_ms=int(raw[s.opensAt] or 0),
+        rate=int(raw[s.rate] or 0),
+        capacity=int(raw[s.capacity] or 0),
+        hold_score=int(raw[s.holdScore] or 0),
+        abandon_after_sec=int(raw[s.abandonAfterSec] or 0),
+        poll_budget=int(raw[s.pollBudget] or DEFAULT_POLL_BUDGET),
+        regrouping=bool(int(raw[s.regrouping])),
+        counted=bool(int(raw[s.counted])),
+        revocation_count=str(raw[s.revocationCount]),
+        line=int(raw[s.line]),
+        active=int(raw[s.active]),
+        admitted_last_minute=int(raw[s.admittedLastMinute]),
+        blocks=LineBlocks.from_counts(_pairs(raw[s.blocks])),
         revocations=held,
-        passthrough=len(raw) > 18 and raw[18] == "passthrough",
-        random=len(raw) > 18 and raw[18] == "random",
-        boundary_ms=int(raw[19]) if len(raw) > 19 else 0,
+        passthrough=mode == "passthrough",
+        random=mode == "random",
+        boundary_ms=int(raw[s.boundary]) if len(raw) > s.boundary else 0,
     )
 
 

@@ -1,13 +1,74 @@
 """What the room scripts answer, decoded into named fields here and nowhere else.
 
-Each script's header (``lua/<name>.lua``) gives its reply as a flat array; these functions are
-the one place that knows the positions.
+Each script's header (``lua/<name>.lua``) gives its reply as a flat array. The long ones, a
+queue answer and a room's snapshot, are built by name in Lua (``@ANSWER{status = …}``): the
+assembler (queue/lua_scripts.py) writes the array in the order of their slots here, and Python
+reads each slot by the same name (``raw[ANSWER_AT.status]``), so the two sides cannot disagree
+on a position.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
+
+# The slots of a queue answer (lua/_answer.lua; enter.lua's idle answer), in reply order.
+ANSWER = (
+    "status",
+    "ticket",
+    "position",
+    "eta",
+    "opensAt",
+    "pollAfterMs",
+    "roomStatus",
+    "generation",
+    "admittedAt",
+    "expiresAt",
+    "admissionJti",
+    "sessionJti",
+    "networkTag",
+    "dealNumber",
+    "score",
+    "now",
+    "orderKey",
+    "keptUntil",
+    "odds",
+)
+# The slots of a room's snapshot (lua/snapshot.lua; decoded by room_snapshot.decode).
+SNAPSHOT = (
+    "now",
+    "pinned",
+    "generation",
+    "status",
+    "opensAt",
+    "rate",
+    "capacity",
+    "holdScore",
+    "abandonAfterSec",
+    "pollBudget",
+    "regrouping",
+    "counted",
+    "revocationCount",
+    "line",
+    "active",
+    "admittedLastMinute",
+    "blocks",
+    "revocations",
+    "mode",
+    "boundary",
+)
+# Replies a script builds by name (``@NAME{…}``, ``reply[@NAME.slot]``), for the assembler.
+REPLIES = {"ANSWER": ANSWER, "SNAPSHOT": SNAPSHOT}
+
+
+def positions(slots: tuple[str, ...]) -> Any:
+    """Each slot's index in the reply (0-based), as attributes: ``positions(ANSWER).status``."""
+    return SimpleNamespace(**{name: i for i, name in enumerate(slots)})
+
+
+ANSWER_AT = positions(ANSWER)
+SNAPSHOT_AT = positions(SNAPSHOT)
 
 
 @dataclass(frozen=True)
@@ -93,47 +154,49 @@ def _none(value: Any) -> int | None:
     return None if number < 0 else number
 
 
-def _odds(raw: list[Any]) -> float | None:
-    # Only a waiting answer without a place carries odds at [18] (lua/_answer.lua); the far
-    # poll's answer has its place and a booking flag there instead.
-    if len(raw) > 18 and raw[0] == "waiting" and int(raw[2]) < 0 and raw[18] not in ("", None):
-        return float(raw[18])
-    return None
+def _slot(raw: list[Any], at: int) -> Any:
+    """Slot ``at`` of a reply, None when empty or absent (a script older than the slot)."""
+    value = raw[at] if len(raw) > at else None
+    return None if value == "" else value
 
 
 def queue_answer(raw: list[Any]) -> tuple[QueueAnswer, int]:
     """An enter/poll/refresh answer (see ``answer`` in lua/_answer.lua) and the room's clock
     when it was given (ms)."""
-    status = raw[0]
+    a = ANSWER_AT
+    status = raw[a.status]
     admission = None
     if status == "admitted":
         admission = Admission(
-            jti=raw[10],
-            issued_ms=int(raw[8]),
-            expires_ms=int(raw[9]),
-            session_jti=raw[11],
-            network_tag=raw[12],
-            deal_number=int(raw[13]),
+            jti=raw[a.admissionJti],
+            issued_ms=int(raw[a.admittedAt]),
+            expires_ms=int(raw[a.expiresAt]),
+            session_jti=raw[a.sessionJti],
+            network_tag=raw[a.networkTag],
+            deal_number=int(raw[a.dealNumber]),
         )
-    opens_at = int(raw[4])
+    position = _none(raw[a.position])
+    order_key, kept_until, odds = _slot(raw, a.orderKey), _slot(raw, a.keptUntil), None
+    if status == "waiting" and position is None:  # only a waiting answer without a place
+        odds = _slot(raw, a.odds)
     answer = QueueAnswer(
         status=status,
-        ticket=_none(raw[1]),
-        position=_none(raw[2]),
-        eta_seconds=_none(raw[3]),
-        opens_at_ms=opens_at or None,
-        poll_after_ms=int(raw[5]),
-        room_status=raw[6],
-        generation=int(raw[7]),
+        ticket=_none(raw[a.ticket]),
+        position=position,
+        eta_seconds=_none(raw[a.eta]),
+        opens_at_ms=int(raw[a.opensAt]) or None,
+        poll_after_ms=int(raw[a.pollAfterMs]),
+        room_status=raw[a.roomStatus],
+        generation=int(raw[a.generation]),
         admission=admission,
-        session_jti=raw[11],
-        network_tag=raw[12],
-        score=int(raw[14]),
-        order_key=int(float(raw[16])) if len(raw) > 17 and raw[16] not in ("", None) else None,
-        kept_until_ms=int(raw[17]) if len(raw) > 17 and raw[17] not in ("", None) else None,
-        odds=_odds(raw),
+        session_jti=raw[a.sessionJti],
+        network_tag=raw[a.networkTag],
+        score=int(raw[a.score]),
+        order_key=int(float(order_key)) if order_key is not None else None,
+        kept_until_ms=int(kept_until) if kept_until is not None else None,
+        odds=float(odds) if odds is not None else None,
     )
-    return answer, int(raw[15])
+    return answer, int(raw[a.now])
 
 
 def room_stats(raw: list[Any]) -> RoomStats:

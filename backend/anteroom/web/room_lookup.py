@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from anteroom.queue import revocations, room_events
 from anteroom.queue import room_engine as eng
+from anteroom.queue import room_events
 from anteroom.service_container import Services
 from anteroom.web import http_errors as errors
 
@@ -94,10 +94,5 @@ def room_by_id(services: Services, room_id: str) -> dict[str, Any]:
 
 
 def in_effect(room: dict[str, Any]) -> dict[str, Any]:
-    """``room`` with the overrides of the event running now on its clock (room_events): its
-    texts, theme and mode as visitors meet them (the scripts apply the same list themselves)."""
-    if not room.get("events"):
-        return room
-    offset, pinned = room.get("clock") or (0, 0)
-    now_ms = revocations.room_now_ms(int(time.time() * 1000), offset, pinned)
-    return room_events.in_effect(room, now_ms)
+    """``room`` as visitors meet it now: the room in force (room_events.in_force)."""
+    return room_events.in_force(room, int(time.time() * 1000))
