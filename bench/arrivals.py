@@ -27,6 +27,9 @@ Per step and server: arrivals attempted and completed a second, answers by call 
 journey p50/p95/p99 (from when the arrival was due, so a late generator counts against it; the
 generator's own lateness is ``launch_lag_ms_p99``), and CPU from ``/proc``: the web processes
 (gunicorn's master and workers), Redis, and the load generator, apart, per completed arrival.
+After each step the server is left to go idle (the backlog of timed-out arrivals served: its
+CPU counts in that step) before the next; a side that completed under half of a step runs no
+higher one.
 ``max_sustained_arrivals_per_second``: the highest step rate with >= 99% completed and p99
 journey <= 2 s. The headline per-arrival figures come from that step (else the lowest step);
 ``model_cores`` = arrivals a second for 1,000,000 over 600 s and over 60 s x server CPU per arrival.
@@ -57,6 +60,7 @@ import os  # noqa: E402
 import re  # noqa: E402
 import resource  # noqa: E402
 import shutil  # noqa: E402
+import signal  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -82,6 +86,7 @@ MAX_PUZZLES = 16  # what the agent asks for (frontend/enter-queue.js)
 TICK = os.sysconf("SC_CLK_TCK")
 ADDRESSES = ipaddress.ip_network("198.18.0.0/15")  # the benchmarking range: one per arrival
 SUSTAINED_SHARE, SUSTAINED_P99_MS = 0.99, 2000.0
+GAVE_UP = 0.5  # a side that completed less than this share of a step runs no higher step
 MODEL = {"over_600_s": 1_000_000 / 600, "over_60_s": 1_000_000 / 60}
 # What a browser sends besides the body (frontend/api.js; its user agent on every request).
 BROWSER = (
@@ -406,6 +411,15 @@ class Deployment:
         create_room(self.server.url, secret, self.room)
         self.journey = pick_journey(self.server.url)
 
+    def idle_cores(self, seconds: float = 5.0) -> dict[str, float]:
+        """What the server burns with no visitor (the room ticker, the workers' background
+        threads), in cores: part of every step's CPU, so of the per-arrival figures too."""
+        web, store = self.web_pids(), [self.redis_pid]
+        before = cpu_seconds(web), cpu_seconds(store)
+        time.sleep(seconds)  # measuring an idle server's CPU rate over a fixed span
+        return {"web": round((cpu_seconds(web) - before[0]) / seconds, 4),
+                "redis": round((cpu_seconds(store) - before[1]) / seconds, 4)}  # fmt: skip
+
     def create_key(self) -> tuple[str, str]:
         assert self.store is not None
         env = self.env() | {"ANTEROOM_REDIS_URL": self.store.url,
@@ -557,7 +571,22 @@ def run_step(deployment: Deployment, rate: float, args: argparse.Namespace,
     }
 
 
-def summary(deployment: Deployment, steps: list[dict[str, Any]]) -> dict[str, Any]:
+def settle(deployment: Deployment, idle_cores: float = 0.1, longest: float = 60.0) -> float:
+    """Wait until the server's web and Redis processes are near idle (the last step's backlog
+    served, a timed-out arrival's requests included); the seconds it took."""
+    started = time.monotonic()
+    pids = [*deployment.web_pids(), deployment.redis_pid]
+    while time.monotonic() - started < longest:
+        before = cpu_seconds(pids)
+        time.sleep(0.5)  # sampling the server's CPU rate, not waiting out a race
+        if (cpu_seconds(pids) - before) / 0.5 < idle_cores:
+            break
+    return round(time.monotonic() - started, 1)
+
+
+def summary(
+    deployment: Deployment, steps: list[dict[str, Any]], idle: dict[str, float]
+) -> dict[str, Any]:
     """The headline figures of one side: from its highest sustained step, else its lowest."""
     sustained = [s for s in steps if s["sustained"]]
     chosen = max(sustained, key=lambda s: s["target_per_second"]) if sustained else steps[0]
@@ -574,6 +603,7 @@ def summary(deployment: Deployment, steps: list[dict[str, Any]]) -> dict[str, An
         "redis_cpu_ms_per_arrival": chosen["redis_cpu_ms_per_arrival"],
         "loadgen_cpu_ms_per_arrival": chosen["loadgen_cpu_ms_per_arrival"],
         "calls_per_arrival": chosen["calls_per_arrival"],
+        "idle_server_cores": idle,
         "model_cores": (
             {k: round(per_second * server / 1000, 2) for k, per_second in MODEL.items()}
             if server is not None
@@ -610,6 +640,8 @@ def main() -> None:
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     rates = [float(r) for r in args.steps.split(",") if r.strip()]
+    # A SIGTERM (a background job's stop) ends the run as Ctrl-C does: the servers are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = Path(tempfile.mkdtemp(prefix="anteroom-arrivals-"))
     solver = Solver()
     sides = [Deployment("after", None, work / "after")]
@@ -618,25 +650,32 @@ def main() -> None:
     head = subprocess.run(["git", "log", "-1", "--format=%h %s"], cwd=ROOT, capture_output=True,
                           text=True, check=False).stdout.strip()[:100]  # fmt: skip
     steps: dict[str, list[dict[str, Any]]] = {side.label: [] for side in sides}
+    idle: dict[str, dict[str, float]] = {}
+    load_at_start = os.getloadavg()
     try:
         for n, side in enumerate(sides):
             side.start(offset=n * ADDRESSES.num_addresses // 2)
             assert side.journey is not None
             print(f"{side.label}: {side.server.url if side.server else ''}, journey "
                   f"'{side.journey.name}'", flush=True)  # fmt: skip
+        for side in sides:
+            settle(side)
+            idle[side.label] = side.idle_cores()
         for i, rate in enumerate(rates):
             order = sides if i % 2 == 0 else sides[::-1]
             for side in order:
+                if steps[side.label] and steps[side.label][-1]["completed_share"] < GAVE_UP:
+                    continue  # it served under half of the step below: a higher one says no more
                 step = run_step(side, rate, args, solver)
+                step["settled_after_seconds"] = settle(side)
                 steps[side.label].append(step)
                 show(side.label, step)
-                time.sleep(2)  # the last answers logged, the workers back to idle
     finally:
         for side in sides:
             side.stop()
         solver.close()
         shutil.rmtree(work, ignore_errors=True)
-    after = summary(sides[0], steps["after"])
+    after = summary(sides[0], steps["after"], idle["after"])
     results: dict[str, Any] = {
         "setup": {
             "steps_per_second": rates, "seconds_per_step": args.seconds,
@@ -646,13 +685,17 @@ def main() -> None:
             "sustained_when": f">= {SUSTAINED_SHARE:.0%} completed, p99 journey <= "
                               f"{SUSTAINED_P99_MS / 1000:.0f} s",
             "cpus": os.cpu_count(),
+            # the machine is shared: what else ran, as 1-minute load averages
+            "load_average_at_start": round(load_at_start[0], 2),
+            "load_average_at_end": round(os.getloadavg()[0], 2),
         },
         "code": head,
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **after,
     }  # fmt: skip
     if len(sides) > 1:
-        results["before"] = {"commit": args.before, **summary(sides[1], steps["before"])}
+        before = summary(sides[1], steps["before"], idle["before"])
+        results["before"] = {"commit": args.before, **before}
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(f"\n{'':>6}  max sustained/s  server ms  web ms  redis ms  loadgen ms  calls")
     table = [("after", results)] + ([("before", results["before"])] if len(sides) > 1 else [])
