@@ -244,7 +244,7 @@ class Journey:
     run: Callable[[Http, Visit], Awaitable[dict[str, Any]]]
 
 
-# The shortest the server offers is taken. A shorter journey goes first, e.g.
+# The shortest the server offers is taken; a new journey is one more line, e.g.
 #   Journey("arrive, enter", ("/api/v1/<arrive>", "/api/v1/<enter>"), 2, agent_two_calls),
 JOURNEYS: list[Journey] = [
     Journey("measure, challenge, identify, enter",
@@ -259,7 +259,8 @@ def pick_journey(base_url: str, forced: str = "") -> Journey:
         offered = set(json.load(answer).get("paths", {}))
     fitting = [j for j in JOURNEYS if set(j.paths) <= offered and (not forced or j.name == forced)]
     if not fitting:
-        raise RuntimeError(f"no journey fits the server's paths: {sorted(offered)}")
+        wanted = f"journey {forced!r}" if forced else "journey"
+        raise RuntimeError(f"no {wanted} fits the server's paths: {sorted(offered)}")
     return min(fitting, key=lambda j: j.calls)
 
 
@@ -376,6 +377,7 @@ class Deployment:
     api_key: str = ""
     room: str = ""
     journey: Journey | None = None
+    forced_journey: str = ""  # a journey's name (--journey): else the shortest offered
     next_address: int = 0
 
     def env(self) -> dict[str, str]:
@@ -409,7 +411,7 @@ class Deployment:
         self.api_key, secret = self.create_key()
         self.room = f"drop-{self.label}"
         create_room(self.server.url, secret, self.room)
-        self.journey = pick_journey(self.server.url)
+        self.journey = pick_journey(self.server.url, self.forced_journey)
 
     def idle_cores(self, seconds: float = 5.0) -> dict[str, float]:
         """What the server burns with no visitor (the room ticker, the workers' background
@@ -637,6 +639,11 @@ def main() -> None:
     parser.add_argument("--procs", type=int, default=2, help="load generator processes")
     parser.add_argument("--timeout", type=float, default=10.0, help="an arrival's longest journey")
     parser.add_argument("--connection", choices=("per-arrival", "per-call"), default="per-arrival")
+    parser.add_argument(
+        "--journey",
+        default="",
+        help="a journey's name (default: the shortest offered), e.g. the older calls",
+    )
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     rates = [float(r) for r in args.steps.split(",") if r.strip()]
@@ -644,9 +651,10 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = Path(tempfile.mkdtemp(prefix="anteroom-arrivals-"))
     solver = Solver()
-    sides = [Deployment("after", None, work / "after")]
+    sides = [Deployment("after", None, work / "after", forced_journey=args.journey)]
     if args.before:
-        sides.append(Deployment("before", before_tree(args.before, work / "tree"), work / "before"))
+        tree = before_tree(args.before, work / "tree")
+        sides.append(Deployment("before", tree, work / "before", forced_journey=args.journey))
     head = subprocess.run(["git", "log", "-1", "--format=%h %s"], cwd=ROOT, capture_output=True,
                           text=True, check=False).stdout.strip()[:100]  # fmt: skip
     steps: dict[str, list[dict[str, Any]]] = {side.label: [] for side in sides}
