@@ -6,12 +6,15 @@ BIN := $(VENV)/bin
 # two stamps, so serving never installs pytest, Playwright or Locust.
 SERVE_STAMP := $(VENV)/.installed-serve
 TEST_STAMP := $(VENV)/.installed-test
+# What `make bench` needs besides: the `bench` extra (granian, for bench/servers.py).
+BENCH_STAMP := $(VENV)/.installed-bench
 JS_STAMP := node_modules/.installed
 AGENT := static/anteroom.js
 CHROMIUM := /usr/bin/chromium
 REDIS_SERVER := /usr/bin/redis-server
 PODMAN := /usr/bin/podman-compose
 NGINX := /usr/sbin/nginx
+WRK := /usr/bin/wrk
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: serve test lint pytest jstest bench clean
@@ -32,12 +35,14 @@ pytest: $(TEST_STAMP) $(AGENT) $(REDIS_SERVER) $(PODMAN) $(NGINX)
 jstest: $(JS_STAMP)
 	@if [ -f package.json ]; then npm test; fi
 
-bench: $(TEST_STAMP) $(AGENT) $(CHROMIUM)
+bench: $(TEST_STAMP) $(BENCH_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) $(WRK)
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/http.py
 	$(BIN)/python bench/pow.py
 	$(BIN)/python bench/rush.py
 	$(BIN)/python bench/crowd.py
+	$(BIN)/python bench/arrivals.py
+	$(BIN)/python bench/servers.py
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +58,10 @@ $(SERVE_STAMP): pyproject.toml packages/anteroom-sdk/pyproject.toml | $(BIN)/pyt
 
 $(TEST_STAMP): pyproject.toml packages/anteroom-sdk/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e $(SDK) -e '.[test]'
+	touch $@
+
+$(BENCH_STAMP): $(TEST_STAMP)
+	$(BIN)/pip install --quiet -e $(SDK) -e '.[test,bench]'
 	touch $@
 
 $(JS_STAMP): $(wildcard package.json package-lock.json)
@@ -83,6 +92,11 @@ $(PODMAN):
 $(NGINX):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx
+
+# bench/servers.py drives Debian's wrk against each HTTP server.
+$(WRK):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk
 
 clean:
 	rm -rf $(VENV) node_modules build dist

@@ -18,8 +18,11 @@ doing what any poll must: HGET of the room, ZRANK of the visitor in a line of th
 (random order, as the pre-queue's lottery order is) and HSET of its last-seen time.
 ``ratio_to_floor`` = poll_us_median / floor_us: the figure to compare between machines.
 
-Drain of 200: the service's tick (lua/tick.lua) admitting 200 from a line of 400 (opensAt 1 s
-ahead, the clock moved 1.5 s), no sweep pass due.
+Drain of 200: the service's tick (lua/tick.lua) admitting 200 from a line of 400, no sweep pass
+due. The line is a pre-opening pool (opensAt 1 s ahead, the clock moved 1.5 s): the first tick
+finds its draw due and the service makes it (queue/room_draw.py); the tick a second later, the
+one measured, drains 200 of the drawn pool. ``drain200_tickets_ms_median``: the same from a line
+of tickets taken after opening.
 
 The 1M model (``model_1m``): the polls a second of a 1M line polling as told (cadence bands),
 times this run's per-call costs. Replica-able: every far poll. Primary: the last-seen bookings
@@ -232,8 +235,9 @@ def poll_and_floor(engine: Engine, n: int, results: dict[str, Any]) -> float:
 
 def drain_of_200(engine: Engine, pool: bool = True) -> tuple[float, float]:
     """Median Redis time (ms) of one tick that admits 200 from a line of 400, and of a tick
-    that finds nothing to do (µs). ``pool``: the line is a pre-opening pool (lottery order:
-    its 200 first fall in ~190 blocks of lua/_blocks.lua); else tickets taken after opening."""
+    that finds nothing to do (µs). ``pool``: the line is a pre-opening pool, drawn first (drawn
+    order: its 200 first spread over the pool's blocks of lua/_blocks.lua as the lottery's
+    were); else tickets taken after opening."""
     client = engine.redis
     drains, idle = [], []
     for t in range(20):
@@ -244,6 +248,14 @@ def drain_of_200(engine: Engine, pool: bool = True) -> tuple[float, float]:
         engine.open(room, now + 1_000 if pool else now)
         fill(engine, room, 400)
         engine.shift_clock(room, 1_500)
+        if pool:
+            # The pool is drawn by the service (queue/room_draw.py), not by the tick: the first
+            # tick past opensAt finds the draw due, admits nobody, and this process makes the
+            # draw; the tick of the next second drains the drawn pool, the one measured.
+            drawing = engine.tick(room)
+            assert drawing.draw_due and drawing.dealt == 0, drawing
+            assert len(engine.drawn_entrants(room)) == 400
+            engine.shift_clock(room, 1_000)
         client.config_resetstat()
         engine.tick(room)
         usec, _ = evalsha_usec(client)
