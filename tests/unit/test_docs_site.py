@@ -8,6 +8,7 @@ import dataclasses
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,11 @@ def test_the_key_layout_and_the_claims_come_from_the_code(site: Path) -> None:
     assert "anteroom:r:{&lt;room_id&gt;}:room" in page
     for claim in ("qr", "qj", "qi", "nr"):
         assert f"<code>{claim}</code>" in page
+
+
+def test_the_readme_is_short_and_its_links_resolve() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) < 200
+    assert "make test" in readme and "make serve" in readme
+    for target in re.findall(r"\]\((docs/[^)#]+)", readme):
+        assert (ROOT / target).is_file(), target
