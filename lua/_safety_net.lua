@@ -1,7 +1,7 @@
 -- needs: _base, _room, _spot
--- The safety net (SPEC "Room policies"; room_config.py `safetyNet`). A room with one (`snc`:
--- "activeSessions:arrivalsPerMinute:coolDownSec", '' for none) runs as passthrough while calm
--- and as its own mode while queueing (`sns` 'q'); load_room (_room.lua) gives `room.mode` the
+-- The safety net (docs/operators.md, "The safety net"; room_config.py `safetyNet`). A room with one
+-- (`snc`: "activeSessions:arrivalsPerMinute:coolDownSec", '' for none) runs as passthrough while
+-- calm and as its own mode while queueing (`sns` 'q'); load_room (_room.lua) gives `room.mode` the
 -- mode in force (net_mode). Switched here, inside enter.lua and tick.lua, on the room's clock (ms):
 -- calm -> queueing when active sessions (live admissions: ACTIVE's slots not yet expired, as the
 -- series counts them) or the arrivals of the last minute

@@ -18,6 +18,9 @@ import pytest
 from anteroom.config import PREFIX, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
+SOURCE_DIRS = ("backend", "lua", "frontend", "templates", "tests", "bench", "packages")
+# Spelt in two parts so this file does not cite what it forbids.
+OUTSIDE_BRIEF = re.compile(r"\b" + "SP" + r"EC\b")
 
 
 def _hooks():
@@ -113,6 +116,25 @@ def test_the_key_layout_and_the_claims_come_from_the_code(site: Path) -> None:
     assert "anteroom:r:{&lt;room_id&gt;}:room" in page
     for claim in ("qr", "qj", "qi", "nr"):
         assert f"<code>{claim}</code>" in page
+
+
+def test_no_source_cites_a_brief_outside_the_repository() -> None:
+    citing = []
+    for folder in SOURCE_DIRS:
+        for path in (ROOT / folder).rglob("*"):
+            skipped = "node_modules" in path.parts or path.suffix in (".pyc", ".json")
+            if skipped or not path.is_file():
+                continue
+            try:
+                text = path.read_text()
+            except UnicodeDecodeError:
+                continue
+            citing += [
+                f"{path.relative_to(ROOT)}:{n}"
+                for n, line in enumerate(text.splitlines(), 1)
+                if OUTSIDE_BRIEF.search(line)
+            ]
+    assert citing == []
 
 
 def test_the_readme_is_short_and_its_links_resolve() -> None:
