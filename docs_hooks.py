@@ -312,6 +312,10 @@ def benchmarks() -> str:
         out.append(f"## {path.stem}\n")
         command = bench_command(path, data)
         out.append(f"`bench/results/{path.name}`, written by:\n\n```sh\n{command}\n```\n")
+        script = ROOT / command.split()[1]
+        purpose = (ast.get_docstring(ast.parse(script.read_text())) or "").split("\n\n")[0]
+        if purpose:
+            out.append(f"What `{script.relative_to(ROOT)}` measures: {purpose}\n")
         rows = [[f"`{k}`", _value_text(v)] for k, v in _flatten(data)]
         out.append(_table(["figure", "value"], rows))
         for title, points in _series(data)[:6]:
