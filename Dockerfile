@@ -71,7 +71,7 @@ RUN --mount=type=bind,from=wheels,source=/wheels,target=/wheels \
  && /opt/anteroom/bin/pip install --quiet --no-cache-dir --no-index --find-links /wheels anteroom \
  && /opt/anteroom/bin/pip uninstall --quiet --yes pip setuptools \
  && useradd --system --uid 10001 --home-dir /var/lib/anteroom --create-home anteroom
-# Configuration is ANTEROOM_* environment only (see the README's "Configuration"); these are
+# Configuration is ANTEROOM_* environment only (see docs/configuration.md); these are
 # the container's defaults: listen on every address, keep data under the volume.
 ENV PATH=/opt/anteroom/bin:$PATH \
     PYTHONUNBUFFERED=1 \

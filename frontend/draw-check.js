@@ -1,6 +1,6 @@
 /**
- * The draw checker of backend/anteroom/sdk/draw.py in the browser, WebCrypto only (SPEC "A draw
- * anyone can check"): the same rules, the same order of checks and the same failure names, held
+ * The draw checker of backend/anteroom/sdk/draw.py in the browser, WebCrypto only (docs/draw.md):
+ * the same rules, the same order of checks and the same failure names, held
  * to the same cases (tests/fixtures/draw.json, tests/js/draw-check.test.mjs).
  *
  * - commitment = SHA-256 hex of the seed's 64 hex characters as text;

@@ -71,7 +71,7 @@ local function deal(room, vid, spot, now, batch, order_key)
   book_deal(batch, vid, spot_record(spot), fmt(spot.expires), entered, now, order_key)
 end
 
--- The opening's fairness counts (SPEC "A draw anyone can check"), booked once per batch:
+-- The opening's fairness counts (docs/draw.md), booked once per batch:
 -- admissions from the pre-queue (order key below POST_OPEN_KEY: drawn or lottery keys) and
 -- of later arrivals, and `nooo`, later arrivals admitted out of arrival order: one whose order
 -- key is below the highest later arrival's admitted so far (`lak`). The drain admits from the

@@ -13,8 +13,8 @@ local function limited(generation, ticket, now, spent)
   return math.ceil(((minute + 1) * 60000 - now) / 1000)
 end
 
--- The poll cadence within a budget (SPEC invariant 11; queue/poll_cadence.py is the same rule
--- in Python, for the far poll answered from a snapshot, and a test holds the two together).
+-- The poll cadence within a budget (docs/queue.md, invariant 11; queue/poll_cadence.py is the same
+-- rule in Python, for the far poll answered from a snapshot, and a test holds the two together).
 -- `pace`: admissions a second (the room's rate, or the pace observed at capacity); `delay`: ms
 -- until opensAt; `line`: eligible waiting spots; `budget`: the room's pollBudgetPerSecond.
 -- The front (max(100, 10 s of admissions)) polls every second (its first half) or two. Behind it a spot polls about

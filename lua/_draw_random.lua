@@ -1,15 +1,15 @@
 -- needs: _base, _admissions, _revocations, _blocks, _bucket, _expiry, _record, _room, _cadence, _drain_budget
--- The drain of a room in mode random (SPEC "Room policies"): each admission is drawn among the
--- eligible waiting, every spot in the line with the same chance whatever its arrival. The k-th
--- admission of the opening takes rank H(seed, k) mod n of the line (n its length then), H the
+-- The drain of a room in mode random (docs/operators.md, "Queueing modes"): each admission is drawn
+-- among the eligible waiting, every spot in the line with the same chance whatever its arrival. The
+-- k-th admission of the opening takes rank H(seed, k) mod n of the line (n its length then), H the
 -- first 52 bits of SHA-1 over the opening's secret seed (the pre-queue lottery's): reproducible
 -- by us from the seed and the line, unpredictable to visitors. An order key drawn at entry
 -- would have favoured newcomers over those who survived earlier draws; this never moves a key,
 -- so a switch back to fifo finds the line in its order, less those admitted.
 -- A spot drawn that is held, abandoned or revoked leaves the line as the fifo drain's would
 -- (filed in its bucket, dropped) and the same deal number is drawn again among the rest.
--- Invitees in a lane (skip, priority: SPEC's Invites) are ahead of the public line in every
--- mode: they are dealt first, in their order, and the draw is among the rest.
+-- Invitees in a lane (skip, priority: docs/operators.md, "Invite links") are ahead of the public
+-- line in every mode: they are dealt first, in their order, and the draw is among the rest.
 -- Times in ms of the room's clock. Returns the number admitted.
 local DRAW_MAX_SCAN = 1000 -- spots read a call at most, as the fifo drain's MAX_SCAN
 local function draw_rank(seed, deal_number, n)

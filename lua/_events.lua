@@ -1,5 +1,5 @@
 -- needs: _base, _room, _bank, _event_state, _in_force
--- Scheduled events (SPEC "Room policies"): windows [startsAt, endsAt) that override some of the
+-- Scheduled events (docs/operators.md): windows [startsAt, endsAt) that override some of the
 -- room's settings. The list lives in the room hash as JSON (`evs`, written by set_events.lua,
 -- sorted and checked by queue/room_events.py); what the scripts need of it on every call is in
 -- one short field, `evo`: '<next boundary ms>|<running event id>|<mode>|<rate>|<capacity>|<ttl>|
@@ -37,7 +37,7 @@ local function event_state_at(t)
     setting(o.capacity), setting(o.admissionTtlSec), prequeue}, '|')
 end
 
--- An event's own pre-queue (SPEC "Room policies": Events). It collects the newcomers of
+-- An event's own pre-queue (docs/operators.md, "Scheduled events"). It collects the newcomers of
 -- [preQueueOpensAt, startsAt): they take tickets as anyone (so their keys sit behind everyone
 -- already in line and ahead of everyone after), the drain stops before the first of them
 -- (`pqs` 'o' while collecting, 'p' once startsAt has passed until their order is drawn), and

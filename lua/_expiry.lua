@@ -8,8 +8,8 @@ local function admission_gone(expires, now) return now > expires + ADMISSION_GRA
 
 -- Last-seen, booked ahead: a poll finding `seen` far enough ahead books nothing; one finding it
 -- short books `seen` = now + lead + min(abandonAfterSec / 2, 150 s). A spot is abandoned at
--- seen + abandonAfterSec. The lead follows the spot's own cadence (SPEC invariant 7): told to
--- poll every I ms, it is kept max(abandonAfterSec, 3 I) after its last poll, so lead =
+-- seen + abandonAfterSec. The lead follows the spot's own cadence (docs/queue.md, invariant 7):
+-- told to poll every I ms, it is kept max(abandonAfterSec, 3 I) after its last poll, so lead =
 -- max(0, 3 I - abandonAfterSec) and a poll finding `seen` less than the lead ahead books again.
 -- So a spot is never dropped sooner than that after its last poll, nor more than the booking
 -- later (capped, so a day-long abandonAfterSec is not half a day late); a visitor polling every

@@ -1,5 +1,5 @@
 -- needs: _base
--- Invite links (SPEC "Room policies", Invites). Hash INV holds, per invite id, its uses so far
+-- Invite links (docs/operators.md, "Invite links"). Hash INV holds, per invite id, its uses so far
 -- (field = the id) and each identity that spent it (field = '<id>|<vid>'). Invited spots get
 -- order keys below every other kind: the draw's keys fill [-2^51, 0), lottery keys [0, 2^52),
 -- later arrivals [2^52, ...). The skip lane sorts before the priority lane, each by ticket, so

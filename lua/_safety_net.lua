@@ -1,8 +1,8 @@
 -- needs: _base, _room, _spot, _in_force
--- The safety net (SPEC "Room policies"; room_config.py `safetyNet`). A room with one (`snc`:
--- "activeSessions:arrivalsPerMinute:coolDownSec", '' for none) runs as passthrough while calm
--- and as its own mode while queueing (`sns` 'q'); `room.mode` is the mode in force
--- (net_mode, _in_force.lua). Switched here, inside enter.lua and tick.lua, on the room's clock:
+-- The safety net (docs/operators.md, "The safety net"; room_config.py `safetyNet`). A room with one
+-- (`snc`: "activeSessions:arrivalsPerMinute:coolDownSec", '' for none) runs as passthrough while
+-- calm and as its own mode while queueing (`sns` 'q'); `room.mode` is the mode in force
+-- (net_mode, _in_force.lua). Switched here, inside enter.lua and tick.lua, on the room's clock (ms):
 -- calm -> queueing when active sessions (live admissions: ACTIVE's slots not yet expired, as the
 -- series counts them) or the arrivals of the last minute
 -- reach a threshold; queueing -> calm once the line and the held buckets are empty and both

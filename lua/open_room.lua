@@ -1,6 +1,6 @@
 -- Open (or resume) a room. Resuming a paused room keeps its counters, shuffle, opensAt and draw;
 -- paused time earns nothing. Opening an idle room at a future opensAt commits its draw at once
--- (SPEC "A draw anyone can check"): the seed is stored, secret, beside its published commitment.
+-- (docs/draw.md): the seed is stored, secret, beside its published commitment.
 -- needs: _base, _room, _pause
 -- KEYS: room drawn
 -- ARGV: opensAt (epoch ms, '' for now), a fresh random seed (the pre-open lottery's), the draw's

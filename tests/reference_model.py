@@ -1,27 +1,28 @@
 """A small pure-Python model of the queue rules, to compare the Lua engine against.
 
-It is written from SPEC "The queue engine", not from the scripts: a bank capped at one
+It is written from docs/queue.md, "Invariants", not from the scripts: a bank capped at one
 second's worth, a lottery pool before opensAt that nobody leaves before the service's draw puts it
-in drawn order (SPEC "A draw anyone can check"), ticket order after, held spots skipped, abandoned
+in drawn order (docs/draw.md), ticket order after, held spots skipped, abandoned
 spots dropped for free when the drain reaches them (last-seen booked half abandonAfterSec ahead,
 so a spot goes between 1 and 1.5 x abandonAfterSec after its last poll, or 3 of its own polls
 when that is longer), the poll cadence within a budget, capacity, the
 per-ticket limit, and the sweep that enter and poll carry along at most once a minute.
-Queueing modes (SPEC "Room policies"): ``passthrough`` admits whatever the bank, within capacity,
-and spends none of it; ``reject`` refuses a newcomer (``RoomClosed``) and nobody else;
+Queueing modes (docs/operators.md, "Queueing modes"): ``passthrough`` admits whatever the bank,
+within capacity, and spends none of it; ``reject`` refuses a newcomer (``RoomClosed``) and nobody
+else;
 ``random`` draws each admission among the eligible (see :func:`draw_rank`, the same draw as
 lua/_draw_random.lua) and answers a waiting spot with its odds instead of a place.
-Invites (SPEC "Room policies"): a newcomer's invite is refused once expired (``InviteExpired``)
-or used by ``uses`` other visitors (``InviteSpent``); its ``skip`` lane is admitted at once
-within capacity whatever the bank (spending none), else waits, like ``priority``, ahead of
-everyone else (and of the draw), by ticket, skip before priority. It gives each visitor its
+Invites (docs/operators.md, "Invite links"): a newcomer's invite is refused once expired
+(``InviteExpired``) or used by ``uses`` other visitors (``InviteSpent``); its ``skip`` lane is
+admitted at once within capacity whatever the bank (spending none), else waits, like ``priority``,
+ahead of everyone else (and of the draw), by ticket, skip before priority. It gives each visitor its
 lane once: one who spent it and enters again without a spot joins the public line.
 The safety net (``net``: activeSessions, arrivalsPerMinute, coolDownSec): passthrough while calm
 (unless the mode is reject), the room's own mode while queueing, switched by a newcomer's entry
 and by the tick (lua/_safety_net.lua), the switch to queueing emptying the bank.
-Scheduled events (SPEC "Room policies": Events): from startsAt to endsAt (room clock) an event's
-overrides (mode, ratePerMinute, capacity, admissionTtlSec) stand in for the room's own settings
-(``own``). A boundary is crossed by the first script at or after it (enter, poll, the tick,
+Scheduled events (docs/operators.md, "Scheduled events"): from startsAt to endsAt (room clock) an
+event's overrides (mode, ratePerMinute, capacity, admissionTtlSec) stand in for the room's own
+settings (``own``). A boundary is crossed by the first script at or after it (enter, poll, the tick,
 pause, an update, a write of the events): what was earned before it is earned at the rate then
 in force, and kept when crossed within a second of it; crossed later, the bank keeps at most a
 second of the new rate. An event's mode stands in for the room's own under the safety net.
@@ -55,16 +56,17 @@ SEEN_BOOKING_MAX_MS = 150_000  # as lua/_expiry.lua's SEEN_BOOKING_MAX
 
 
 def draw_rank(seed: str, deal_number: int, line: int) -> int:
-    """SPEC "Room policies", mode random: the rank in the eligible line (0-based, in order-key
-    order) of the spot drawn for the opening's ``deal_number``-th admission, from the opening's
-    secret seed: the first 52 bits of SHA-1(seed ':' deal number), mod the line's length."""
+    """docs/operators.md, "Queueing modes", mode random: the rank in the eligible line (0-based, in
+    order-key order) of the spot drawn for the opening's ``deal_number``-th admission, from the
+    opening's secret seed: the first 52 bits of SHA-1(seed ':' deal number), mod the line's
+    length."""
     digest = hashlib.sha1(f"{seed}:{deal_number}".encode()).hexdigest()
     return int(digest[:13], 16) % line
 
 
 def prequeue_order(seed: str, first_ticket: int, vids: list[str]) -> list[str]:
-    """SPEC "Room policies", Events: an event pre-queue's entrants in drawn order, by the first
-    52 bits of SHA-1(seed ':' the pre-queue's first ticket ':' vid), ties by vid."""
+    """docs/operators.md, "Scheduled events": an event pre-queue's entrants in drawn order,
+    by the first 52 bits of SHA-1(seed ':' the pre-queue's first ticket ':' vid), ties by vid."""
 
     def number(vid: str) -> int:
         return int(hashlib.sha1(f"{seed}:{first_ticket}:{vid}".encode()).hexdigest()[:13], 16)
@@ -454,9 +456,9 @@ class Model:
         return False
 
     def cadence(self, position: int, pace: float, until: int | None = None) -> int:
-        """SPEC 11: 1-2 s at the front (max(100, 10 s of admissions)), then about five polls
-        over the expected wait from 2 s to 5 min, stretched when the line's polls would exceed
-        the budget (5,000 a second by default)."""
+        """docs/queue.md, invariant 11: 1-2 s at the front (max(100, 10 s of admissions)), then
+        about five polls over the expected wait from 2 s to 5 min, stretched when the line's polls
+        would exceed the budget (5,000 a second by default)."""
         front = max(100, math.ceil(pace * 10))
         delay = max(0, (self.opens_at if until is None else until) - self.now)
         before_opening = min(delay / 5, 300_000)
@@ -471,8 +473,8 @@ class Model:
         return math.floor(min(max(2000, wait / 5), 300_000) * stretch)
 
     def keep_for_cadence(self, spot: Spot, interval: int) -> None:
-        """SPEC 7: kept max(abandonAfterSec, 3 polls) after its last poll: booked that far
-        ahead once what is booked falls short."""
+        """docs/queue.md, invariant 7: kept max(abandonAfterSec, 3 polls) after its last poll:
+        booked that far ahead once what is booked falls short."""
         lead = max(0, 3 * interval - self.abandon_ms)
         if spot.seen < self.now + lead:
             spot.seen = self.now + lead + min(self.abandon_ms // 2, SEEN_BOOKING_MAX_MS)

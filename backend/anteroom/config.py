@@ -26,42 +26,122 @@ def _host_port(text: str) -> bool:
     return port.isdigit() and 0 < int(port) < 65_536
 
 
+def _setting(default: Any, doc: str) -> Any:
+    """A setting's field with its meaning beside it, for docs/configuration.md (built from it)."""
+    return field(default=default, metadata={"doc": doc})
+
+
 @dataclass(frozen=True)
 class Settings:
     """Service settings; :meth:`from_env` reads them from ``ANTEROOM_<NAME>``."""
 
-    bind: str = "127.0.0.1:8000"
-    redis_url: str = ""  # redis://, rediss://, unix:// or redis+cluster://host:port,host:port
-    redis_replicas: str = ""  # comma-separated URLs of read replicas of a single primary
-    data_dir: str = "./var"
-    keys: str = ""
-    workers: int = 2
-    demo: bool = False  # the public demo room and its crowd: `make serve` turns it on
+    bind: str = _setting("127.0.0.1:8000", "Address gunicorn listens on.")
+    redis_url: str = _setting(
+        "",
+        "An external Redis/Valkey (`redis://`, `rediss://`, `unix://`), or a Redis/Valkey Cluster "
+        "by its seeds (`redis+cluster://[user:password@]host:port,host:port…`); empty starts the "
+        "embedded one. A malformed URL stops start-up, naming it.",
+    )
+    redis_replicas: str = _setting(
+        "",
+        "Comma-separated URLs of read replicas of a single primary: each process runs the "
+        "read-only far poll on one of them (a cluster's replicas are found through the cluster).",
+    )
+    data_dir: str = _setting(
+        "./var",
+        "The embedded Redis's data (append-only file), the generated keyring and "
+        "`known-rooms.json` (rooms known for an outage).",
+    )
+    keys: str = _setting(
+        "",
+        "Signing keyring `kid:base64secret,…` from `anteroom keys generate`: the first key signs, "
+        "all verify. Required with `ANTEROOM_REDIS_URL`; with the embedded Redis a keyring is "
+        "generated into `ANTEROOM_DATA_DIR/keys`.",
+    )
+    workers: int = _setting(2, "Gunicorn worker processes.")
+    demo: bool = _setting(
+        False,
+        "`1` creates environment `demo`, public key `pk_demo`, open room `demo` and its simulated "
+        "crowd (`make serve` turns it on).",
+    )
     # One instance alone on an external Redis may keep a keyring it generates in data_dir/keys;
     # off, such an instance refuses to start without ANTEROOM_KEYS (hosts would sign apart).
-    generate_keys: bool = False
-    setup_token: str = ""  # the first start's one-time setup token, else a random one is printed
-    key_prefix: str = "anteroom:"
-    trusted_proxies: int = 0  # how many proxy hops in front of us may set X-Forwarded-For
-    # Seconds a request's headers and body together may take to arrive (ops/connection_limits).
-    request_timeout: float = 10.0
-    # Open connections one address may hold in one worker (0: no cap); behind trusted proxies,
-    # requests in progress per forwarded visitor instead (ops/connection_limits).
-    connections_per_address: int = 256
-    limit_challenge: str = "60/minute"
-    limit_identify: str = "60/minute"
-    limit_enter: str = "60/minute"
-    limit_fairness: str = "60/minute"  # fairness.json and its entrant list, per address
-    fairness_egress_mb: int = 16  # their full answers' MiB a second per worker process (0: no cap)
-    pow_difficulty: int = 0  # > 0 pins every challenge to 2^N expected hashes; 0: the work rule
-    pow_policy: str = ""  # JSON, per environment: {"pin": bits} or {"min", "max", "attack"}
-    templates_dir: str = ""  # an operator's page templates, looked up before the built-in ones
-    metrics_token: str = ""  # when set, /metrics answers only `Authorization: Bearer <it>`
-    log_format: str = "text"  # "json": one JSON line per request (web/request_log.py)
+    generate_keys: bool = _setting(
+        False,
+        "`1`: a single instance on an external Redis may keep a generated keyring in "
+        "`ANTEROOM_DATA_DIR/keys` (never with a second instance).",
+    )
+    setup_token: str = _setting(
+        "",
+        "The first start's one-time setup token (12+ characters) instead of a printed random one.",
+    )
+    key_prefix: str = _setting("anteroom:", "Prefix of every Redis key.")
+    trusted_proxies: int = _setting(
+        0, "How many proxy hops in front of us may set `X-Forwarded-For` (whose value is believed)."
+    )
+    request_timeout: float = _setting(
+        10.0,
+        "Seconds a request's headers and body together may take to arrive; then `408` "
+        "(ops/connection_limits.py; see Deploying, Connection limits).",
+    )
+    connections_per_address: int = _setting(
+        256,
+        "Open connections one address may hold in one worker (`0`: no cap); behind trusted "
+        "proxies, requests in progress per forwarded visitor instead.",
+    )
+    limit_challenge: str = _setting(
+        "60/minute", "Challenges (`arrive`, `challenge`) per address, per worker process."
+    )
+    limit_identify: str = _setting(
+        "60/minute", "Identifies per address, counted in Redis across instances."
+    )
+    limit_enter: str = _setting(
+        "60/minute", "Enters per address, counted in Redis across instances."
+    )
+    limit_fairness: str = _setting(
+        "60/minute",
+        "Fetches of `fairness.json` and its entrant list per address, per worker process.",
+    )
+    fairness_egress_mb: int = _setting(
+        16,
+        "MiB a second of `fairness.json`'s and its list's full answers per worker process "
+        "(`0`: no cap).",
+    )
+    pow_difficulty: int = _setting(
+        0,
+        "`0`: the work rule decides (see the visitor API, Proof of work, fitted); `N` > 0 pins "
+        "every challenge to 2^N expected hashes.",
+    )
+    pow_policy: str = _setting(
+        "",
+        'JSON per environment: `{"<env>": {"pin": N}}` or `{"min": N, "max": N, "attack": '
+        "identifies a minute}` (bits of expected work).",
+    )
+    templates_dir: str = _setting(
+        "",
+        "A folder of your own page templates, looked up before the built-in ones (see Operators, "
+        "Branding the hosted page).",
+    )
+    metrics_token: str = _setting(
+        "", "When set, `GET /metrics` answers only `Authorization: Bearer <it>`."
+    )
+    log_format: str = _setting(
+        "text",
+        "`json`: one JSON line per request (route, status, latency, room, instance; "
+        "web/request_log.py).",
+    )
     # Development only: the service's outbound fetches (a draw's beacon) may use plain http to
     # this machine and reach its loopback addresses (queue/outbound_fetch.py).
-    outbound_allow_loopback: bool = False
-    outbound_resolver: str = ""  # host:port of the DNS server outbound fetches ask; "": system's
+    outbound_allow_loopback: bool = _setting(
+        False,
+        "Development only: `1` lets a draw's beacon be plain `http` to this machine and reach its "
+        "loopback addresses.",
+    )
+    outbound_resolver: str = _setting(
+        "",
+        "`ip:port` of the DNS server the service's outbound fetches (a draw's beacon) ask, over "
+        "UDP; empty: the system's resolver, in an OS thread.",
+    )
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -1,4 +1,4 @@
-"""``anteroom.edge``: the edge's public names (see the README's "Protect whole paths").
+"""``anteroom.edge``: the edge's public names (see docs/edge.md, "Protect whole paths").
 
 :mod:`anteroom.sdk.wsgi_edge` (WSGI, Flask), :mod:`anteroom.sdk.asgi_edge` (ASGI: FastAPI,
 Starlette) and :mod:`anteroom.sdk.django_edge` (a Django middleware class), all on one decision.

@@ -1,7 +1,8 @@
 """Find the files that ship beside the code: Lua scripts, templates and static files.
 
 In a wheel they live inside the package (``anteroom/lua`` …); in a source checkout they live at
-the top of the repository (SPEC "Layout"), so both places are looked at, package first.
+the top of the repository (`lua/`, `templates/`, `static/`), so both places are looked at, package
+first.
 """
 
 from __future__ import annotations

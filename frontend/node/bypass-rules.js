@@ -1,5 +1,5 @@
 /**
- * Bypass rules (SPEC "Room policies", `bypass`): requests that pass without queueing. The same
+ * Bypass rules (docs/operators.md, "Bypass rules"): requests that pass without queueing. The same
  * rules and the same error messages as the Python `anteroom.sdk.bypass_rules` (its docstring
  * says why each is so); both pass `tests/fixtures/edge_cases.json`.
  *

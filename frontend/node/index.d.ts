@@ -129,8 +129,8 @@ export interface EdgeOptions {
   /** Pass preflights to the app, which answers OPTIONS itself (default false: the edge does). */
   appAnswersOptions?: boolean;
   /**
-   * The room's bypass rules (SPEC "Room policies"), secrets in clear: a protected request the
-   * first matching rule lets through goes to the app with no admission check, e.g.
+   * The room's bypass rules (docs/operators.md, "Bypass rules"), secrets in clear: a protected
+   * request the first matching rule lets through goes to the app with no admission check, e.g.
    * `[{kind: "path-prefix", value: "/static/"}, {kind: "address-range", value: "203.0.113.0/24"},
    * {kind: "header", name: "X-Monitor", secret: process.env.MONITOR_SECRET}]`.
    */

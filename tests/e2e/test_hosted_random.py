@@ -1,5 +1,6 @@
-"""The hosted page in a room in mode random (SPEC "Room policies"): "in the draw" with the odds
-in words and no place, ETA or bar; back in fifo, the place again. Real Chromium, server, Redis."""
+"""The hosted page in a room in mode random (docs/operators.md, "Queueing modes"): "in the draw"
+with the odds in words and no place, ETA or bar; back in fifo, the place again. Real Chromium,
+server, Redis."""
 
 from __future__ import annotations
 

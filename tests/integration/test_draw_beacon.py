@@ -1,4 +1,4 @@
-"""A draw that takes a public randomness beacon (SPEC "A draw anyone can check"): the round is
+"""A draw that takes a public randomness beacon (docs/draw.md): the round is
 named at commitment, the draw waits for its value, orders with it, and ``anteroom verify-draw``
 checks the order with the value the document publishes. The beacon is a local stand-in with
 drand's HTTP shape (this machine reaches no real one)."""

@@ -1,4 +1,4 @@
-"""Receipts in queue answers (SPEC "A draw anyone can check"): after the draw, each pre-queue
+"""Receipts in queue answers (docs/draw.md): after the draw, each pre-queue
 entrant's answers carry a signed receipt of their drawn rank that ``anteroom verify-draw``
 accepts with the room's published receipt key; nobody else's answers carry one."""
 

@@ -1,4 +1,4 @@
-"""The service's draw (SPEC "A draw anyone can check"): committed when the opening is scheduled,
+"""The service's draw (docs/draw.md): committed when the opening is scheduled,
 made at opensAt by the service over the frozen pool, revealed after, and checkable by anyone
 with ``anteroom verify-draw`` against the live room."""
 

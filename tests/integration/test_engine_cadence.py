@@ -1,4 +1,5 @@
-"""The poll cadence within a budget (SPEC 11) and abandonment that follows it (SPEC 7).
+"""The poll cadence within a budget (docs/queue.md, invariant 11) and abandonment that follows it
+(docs/queue.md, invariant 7).
 
 The scripts and queue/poll_cadence.py state one rule in two languages: the first test runs the
 Lua ``poll_after`` itself over a table of cases and compares. The budget arithmetic is checked

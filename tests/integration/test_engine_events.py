@@ -1,6 +1,6 @@
-"""Scheduled events in the scripts (SPEC "Room policies"): an event's overrides apply from its
-startsAt to its endsAt on the room's clock, crossed inside the scripts (the ticker's tick, with
-nobody polling), once, burst-free, and the room's own settings apply outside."""
+"""Scheduled events in the scripts (docs/operators.md, "Scheduled events"): an event's overrides
+apply from its startsAt to its endsAt on the room's clock, crossed inside the scripts (the ticker's
+tick, with nobody polling), once, burst-free, and the room's own settings apply outside."""
 
 from __future__ import annotations
 
@@ -231,7 +231,7 @@ def prequeue_room(engine: Engine, ahead: int = 3) -> tuple[str, int, dict[str, A
 
 
 def drawn_order(engine: Engine, room: str, vids: list[str], first_ticket: int) -> list[str]:
-    """The pre-queue's draw as SPEC states it, computed here from the room's secret seed."""
+    """The pre-queue's draw as docs/draw.md states it, computed here from the room's secret seed."""
     import hashlib
 
     seed = engine.redis.hget(engine.keys.room(room), "seed")

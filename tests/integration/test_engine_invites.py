@@ -1,4 +1,4 @@
-"""Invite links in the engine (SPEC "Room policies", Invites), against a real Redis: the two
+"""Invite links in the engine (docs/operators.md, "Invite links"), against a real Redis: the two
 lanes, the errors, one use per identity, and the `uses` bound under concurrent processes."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Queueing modes in the scripts (SPEC "Room policies"): fifo, passthrough and reject on entry,
-and a switch of mode that never loses or reorders anyone already waiting."""
+"""Queueing modes in the scripts (docs/operators.md, "Queueing modes"): fifo, passthrough and reject
+on entry, and a switch of mode that never loses or reorders anyone already waiting."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Mode random in the scripts (SPEC "Room policies"): each admission drawn among the eligible
-waiting with the opening's secret seed, answers with odds instead of a place, and switches that
-never lose or reorder anyone."""
+"""Mode random in the scripts (docs/operators.md, "Queueing modes"): each admission drawn among the
+eligible waiting with the opening's secret seed, answers with odds instead of a place, and switches
+that never lose or reorder anyone."""
 
 from __future__ import annotations
 

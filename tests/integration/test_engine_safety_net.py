@@ -1,4 +1,4 @@
-"""The safety net in the scripts (SPEC "Room policies", `safetyNet`): a calm room admits everyone,
+"""The safety net in the scripts (docs/operators.md, "The safety net"): a calm room admits everyone,
 crossing a threshold switches it to queueing in its own mode, and it cools back only after its
 line has been empty and its traffic quiet for coolDownSec; on the room's clock, once."""
 

@@ -1,5 +1,5 @@
-"""Scheduled events through the management API (SPEC "Room policies": Events): create, list,
-change, cancel; bad input named, overlaps refused, every write audited, and the overrides met
+"""Scheduled events through the management API (docs/operators.md, "Scheduled events"): create,
+list, change, cancel; bad input named, overlaps refused, every write audited, and the overrides met
 by visitors (texts, theme, mode) on the room's clock."""
 
 from __future__ import annotations

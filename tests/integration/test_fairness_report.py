@@ -1,4 +1,4 @@
-"""The public fairness report of an opening (SPEC "A draw anyone can check", issue 23 items 5
+"""The public fairness report of an opening (docs/draw.md, issue 23 items 5
 and 6): its figures on a small scripted opening, the page a sceptical visitor reads, the
 operator's switch, and the management API's copy. Time moves on the room's clock only."""
 

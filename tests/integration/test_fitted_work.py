@@ -1,4 +1,5 @@
-"""Proof of work, fitted (SPEC): split challenges, the work rule's facts, the device measurement.
+"""Proof of work, fitted (docs/visitor-api.md, "Proof of work, fitted"): split challenges, the work
+rule's facts, the device measurement.
 
 Through the real app and a real Redis, with the work rule deciding (no pinned difficulty).
 """

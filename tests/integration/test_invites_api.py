@@ -1,4 +1,4 @@
-"""Invite links through the real app and a real Redis (SPEC "Room policies", Invites): issued
+"""Invite links through the real app and a real Redis (docs/operators.md, "Invite links"): issued
 by the management API (validated, audited without the tokens), spent at the visitor API's enter."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A room's bypass rules applied by the service (SPEC "Room policies", ``bypass``; issue 26
+"""A room's bypass rules applied by the service (docs/operators.md, "Bypass rules"; issue 26
 item 3): an ``enter`` whose request matches an address-range, header or cookie rule takes the
 skip lane. Through the real app and a real Redis."""
 

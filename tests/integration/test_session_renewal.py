@@ -1,4 +1,4 @@
-"""``sessionRenewal`` (SPEC "Room policies") through the real app and a real Redis: the
+"""``sessionRenewal`` (docs/operators.md, "Session life") through the real app and a real Redis: the
 management API's field, the admission's claim, and the refresh the service refuses."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The sizing model's polls a second (poll_cadence.polls_per_second) keep the budget the
-cadence promises (SPEC invariant 11), whatever the line's length."""
+cadence promises (docs/queue.md, invariant 11), whatever the line's length."""
 
 from __future__ import annotations
 

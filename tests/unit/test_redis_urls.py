@@ -105,8 +105,9 @@ def test_the_reader_is_a_replica_when_there_are_any_else_the_writer() -> None:
 
 
 def test_a_cluster_client_connects_at_its_first_command_not_at_start_up() -> None:
-    # A worker must start while the cluster is unreachable (SPEC "Outages"): building the
-    # clients touches nothing, and a command fails as an outage the breaker understands.
+    # A worker must start while the cluster is unreachable (docs/deploying.md, "When Redis fails"):
+    # building the clients touches nothing, and a command fails as an outage the breaker
+    # understands.
     nobody = free_port()
     links = connect_links(f"redis+cluster://127.0.0.1:{nobody}", timeout=0.5)
     assert links.reader is not links.writer

@@ -1,7 +1,7 @@
 """Proof of work: SHA-256(prefix + ":" + solution) must start with N zero bits.
 
-A challenge is split into ``k`` small puzzles (SPEC "Proof of work, fitted"): puzzle ``i`` of a
-split challenge has the prefix ``<seed>.<i>``, the seed being the first 32 hex digits of
+A challenge is split into ``k`` small puzzles (docs/visitor-api.md, "Proof of work, fitted"): puzzle
+``i`` of a split challenge has the prefix ``<seed>.<i>``, the seed being the first 32 hex digits of
 SHA-256(challenge), so every puzzle is bound to the one signed token; a legacy one-puzzle
 challenge's prefix is the token itself. The server checks each solution with one hash
 (:func:`check_solution`, :func:`check_solutions`); :func:`solve` and :func:`solve_puzzles` are

@@ -1,4 +1,4 @@
-"""Proof-of-work challenges and session tokens (SPEC "Identity")."""
+"""Proof-of-work challenges and session tokens (docs/queue.md, "Tokens")."""
 
 from __future__ import annotations
 

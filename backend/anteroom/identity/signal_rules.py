@@ -2,7 +2,7 @@
 
 Each rule has a name, a weight and whether it convicts (adds ``bot``: the session is refused
 with QueueDenied). ``score`` is the sum of the weights that fired, capped at 100. To add a rule,
-append a :class:`Rule` to :data:`RULES`; the README's table lists them.
+append a :class:`Rule` to :data:`RULES`; docs/visitor-api.md ("Signals and score") lists them.
 """
 
 from __future__ import annotations

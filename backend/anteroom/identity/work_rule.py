@@ -1,6 +1,6 @@
 """How much proof of work a visitor pays: one pure function of risk, pressure and policy.
 
-The rule (SPEC "Proof of work, fitted"; README "How much work a visitor pays" has the table):
+The rule (docs/visitor-api.md, "Proof of work, fitted", which has the table):
 
 * **Risk** of the visitor, one of ``low``, ``medium``, ``high``:
   ``high`` when the signal score is at least 50, the visitor's network made more than

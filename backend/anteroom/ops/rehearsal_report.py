@@ -110,7 +110,7 @@ def order_inversions(dealt: list[tuple[tuple[int, int], int]]) -> int:
     """Pairs ((generation, ticket), second dealt) where a later spot was dealt in an earlier
     second.
 
-    Tickets queue strictly in order after opening (SPEC, invariant 3), and a closed room's
+    Tickets queue strictly in order after opening (docs/queue.md, invariant 3), and a closed room's
     spots are all gone before the next opening's, so any such pair is an inversion. Seconds
     are the admissions' ``iat``: two deals within one second cannot be told apart, so this
     counts inversions at one-second resolution.
@@ -128,7 +128,8 @@ def rate_excess(seconds: list[int], rate_per_minute: int) -> int:
     """The most any run of whole seconds dealt beyond the rate allows (0: the rate held).
 
     Over an interval of length T a room deals at most floor(rate * T / 60) + ceil(rate / 60)
-    (SPEC, invariant 2). Admissions stamped in seconds s..s+k were dealt within k + 1 seconds.
+    (docs/queue.md, invariant 2). Admissions stamped in seconds s..s+k were dealt within k + 1
+    seconds.
     """
     if not seconds:
         return 0

@@ -42,8 +42,9 @@ class LazyCluster:
 
     redis-py's ``RedisCluster`` asks a seed for the slot map as it is built, so an eager one
     would stop a worker from starting while the cluster is unreachable; a worker must start
-    anyway and answer from what it knows (SPEC "Outages"). Until a build succeeds, each command
-    tries again and fails as a connection error, which the breaker counts like any other.
+    anyway and answer from what it knows (docs/deploying.md, "When Redis fails"). Until a build
+    succeeds, each command tries again and fails as a connection error, which the breaker counts
+    like any other.
     """
 
     def __init__(self, build: Callable[[], ClusterClient]) -> None:

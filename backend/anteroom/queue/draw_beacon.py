@@ -1,4 +1,4 @@
-"""A public randomness beacon for a room's draw (SPEC "A draw anyone can check").
+"""A public randomness beacon for a room's draw (docs/draw.md).
 
 The operator knows a draw's seed, so the commitment alone does not stop them from making
 identities until one ranks well. A room may name a beacon (``drawBeacon``): a drand-style HTTP

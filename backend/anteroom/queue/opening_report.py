@@ -1,4 +1,4 @@
-"""An opening's numbers for its public fairness report (SPEC "A draw anyone can check").
+"""An opening's numbers for its public fairness report (docs/draw.md).
 
 Read from what the service records, never from visitors' data:
 

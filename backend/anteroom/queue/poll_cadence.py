@@ -1,4 +1,4 @@
-"""The poll cadence within a budget (SPEC invariant 11), in Python.
+"""The poll cadence within a budget (docs/queue.md, invariant 11), in Python.
 
 The same rule as ``poll_after`` in lua/_cadence.lua, step for step (so the far poll answered
 from a snapshot tells what the scripts would); tests hold the two together.

@@ -1,4 +1,4 @@
-"""The key that signs draw receipts (SPEC "A draw anyone can check"): Ed25519, public.
+"""The key that signs draw receipts (docs/draw.md): Ed25519, public.
 
 Tokens are HMACs that only key holders can check; a receipt must be checkable by anyone, so it
 is signed with Ed25519 (the ``cryptography`` package) and its public key is published in the

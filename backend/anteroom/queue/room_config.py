@@ -1,4 +1,4 @@
-"""Room configuration: the fields of SPEC "Room configuration", their checks and storage names.
+"""Room configuration: the fields of a room (docs/operators.md), their checks and storage names.
 
 One table defines every field once: its API name, its default and its check; its short name
 in the room's Redis hash (the Lua scripts read those) is declared in room_hash.py. Validation
@@ -23,7 +23,7 @@ SLUG_PATTERN = re.compile(r"^[a-z0-9-]{3,64}$")
 NAME_MAX_LENGTH = 200
 REDIRECT_URL_MAX_LENGTH = 2000
 FAIL_MODES = ("open", "closed")
-# Queueing modes (SPEC "Room policies"), as the scripts read them (lua/enter.lua, _drain.lua):
+# Queueing modes (docs/operators.md), as the scripts read them (lua/enter.lua, _drain.lua):
 # fifo, today's line; passthrough, everyone admitted at once whatever the rate (within
 # capacity); reject, no new entries (RoomClosed) while those already waiting keep their spots;
 # random, each admission drawn among the eligible waiting (lua/_draw_random.lua).
@@ -295,7 +295,7 @@ def stored_bypass(stored: str) -> list[bypass_rules.Rule]:
     return bypass_rules.parse_rules(json.loads(stored), stored=True) if stored else []
 
 
-# The safety net (SPEC "Room policies"; lua/_safety_net.lua): null, or thresholds from which a
+# The safety net (docs/operators.md; lua/_safety_net.lua): null, or thresholds from which a
 # calm room (passthrough) starts queueing in its own mode, and the quiet it needs to turn back.
 # `state` and `since` are what the room's GET adds (room_engine.room_from_stored): taken back
 # in a PATCH, and ignored, so a GET's room can be sent as it is.

@@ -1,4 +1,4 @@
-"""An opening's draw, made by the service (SPEC "A draw anyone can check").
+"""An opening's draw, made by the service (docs/draw.md).
 
 When an opening with a pool is scheduled, lua/open_room.lua stores its seed (secret) beside the
 seed's commitment (published at once). At opensAt the drain admits nobody (lua/_drain.lua) until

@@ -1,4 +1,5 @@
-"""Scheduled events (SPEC "Room policies"): windows that override some of a room's settings.
+"""Scheduled events (docs/operators.md, "Scheduled events"): windows that override some of a room's
+settings.
 
 An event is ``{id, startsAt, endsAt, overrides}`` (epoch ms of the room's clock). The list is
 kept in the room hash as JSON (``evs``), sorted by ``startsAt``; the scripts cross its

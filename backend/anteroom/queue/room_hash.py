@@ -69,7 +69,7 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("generation", "gen", "opening number: a close starts the next"),
     RoomField("opensAt", "oa", "when the opening starts (room clock ms; 0 when idle)"),
     RoomField("seed", "seed", "the opening's random seed of the pre-opening lottery"),
-    # The opening's draw (SPEC "A draw anyone can check"; queue/draw.py), when it has a pool.
+    # The opening's draw (docs/draw.md; queue/draw.py), when it has a pool.
     RoomField("drawState", "dst", "'' no draw, 'c' committed, 'r' being drawn, 'd' drawn"),
     RoomField("drawSeed", "dsd", "the draw's seed (64 hex): secret until drawn"),
     RoomField("drawSalt", "dsl", "the opening's salt of entrant ids (hex): never published"),
@@ -115,7 +115,7 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("refusedBusy", "nbusy", "Busy refusals (counted by the web tier)"),
     RoomField("leaves", "nleft", "spots and slots freed by leave"),
     RoomField("abandoned", "nswept", "spots dropped as abandoned, expired or revoked"),
-    # The opening's fairness counts (SPEC "A draw anyone can check"): reset when an idle room
+    # The opening's fairness counts (docs/draw.md): reset when an idle room
     # opens, kept by a close so the last opening's report stays whole.
     RoomField("admittedFromPreQueue", "npre", "admissions of order keys below 2^52 (the pool)"),
     RoomField("admittedLater", "nlate", "admissions of later arrivals (order key from 2^52)"),

@@ -1,4 +1,4 @@
-"""Receipts for a draw's entrants (SPEC "A draw anyone can check"), made once per process.
+"""Receipts for a draw's entrants (docs/draw.md), made once per process.
 
 After the draw, each pre-queue entrant's queue answers carry ``receipt``: an ``rc1`` receipt
 (:func:`anteroom.sdk.draw.make_receipt`) of the room's slug, the opening (its ``opensAt``), the

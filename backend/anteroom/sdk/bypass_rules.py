@@ -1,4 +1,4 @@
-"""Bypass rules (SPEC "Room policies", ``bypass``): requests that pass without queueing.
+"""Bypass rules (docs/operators.md, "Bypass rules"): requests that pass without queueing.
 
 A room's ``bypass`` is an ordered list of at most 50 rules; the first that matches a request lets
 it through with no admission check:

@@ -1,4 +1,4 @@
-"""A draw anyone can check (SPEC "A draw anyone can check"): commitment, order, root, receipts.
+"""A draw anyone can check (docs/draw.md): commitment, order, root, receipts.
 
 Standard library only, so a sceptical visitor can run it (``anteroom verify-draw``). The rules:
 

@@ -74,10 +74,10 @@ class EdgeConfig:
     answers ``OPTIONS`` itself (``app_answers_options``). In ``preflight_headers`` an
     ``Access-Control-Allow-Origin`` may list origins: the request's is echoed when listed.
 
-    ``bypass`` is the room's bypass rules (SPEC "Room policies"), in the format the management
-    API takes, with the secrets in clear (the site's own config, like ``keys``): a protected
-    request a rule matches passes to the app with no admission check. The service never hands
-    out the secrets nor their hashes; see ``bypass_rules`` for why the edge compares them in
+    ``bypass`` is the room's bypass rules (docs/operators.md, "Bypass rules"), in the format the
+    management API takes, with the secrets in clear (the site's own config, like ``keys``): a
+    protected request a rule matches passes to the app with no admission check. The service never
+    hands out the secrets nor their hashes; see ``bypass_rules`` for why the edge compares them in
     clear, in constant time.
     """
 

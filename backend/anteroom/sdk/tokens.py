@@ -64,7 +64,7 @@ SESSION = "st1"
 # unpolled) let a far poll be answered from a per-process snapshot (anteroom.queue.far_poll).
 TICKET = "qt1"
 ADMISSION = "ab1"
-# An invite link's token (SPEC "Room policies", Invites); see InviteClaims.
+# An invite link's token (docs/operators.md, "Invite links"); see InviteClaims.
 INVITE = "iv1"
 INVITE_LANES = ("skip", "priority")
 TOKEN_TYPES = frozenset({CHALLENGE, SESSION, TICKET, ADMISSION, INVITE})

@@ -1,4 +1,4 @@
-"""Per-address limits on challenge, identify and enter (SPEC "Visitor API").
+"""Per-address limits on challenge, identify and enter (docs/visitor-api.md).
 
 A view charges its limit itself (:func:`charge`), once the request has passed every check that
 needs no Redis write: body, key, token signatures and expiry, proof of work. A flood of garbage
@@ -56,7 +56,8 @@ class DeferredLimiter:
     """A fixed-window limiter on Redis whose storage is built at its first use.
 
     ``limits``' cluster storage asks the cluster for its slot map as it is built; a worker must
-    start even while Redis is unreachable (SPEC "Outages"), so nothing connects at start-up.
+    start even while Redis is unreachable (docs/deploying.md, "When Redis fails"), so nothing
+    connects at start-up.
     """
 
     def __init__(self, uri: str) -> None:
@@ -127,7 +128,7 @@ class AddressLimit:
                 # as when flask-limiter swallowed them.
                 resets = storage.call(lambda: self._over(ids))
             except StorageError as exc:
-                # Redis failed (down, full): the view's own Redis call reports that as SPEC says.
+                # Redis failed (down, full): the view's own Redis call reports it (503 or 429).
                 log.warning("per-address limit %s not counted: %s", self.scope, type(exc).__name__)
                 return
         if resets:

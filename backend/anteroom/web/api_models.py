@@ -114,7 +114,7 @@ def token_text(kind: str, description: str | None = None) -> Any:
 
 
 def error_codes(status: int | None = None) -> list[str]:
-    """Every SPEC error code (of one HTTP status), from the exception classes."""
+    """Every error code (of one HTTP status), from the exception classes."""
     found: list[str] = []
     pending: list[type[errors.ApiError]] = [errors.ApiError]
     while pending:

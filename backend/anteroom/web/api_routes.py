@@ -1,4 +1,4 @@
-"""Every route of the APIs, declared once (SPEC "Management API", "Visitor API").
+"""Every route of the APIs, declared once (docs/management-api.md, docs/visitor-api.md).
 
 A :class:`Route` says all there is to say about one operation: its path and method, its scope
 (management) or tag, the model its body or query string is parsed with, and every answer it

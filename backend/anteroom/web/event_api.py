@@ -1,5 +1,5 @@
-"""The management API's scheduled events (SPEC "Room policies": Events): list, create, change,
-cancel. The rules are room_events'; the list is written compare-and-set (set_events.lua), so
+"""The management API's scheduled events (docs/operators.md, "Scheduled events"): list, create,
+change, cancel. The rules are room_events'; the list is written compare-and-set (set_events.lua), so
 two operators scheduling at once never both pass the overlap check."""
 
 from __future__ import annotations

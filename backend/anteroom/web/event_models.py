@@ -1,4 +1,4 @@
-"""Shapes of the scheduled events' calls (SPEC "Room policies": Events)."""
+"""Shapes of the scheduled events' calls (docs/operators.md, "Scheduled events")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A room's draw in public (SPEC "A draw anyone can check"): the fairness document and the
+"""A room's draw in public (docs/draw.md): the fairness document and the
 entrant list ``anteroom verify-draw --fairness <url>`` checks, for the environment of
 ``?key=pk_…`` as the hosted page takes it.
 

@@ -1,4 +1,4 @@
-"""Shapes of a draw's public answers (SPEC "A draw anyone can check"): what a room's JSON says of
+"""Shapes of a draw's public answers (docs/draw.md): what a room's JSON says of
 its draw, and the fairness document ``anteroom verify-draw`` checks."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""An opening's figures for its fairness document (SPEC "A draw anyone can check"): what
+"""An opening's figures for its fairness document (docs/draw.md): what
 queue/opening_report.py reads, under the document's field names."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""API errors: one exception class per SPEC error code, turned into JSON by one handler."""
+"""API errors: one exception class per error code, turned into JSON by one handler."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ STORAGE_RETRY_SEC = 5
 
 
 class ApiError(HTTPException):
-    """Base of every API error: ``error`` is the SPEC code, ``code`` the HTTP status."""
+    """Base of every API error: ``error`` is the API's error code, ``code`` the HTTP status."""
 
     code = 400
     error = "BadRequest"
@@ -271,7 +271,7 @@ def http_error(exc: HTTPException) -> Response:
 
 
 def _storage(exc: StorageError) -> Response:
-    """Redis trouble a view did not map itself: the SPEC's 503 or 429, never a 500."""
+    """Redis trouble a view did not map itself: the documented 503 or 429, never a 500."""
     if isinstance(exc, StorageUnavailable):
         return to_response(Unavailable(retry_after=STORAGE_RETRY_SEC))
     if isinstance(exc, StorageBusy):

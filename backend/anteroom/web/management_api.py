@@ -1,4 +1,4 @@
-"""Management API (SPEC "Management API"): rooms of one environment, by secret key.
+"""Management API (docs/management-api.md): rooms of one environment, by secret key.
 
 Every call names its scope; a key only ever sees its own environment (a room of another one
 answers 403, not its contents). Each mutation is written to the environment's audit log and
@@ -250,7 +250,7 @@ def queue_series(call: Call[SeriesQuery], room_id: str) -> ResponseReturnValue:
 
 
 def _act(room: dict[str, Any], action: str, opens_at: int | None) -> None:
-    """Run ``action`` on ``room``, refusing what SPEC does not allow with a 400."""
+    """Run ``action`` on ``room``, refusing with a 400 what the room's state forbids."""
     s = services()
     status = room["status"]
     if action == "pause" and status != "open":

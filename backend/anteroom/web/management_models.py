@@ -1,4 +1,4 @@
-"""Shapes of the management API (SPEC "Management API") for rooms: bodies and answers.
+"""Shapes of the management API (docs/management-api.md) for rooms: bodies and answers.
 
 The room configuration fields are typed from :data:`rooms.FIELDS`, where each is stated once:
 its bounds and pattern become the model's constraints (and so the document's), and its check

@@ -1,4 +1,4 @@
-"""The OpenAPI 3.1 document of every API (SPEC "Management API"), served at /api/openapi.json.
+"""The OpenAPI 3.1 document of every API (docs/management-api.md), served at /api/openapi.json.
 
 Built from the routes as declared (:mod:`anteroom.web.api_routes`), which the views are
 registered from too: every schema is generated from the pydantic models the views validate with

@@ -1,4 +1,4 @@
-"""Shapes of the visitor API (SPEC "Visitor API"): its request bodies and its answers."""
+"""Shapes of the visitor API (docs/visitor-api.md): its request bodies and its answers."""
 
 from __future__ import annotations
 
