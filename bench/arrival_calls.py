@@ -5,7 +5,11 @@ Flask app (the WSGI call gunicorn makes, a pre-built request each) on one embedd
 
 * ``four_calls``: ``challenge {measure}``, ``challenge {measurement}``, ``identify``, ``enter``
   (the agent before issue 31);
-* ``two_calls``: ``arrive``, ``queue/join`` (the agent now).
+* ``two_calls``: ``arrive``, ``queue/join`` (the agent now): the join one round trip to Redis
+  (lua/join.lua: the identify limit, the network's count, the proof spent, the entry);
+* ``two_calls_apart``: the same calls, the join's halves in calls apart (the identify limit, the
+  network's count, the proof's spend, the entry: four round trips), as a Redis Cluster makes
+  them and as every join did before lua/join.lua: the before of the one round trip.
 
 The client's proof of work is done before timing (the same pinned work for both: 2^8 hashes).
 Figures per arrival: the app's CPU (``time.process_time`` of this process around the app's
@@ -45,6 +49,7 @@ from anteroom.engine import Engine  # noqa: E402
 from anteroom.identity import proof_of_work as pow  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
+from anteroom.web import visit_door  # noqa: E402
 from anteroom.web.app_factory import close_app, create_app  # noqa: E402
 
 HEADERS = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0", "Accept-Language": "en"}
@@ -112,9 +117,27 @@ def two_calls(app: App, key: str) -> None:
     assert joined["queue"]["queueToken"]
 
 
+def two_calls_apart(app: App, key: str) -> None:
+    """The two calls, the join's Redis work in calls apart (see the module's docstring)."""
+    two_calls(app, key)
+
+
+ONE_TRIP = visit_door.WebDoor.identify_counters
+
+
+def _apart(door: visit_door.WebDoor) -> None:
+    return None  # as on a Redis Cluster: the caller identifies and enters in calls apart
+
+
 def redis_cpu(client: redis.Redis) -> float:
     info = client.info("cpu")
     return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+
+
+def _journey(name: str) -> None:
+    """The join's halves apart for ``two_calls_apart``, in one round trip for the others."""
+    apart = name == "two_calls_apart"
+    visit_door.WebDoor.identify_counters = _apart if apart else ONE_TRIP  # type: ignore[assignment,method-assign]
 
 
 def main() -> None:
@@ -142,8 +165,10 @@ def main() -> None:
         journeys: dict[str, Callable[[App, str], None]] = {
             "four_calls": four_calls,
             "two_calls": two_calls,
+            "two_calls_apart": two_calls_apart,
         }
-        for journey in journeys.values():  # warm: scripts loaded, caches filled
+        for name, journey in journeys.items():  # warm: scripts loaded, caches filled
+            _journey(name)
             for _ in range(10):
                 app.address += 1
                 journey(app, key)
@@ -152,7 +177,8 @@ def main() -> None:
         }
         order = list(journeys)
         for batch in range(args.batches):
-            for name in order[batch % 2 :] + order[: batch % 2]:
+            for name in order[batch % 3 :] + order[: batch % 3]:
+                _journey(name)
                 app.cpu, app.calls = 0.0, 0
                 before = redis_cpu(client)
                 for _ in range(args.per):
@@ -175,10 +201,17 @@ def main() -> None:
             "batches_app_cpu_ms": [round(x, 3) for x in figures["app_ms"]],
         }
     four, two = results["four_calls"], results["two_calls"]
+    apart = results["two_calls_apart"]
     results["ratio"] = {
         "app_cpu": round(four["app_cpu_ms_per_arrival"] / two["app_cpu_ms_per_arrival"], 2),
         "redis_cpu": round(
             four["redis_cpu_ms_per_arrival"] / max(1e-9, two["redis_cpu_ms_per_arrival"]), 2
+        ),
+        "apart_over_one_trip_app_cpu": round(
+            apart["app_cpu_ms_per_arrival"] / two["app_cpu_ms_per_arrival"], 2
+        ),
+        "apart_over_one_trip_redis_cpu": round(
+            apart["redis_cpu_ms_per_arrival"] / max(1e-9, two["redis_cpu_ms_per_arrival"]), 2
         ),
     }
     results["setup"] = {"batches": args.batches, "per": args.per, "pow_bits": 8}
@@ -187,10 +220,12 @@ def main() -> None:
     out.write_text(json.dumps(results, indent=2) + "\n")
     for name in journeys:
         r = results[name]
-        print(f"{name:>10}: {r['calls_per_arrival']:.0f} calls, app {r['app_cpu_ms_per_arrival']}"
+        print(f"{name:>16}: {r['calls_per_arrival']:.0f} calls, app {r['app_cpu_ms_per_arrival']}"
               f" ms, Redis {r['redis_cpu_ms_per_arrival']} ms per arrival")  # fmt: skip
     ratio = results["ratio"]
     print(f"ratio four/two: app {ratio['app_cpu']}x, Redis {ratio['redis_cpu']}x")
+    print(f"ratio apart/one trip: app {ratio['apart_over_one_trip_app_cpu']}x,"
+          f" Redis {ratio['apart_over_one_trip_redis_cpu']}x")  # fmt: skip
     print(f"wrote {out.relative_to(ROOT)}")
 
 

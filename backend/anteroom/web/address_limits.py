@@ -212,19 +212,28 @@ def charge(name: str) -> None:
     current_app.extensions[EXTENSION][name].charge(request.remote_addr or "127.0.0.1")
 
 
-def enter_counters() -> list[tuple[str, int, int]] | None:
+def enter_counters(name: str = "enter") -> list[tuple[str, int, int]] | None:
     """This request's enter-limit counters for the enter script to count (one server), or None
     when the limit was charged here already (a Redis Cluster: :func:`charge`).
 
     Either way an address known to be over is refused from memory first (RateLimited).
     """
-    limit: AddressLimit = current_app.extensions[EXTENSION]["enter"]
+    limit: AddressLimit = current_app.extensions[EXTENSION][name]
     address = request.remote_addr or "127.0.0.1"
     if not current_app.extensions[EXTENSION_SCRIPTED]:
         limit.charge(address)
         return None
     limit.check_memory(address)
     return limit.counters(address)
+
+
+def identify_counters() -> list[tuple[str, int, int]] | None:
+    """This request's identify-limit counters for the join script to count (one server: an
+    address known to be over is refused from memory first), or None on a Redis Cluster, where
+    nothing is charged here: the caller identifies and enters in calls apart."""
+    if not current_app.extensions[EXTENSION_SCRIPTED]:
+        return None
+    return enter_counters("identify")
 
 
 def refused_by_script(name: str, retry_after: float) -> NoReturn:

@@ -32,6 +32,9 @@ class WebDoor:
     def enter_counters(self) -> list[tuple[str, int, int]] | None:
         return limits.enter_counters()
 
+    def identify_counters(self) -> list[tuple[str, int, int]] | None:
+        return limits.identify_counters()
+
     def over_limit(self, limit: str, retry_after: float) -> NoReturn:
         limits.refused_by_script(limit, retry_after)
 
