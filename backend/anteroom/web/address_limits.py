@@ -35,7 +35,7 @@ from typing import NoReturn
 import redis.exceptions as rex
 from flask import Flask, current_app, request
 from limits import RateLimitItem, parse_many
-from limits.storage import MemoryStorage, RedisStorage, storage_from_string
+from limits.storage import RedisStorage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter, RateLimiter
 from limits.util import WindowStats
 
@@ -45,6 +45,7 @@ from anteroom.queue.breaker import Breaker
 from anteroom.queue.redis_urls import limits_storage_uri, parse_target
 from anteroom.queue.storage_errors import StorageError
 from anteroom.web import http_errors as errors
+from anteroom.web.local_windows import LocalWindows
 
 log = logging.getLogger("anteroom")
 EXTENSION = "anteroom.web.address_limits"
@@ -104,7 +105,7 @@ class AddressLimit:
     ``items`` are the parsed limit string (``10/second;500/hour`` gives two, each enforced).
     """
 
-    strategy: RateLimiter | DeferredLimiter
+    strategy: RateLimiter | DeferredLimiter | LocalWindows
     items: tuple[RateLimitItem, ...]
     prefix: str
     scope: str
@@ -179,12 +180,12 @@ def init_app(app: Flask, settings: Settings, prefix: str, breaker: Breaker) -> N
     limit has its own, in memory. Nothing runs on requests that no limit applies to.
     """
     shared = DeferredLimiter(limits_storage_uri(settings.redis_url))
-    local = FixedWindowRateLimiter(MemoryStorage())
+    local = LocalWindows()
     # On one server the enter script counts the enter limit itself (no round trip of its own);
     # a cluster keeps the address's counter on another shard than the room's, so it is charged
     # apart there (see :func:`enter_counters`).
     app.extensions[EXTENSION_SCRIPTED] = not parse_target(settings.redis_url).is_cluster
-    where: dict[str, tuple[RateLimiter | DeferredLimiter, str, Breaker | None]] = {
+    where: dict[str, tuple[RateLimiter | DeferredLimiter | LocalWindows, str, Breaker | None]] = {
         "challenge": (local, settings.limit_challenge, None),
         "identify": (shared, settings.limit_identify, breaker),
         "enter": (shared, settings.limit_enter, breaker),
