@@ -9,7 +9,9 @@ Flask app (the WSGI call gunicorn makes, a pre-built request each) on one embedd
   (lua/join.lua: the identify limit, the network's count, the proof spent, the entry);
 * ``two_calls_apart``: the same calls, the join's halves in calls apart (the identify limit, the
   network's count, the proof's spend, the entry: four round trips), as a Redis Cluster makes
-  them and as every join did before lua/join.lua: the before of the one round trip.
+  them and as every join did before lua/join.lua: the before of the one round trip;
+* ``two_calls_flask``: the same calls through the Flask views alone (the hot path's fallback,
+  as every arrival went before web/hot_path.py took them): the before of the fast entrance.
 
 The client's proof of work is done before timing (the same pinned work for both: 2^8 hashes).
 Figures per arrival: the app's CPU (``time.process_time`` of this process around the app's
@@ -117,6 +119,15 @@ def two_calls(app: App, key: str) -> None:
     assert joined["queue"]["queueToken"]
 
 
+def two_calls_flask(app: App, key: str) -> None:
+    """The two calls through Flask's request cycle (see the module's docstring)."""
+    hot, app.app = app.app, app.app.inner
+    try:
+        two_calls(app, key)
+    finally:
+        app.app = hot
+
+
 def two_calls_apart(app: App, key: str) -> None:
     """The two calls, the join's Redis work in calls apart (see the module's docstring)."""
     two_calls(app, key)
@@ -166,6 +177,7 @@ def main() -> None:
             "four_calls": four_calls,
             "two_calls": two_calls,
             "two_calls_apart": two_calls_apart,
+            "two_calls_flask": two_calls_flask,
         }
         for name, journey in journeys.items():  # warm: scripts loaded, caches filled
             _journey(name)
@@ -177,7 +189,7 @@ def main() -> None:
         }
         order = list(journeys)
         for batch in range(args.batches):
-            for name in order[batch % 3 :] + order[: batch % 3]:
+            for name in order[batch % 4 :] + order[: batch % 4]:
                 _journey(name)
                 app.cpu, app.calls = 0.0, 0
                 before = redis_cpu(client)
@@ -213,6 +225,10 @@ def main() -> None:
         "apart_over_one_trip_redis_cpu": round(
             apart["redis_cpu_ms_per_arrival"] / max(1e-9, two["redis_cpu_ms_per_arrival"]), 2
         ),
+        "flask_over_hot_path_app_cpu": round(
+            results["two_calls_flask"]["app_cpu_ms_per_arrival"] / two["app_cpu_ms_per_arrival"],
+            2,
+        ),
     }
     results["setup"] = {"batches": args.batches, "per": args.per, "pow_bits": 8}
     out = ROOT / "bench" / "results" / "arrival_calls.json"
@@ -226,6 +242,7 @@ def main() -> None:
     print(f"ratio four/two: app {ratio['app_cpu']}x, Redis {ratio['redis_cpu']}x")
     print(f"ratio apart/one trip: app {ratio['apart_over_one_trip_app_cpu']}x,"
           f" Redis {ratio['apart_over_one_trip_redis_cpu']}x")  # fmt: skip
+    print(f"ratio Flask views/hot path: app {ratio['flask_over_hot_path_app_cpu']}x")
     print(f"wrote {out.relative_to(ROOT)}")
 
 

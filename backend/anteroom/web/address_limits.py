@@ -210,7 +210,7 @@ def charge(name: str) -> None:
 
     Call it after the request's offline checks, before its first Redis write.
     """
-    current_app.extensions[EXTENSION][name].charge(request.remote_addr or "127.0.0.1")
+    Limits.of(current_app.extensions, _address()).charge(name)
 
 
 def enter_counters(name: str = "enter") -> list[tuple[str, int, int]] | None:
@@ -219,25 +219,56 @@ def enter_counters(name: str = "enter") -> list[tuple[str, int, int]] | None:
 
     Either way an address known to be over is refused from memory first (RateLimited).
     """
-    limit: AddressLimit = current_app.extensions[EXTENSION][name]
-    address = request.remote_addr or "127.0.0.1"
-    if not current_app.extensions[EXTENSION_SCRIPTED]:
-        limit.charge(address)
-        return None
-    limit.check_memory(address)
-    return limit.counters(address)
+    return Limits.of(current_app.extensions, _address()).counters(name)
 
 
 def identify_counters() -> list[tuple[str, int, int]] | None:
     """This request's identify-limit counters for the join script to count (one server: an
     address known to be over is refused from memory first), or None on a Redis Cluster, where
     nothing is charged here: the caller identifies and enters in calls apart."""
-    if not current_app.extensions[EXTENSION_SCRIPTED]:
-        return None
-    return enter_counters("identify")
+    return Limits.of(current_app.extensions, _address()).identify_counters()
 
 
 def refused_by_script(name: str, retry_after: float) -> NoReturn:
     """The script found this request's address over limit ``name``: remembered, refused."""
-    limit: AddressLimit = current_app.extensions[EXTENSION][name]
-    limit.refuse(request.remote_addr or "127.0.0.1", retry_after)
+    Limits.of(current_app.extensions, _address()).refused_by_script(name, retry_after)
+
+
+def _address() -> str:
+    return request.remote_addr or "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The per-address limits of one app for one address, outside Flask's request context too
+    (web/hot_path.py): what :func:`charge` and its neighbours do for the current request."""
+
+    limits: dict[str, AddressLimit]
+    scripted: bool  # one server: the enter (and join) scripts count their limits themselves
+    address: str
+
+    @classmethod
+    def of(cls, extensions: dict[str, object], address: str) -> Limits:
+        """The limits the app with these ``extensions`` keeps, for ``address``."""
+        return cls(extensions[EXTENSION], bool(extensions[EXTENSION_SCRIPTED]), address)  # type: ignore[arg-type]
+
+    def charge(self, name: str) -> None:
+        """See :func:`charge`."""
+        self.limits[name].charge(self.address)
+
+    def counters(self, name: str = "enter") -> list[tuple[str, int, int]] | None:
+        """See :func:`enter_counters`."""
+        limit = self.limits[name]
+        if not self.scripted:
+            limit.charge(self.address)
+            return None
+        limit.check_memory(self.address)
+        return limit.counters(self.address)
+
+    def identify_counters(self) -> list[tuple[str, int, int]] | None:
+        """See :func:`identify_counters`."""
+        return self.counters("identify") if self.scripted else None
+
+    def refused_by_script(self, name: str, retry_after: float) -> NoReturn:
+        """See :func:`refused_by_script`."""
+        self.limits[name].refuse(self.address, retry_after)
