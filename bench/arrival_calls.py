@@ -20,7 +20,12 @@ is not in them; ``bench/arrivals.py`` measures the whole) and Redis's (``INFO cp
 around each batch). Batches alternate between the journeys (the order rotates), each figure is
 the median of the batches' means; ``ratio`` = four-call / two-call, measured side by side.
 
-Run: ``python bench/arrival_calls.py [--batches 9] [--per 100]``.
+``--http``: the four-call and the two-call journeys also through real gunicorn (``anteroom
+serve``, 2 workers, its own embedded Redis), every call on a new connection as a drop's crowd
+makes them; per arrival the web processes' CPU (``/proc``: master and workers, the HTTP
+server's own work included) and Redis's, batches alternating (``http`` in the JSON).
+
+Run: ``python bench/arrival_calls.py [--batches 9] [--per 100] [--http]``.
 Writes ``bench/results/arrival_calls.json``.
 """
 
@@ -41,16 +46,21 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 ROOT = HERE.parent
-sys.path[:0] = [str(ROOT / "backend")]
+sys.path[:0] = [str(ROOT / "backend"), str(ROOT / "tests")]  # the tests' live server
+
+import os  # noqa: E402
 
 import redis  # noqa: E402
+import requests  # noqa: E402
 from werkzeug.test import EnvironBuilder  # noqa: E402
 
 from anteroom.config import Settings  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.identity import proof_of_work as pow  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
+from anteroom.queue.key_layout import KeySpace  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
+from anteroom.store.keystore import KeyStore  # noqa: E402
 from anteroom.web import visit_door  # noqa: E402
 from anteroom.web.app_factory import close_app, create_app  # noqa: E402
 
@@ -92,6 +102,90 @@ class App:
         self.calls += 1
         assert self.status.startswith("200"), (path, self.status, raw[:300])
         return dict(json.loads(raw))
+
+
+class HttpApp(App):
+    """The same calls through a real server, each on a new connection; counts calls only."""
+
+    def __init__(self, base_url: str) -> None:
+        super().__init__(None)
+        self.base_url = base_url
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        headers = HEADERS | {"Connection": "close"}
+        answer = requests.post(f"{self.base_url}/api/v1/{path}", json=body, headers=headers,
+                               timeout=10)  # fmt: skip
+        self.calls += 1
+        assert answer.status_code == 200, (path, answer.status_code, answer.text[:300])
+        return dict(answer.json())
+
+
+def process_cpu(pids: list[int]) -> float:
+    """CPU seconds (user + system) used so far by ``pids`` (Linux /proc)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def http_figures(batches: int, per: int) -> dict[str, Any]:
+    """Server CPU per arrival (web and Redis) through ``anteroom serve``, the journeys side by
+    side (see the module's docstring)."""
+    from live_server import LiveServer, children_of
+
+    tmp = Path(tempfile.mkdtemp(prefix="anteroom-bench-arrival-http-"))
+    embedded = EmbeddedRedis(tmp / "redis", port=0).start()
+    client = redis.Redis.from_url(embedded.url, decode_responses=True)
+    key = KeyStore(client, KeySpace()).create("bench")[0].public_key
+    engine = Engine(client)
+    config = {"slug": SLUG, "name": "Drop", "ratePerMinute": 1, "maxWaiting": 1_000_000}
+    engine.open(
+        engine.create_room("bench", config | {"redirectUrl": "https://shop.example/"})["id"]
+    )
+    limits = {f"ANTEROOM_LIMIT_{name}": NO_LIMIT for name in ("CHALLENGE", "IDENTIFY", "ENTER")}
+    server = LiveServer(embedded.url, tmp / "web", ANTEROOM_WORKERS="2",
+                        ANTEROOM_POW_DIFFICULTY="8", **limits).start()  # fmt: skip
+    per_batch: dict[str, dict[str, list[float]]] = {}
+    try:
+        assert server.process is not None
+        pids = [server.process.pid, *children_of(server.process.pid)]
+        app = HttpApp(server.url)
+        journeys = {"four_calls": four_calls, "two_calls": two_calls}
+        for journey in journeys.values():  # warm
+            for _ in range(10):
+                journey(app, key)
+        per_batch = {name: {"web_ms": [], "redis_ms": []} for name in journeys}
+        order = list(journeys)
+        for batch in range(batches):
+            for name in order[batch % 2 :] + order[: batch % 2]:
+                web, red = process_cpu(pids), redis_cpu(client)
+                for _ in range(per):
+                    journeys[name](app, key)
+                per_batch[name]["web_ms"].append((process_cpu(pids) - web) / per * 1000)
+                per_batch[name]["redis_ms"].append((redis_cpu(client) - red) / per * 1000)
+    finally:
+        server.stop()
+        client.close()
+        embedded.stop()
+    out: dict[str, Any] = {}
+    for name, figures in per_batch.items():
+        web = statistics.median(figures["web_ms"])
+        red = statistics.median(figures["redis_ms"])
+        out[name] = {
+            "web_cpu_ms_per_arrival": round(web, 3),
+            "redis_cpu_ms_per_arrival": round(red, 3),
+            "server_cpu_ms_per_arrival": round(web + red, 3),
+        }
+    four, two = out["four_calls"], out["two_calls"]
+    out["ratio_server_cpu"] = round(
+        four["server_cpu_ms_per_arrival"] / two["server_cpu_ms_per_arrival"], 2
+    )
+    out["setup"] = {"workers": 2, "new_connection_per_call": True, "batches": batches, "per": per}
+    return out
 
 
 def solved(puzzles: list[dict[str, Any]]) -> list[str]:
@@ -155,6 +249,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--batches", type=int, default=9, help="batches of each journey")
     parser.add_argument("--per", type=int, default=100, help="arrivals per batch")
+    parser.add_argument("--http", action="store_true", help="also through real gunicorn")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="anteroom-bench-arrival-calls-"))
     embedded = EmbeddedRedis(tmp / "redis", port=0).start()
@@ -231,6 +326,8 @@ def main() -> None:
         ),
     }
     results["setup"] = {"batches": args.batches, "per": args.per, "pow_bits": 8}
+    if args.http:
+        results["http"] = http_figures(args.batches, args.per)
     out = ROOT / "bench" / "results" / "arrival_calls.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
@@ -243,6 +340,12 @@ def main() -> None:
     print(f"ratio apart/one trip: app {ratio['apart_over_one_trip_app_cpu']}x,"
           f" Redis {ratio['apart_over_one_trip_redis_cpu']}x")  # fmt: skip
     print(f"ratio Flask views/hot path: app {ratio['flask_over_hot_path_app_cpu']}x")
+    if args.http:
+        for name in ("four_calls", "two_calls"):
+            r = results["http"][name]
+            print(f"HTTP {name:>10}: web {r['web_cpu_ms_per_arrival']} ms, Redis"
+                  f" {r['redis_cpu_ms_per_arrival']} ms per arrival")  # fmt: skip
+        print(f"HTTP ratio four/two: server CPU {results['http']['ratio_server_cpu']}x")
     print(f"wrote {out.relative_to(ROOT)}")
 
 
