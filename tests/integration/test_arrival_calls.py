@@ -94,3 +94,46 @@ def test_the_older_calls_still_answer(client: FlaskClient, api_key: str, room: s
     entered = v.enter("drop")
     assert entered.status_code == 200 and entered.json["status"] == "waiting", entered.text
     assert pow.MAX_PUZZLES == 16
+
+
+def test_a_join_is_one_round_trip_to_redis_on_one_server(
+    client: FlaskClient, api_key: str, room: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every command or pipeline the app sends is one packed write on a real connection.
+    first = Visitor(client, api_key, address="198.51.100.8")
+    assert first.arrive_and_join("drop")[1].status_code == 200  # the scripts loaded
+    v = Visitor(client, api_key, address="198.51.100.9")
+    issued = v.arrive("drop").json
+    body = v.join_body("drop", issued)
+    sent: list[object] = []
+    real = redis.connection.Connection.send_packed_command
+
+    def counted(self: redis.connection.Connection, command: object, **options: bool) -> None:
+        sent.append(command)
+        real(self, command, **options)
+
+    monkeypatch.setattr(redis.connection.Connection, "send_packed_command", counted)
+    joined = v.join(body)
+    assert joined.status_code == 200 and joined.json["queue"]["ticket"] == 2, joined.text
+    assert len(sent) == 1, [b"".join(c).split(b"\r\n")[2] for c in sent]
+    sent.clear()
+    again = v.join(body)  # the same proof again: the first answer, in one round trip as well
+    assert again.status_code == 200 and again.json["session"] == joined.json["session"]
+    assert again.json["queue"]["ticket"] == 2
+    assert len(sent) == 1, [b"".join(c).split(b"\r\n")[2] for c in sent]
+
+
+def test_a_busy_network_earns_its_sessions_the_busy_score(
+    client: FlaskClient, api_key: str, room: str
+) -> None:
+    # The network's identifies are counted by the join itself: past 20 in a minute from one
+    # network (an IPv4 address), its next session carries the busy-network signal and weight.
+    scores = []
+    for _ in range(22):
+        v = Visitor(client, api_key, address="198.51.100.10")
+        _, joined = v.arrive_and_join("drop")
+        assert joined.status_code == 200, joined.text
+        scores.append((joined.json["session"]["score"], joined.json["session"]["sig"]))
+    assert all("busy-network" not in sig for _, sig in scores[:20]), scores
+    assert all("busy-network" in sig for _, sig in scores[20:]), scores
+    assert scores[21][0] == scores[0][0] + 40

@@ -3,6 +3,7 @@ request cycle; what it does not handle reaches the views untouched."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -17,7 +18,7 @@ from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web.hot_path import HotPath
 from helpers import make_room
-from visitor_client import Visitor
+from visitor_client import FlaskTransport, Visitor
 
 pytestmark = pytest.mark.redis
 # Freshly signed on every answer (issued-at, ids): compared by their claims instead.
@@ -215,3 +216,86 @@ def test_a_ticket_that_would_say_the_same_is_answered_again_until_half_its_life(
         again = tokens.decode(services.keyring, fresh, tokens.TICKET)
         assert again.pop("exp") >= now + life and again.pop("iat") >= now
         assert again == {k: v for k, v in claims.items() if k not in ("iat", "exp")}
+
+
+def shape(answer: Any) -> tuple[str, dict[str, str], Any]:
+    """Status, headers (not the length) and the body's shape: its fields, their types, and the
+    values no signature or fresh id makes differ."""
+
+    def of(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: of(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [of(v) for v in value]
+        return type(value).__name__ if isinstance(value, str) else value
+
+    headers = {k: v for k, v in answer.headers if k != "Content-Length"}
+    return answer.status, headers, of(answer.get_json())
+
+
+def test_an_arrival_answers_as_the_views(
+    client: FlaskClient, views: Client, api_key: str, room: str
+) -> None:
+    # One visitor through the hot path, one through the views alone, the same journey.
+    hot_v = Visitor(client, api_key, address="198.51.100.1")
+    flask_v = Visitor(FlaskTransport(views), api_key, address="198.51.100.2")  # type: ignore[arg-type]
+    issued = [v.arrive("drop") for v in (hot_v, flask_v)]
+    hot, flask = issued
+    assert hot.status_code == 200 and hot.json["puzzles"], hot.text
+    assert shape(hot) == shape(flask)  # type: ignore[arg-type]
+    joined = [
+        v.join(v.join_body("drop", i.json)) for v, i in zip((hot_v, flask_v), issued, strict=True)
+    ]
+    assert joined[0].json["queue"]["ticket"] == 1 and joined[1].json["queue"]["ticket"] == 2
+    a, b = (shape(j) for j in joined)  # type: ignore[arg-type]
+    assert (a[0], a[1]) == (b[0], b[1])
+    assert a[2]["session"] == b[2]["session"]
+    # The second in line waits behind the first: its place and estimates differ, not its fields.
+    assert set(a[2]["queue"]) == set(b[2]["queue"])
+    assert a[2]["queue"]["status"] == b[2]["queue"]["status"] == "str"
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["wrong-solution", "wrong-room", "bad-invite", "odd-body", "no-key"],
+)
+def test_arrival_refusals_answer_as_the_views(
+    client: FlaskClient, views: Client, services: Services, api_key: str, room: str, case: str
+) -> None:
+    v = Visitor(client, api_key)
+    answers = []
+    for via in (client, views):
+        issued = v.post("arrive", {"apiKey": api_key, "room": "drop"}).json
+        body: Any = v.join_body("drop", issued)
+        if case == "wrong-solution":
+            body["solutions"] = ["x"] * len(body["solutions"])
+        elif case == "wrong-room":
+            body["room"] = "nope"
+        elif case == "bad-invite":
+            body["invite"] = "iv1.a.b.c"
+        elif case == "odd-body":
+            body = "{" + str(body)
+        elif case == "no-key":
+            body["apiKey"] = "pk_nope"
+        sent = body if isinstance(body, str) else json.dumps(body)
+        answers.append(via.post("/api/v1/queue/join", data=sent))
+    hot, flask = answers
+    assert 400 <= hot.status_code < 500 and hot.json["error"], hot.text
+    assert (hot.status, hot.headers.get("Retry-After")) == (
+        flask.status,
+        flask.headers.get("Retry-After"),
+    )
+    assert hot.json == flask.json
+    assert shape(hot) == shape(flask)
+
+
+def test_an_arrival_skips_the_request_cycle(
+    app: Flask, client: FlaskClient, api_key: str, room: str
+) -> None:
+    cycles: list[str] = []
+    app.before_request(lambda: cycles.append("flask"))
+    v = Visitor(client, api_key)
+    _, joined = v.arrive_and_join("drop")
+    assert joined.status_code == 200 and cycles == []
+    assert client.post("/api/v1/queue/join", data="{").status_code == 400
+    assert cycles == ["flask"]

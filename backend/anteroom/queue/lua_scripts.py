@@ -44,6 +44,8 @@ OPERATIONS = (
     "pause_room",
     "close_room",
     "enter",
+    # enter.lua's body behind a prelude (its `-- wraps: enter` line): an arrival's join.
+    "join",
     "poll",
     "book_fail_open",
     "check_in_fail_open",
@@ -219,6 +221,7 @@ def expand(text: str, where: str = "lua") -> str:
 
 
 _KEYS = re.compile(r"^-- KEYS: *(.*)$", re.MULTILINE)
+_WRAPS = re.compile(r"^-- wraps: *(\w+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -263,8 +266,14 @@ def _pieces(name: str) -> list[str]:
 
 @cache
 def operation(name: str) -> Operation:
-    """Operation ``name`` assembled: key locals, needed pieces, then its own text."""
+    """Operation ``name`` assembled: key locals, needed pieces, then its own text.
+
+    A script that ``wraps`` another operation carries that one's pieces, and its body as the
+    local function ``enter_op`` (named for the one wrapped today), which its own text calls.
+    """
     body = _read(name)
+    wrapped = _WRAPS.search(body)
+    inner = wrapped.group(1) if wrapped else name
     declared = _KEYS.search(body)
     if not declared:
         raise ValueError(f"lua/{name}.lua has no '-- KEYS:' header line")
@@ -272,8 +281,10 @@ def operation(name: str) -> Operation:
     bind = ", ".join(key.upper() for key in keys)
     slots = ", ".join(f"KEYS[{i}]" for i in range(1, len(keys) + 1))
     parts = [f"local {bind} = {slots}"] if keys else []
-    parts += [f"-- {piece}.lua\n{_expanded(piece)}" for piece in _pieces(name)]
-    parts.append(f"-- {name}.lua\n{_expanded(name)}")
+    parts += [f"-- {piece}.lua\n{_expanded(piece)}" for piece in _pieces(inner)]
+    if wrapped:
+        parts.append(f"-- {inner}.lua\nlocal function {inner}_op()\n{_expanded(inner)}\nend")
+    parts.append(f"-- {name}.lua\n{expand(body, f'lua/{name}.lua')}")
     return Operation("\n".join(parts), keys)
 
 

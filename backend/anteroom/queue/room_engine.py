@@ -11,6 +11,7 @@ import json
 import math
 import secrets
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -68,12 +69,16 @@ __all__ = [
     "WAIT_BUCKETS",
     "AddressLimited",
     "Admission",
+    "ChallengeSpent",
     "DrawDone",
     "DrawLost",
     "Engine",
     "EngineError",
+    "IdentifyLimited",
     "InviteExpired",
     "InviteSpent",
+    "JoinAnswer",
+    "JoinIdentify",
     "LineEntry",
     "NoDraw",
     "NotOpen",
@@ -118,6 +123,48 @@ class AddressLimited(RateLimited):
     """The entering address is over its per-address limit (counted by the enter script)."""
 
     code = "AddressLimited"
+
+
+class IdentifyLimited(RateLimited):
+    """The arriving address is over its identify limit (counted by the join script)."""
+
+    code = "IdentifyLimited"
+
+
+class ChallengeSpent(EngineError):
+    """The challenge was spent by another proof (the join script)."""
+
+    code = "ChallengeSpent"
+
+
+@dataclass(frozen=True)
+class JoinIdentify:
+    """The identify half of a join, as lua/join.lua takes it: the limit's counters (key, limit,
+    window seconds), the network's and the environment's counters of this minute, the proof's
+    marker, and the two sessions the network's count chooses between (claims JSON, score,
+    refused), both of the visitor ``vid``."""
+
+    counters: Sequence[tuple[str, int, int]]
+    network_key: str
+    environment_key: str
+    busy_above: int
+    marker_key: str
+    mark: str
+    life_ms: int
+    vid: str
+    calm: tuple[str, int, bool]
+    busy: tuple[str, int, bool]
+
+
+@dataclass(frozen=True)
+class JoinAnswer:
+    """What a join did: ``which`` session it spent the proof for (``calm``, ``busy``, or
+    ``earned`` by a first attempt: ``earned`` holds its claims JSON), and the entry's answer
+    (None: the session is refused, never entered)."""
+
+    which: str
+    earned: str
+    entered: QueueAnswer | None
 
 
 class QueueFull(EngineError):
@@ -517,6 +564,50 @@ class Engine:
         keys = [key for key, _, _ in address_limit]
         raw = self._run("enter", room_id, *args, extra_keys=keys)
         return self._counted(room_id, vid, raw)
+
+    def join(
+        self,
+        room_id: str,
+        identify: JoinIdentify,
+        network_tag: str = "",
+        address_limit: Sequence[tuple[str, int, int]] = (),
+        invite: InviteClaims | None = None,
+        bypass: bool = False,
+    ) -> JoinAnswer:
+        """Identify and enter in one round trip (lua/join.lua; one server only): the identify
+        limit and the network counted, the proof spent once for the session the count earns
+        (or, for a retry of the same proof, the one it earned before), then :meth:`enter` with
+        that session. Over the identify limit: :class:`IdentifyLimited`; a proof of another
+        spent it: :class:`ChallengeSpent`; the enter script's refusals as :meth:`enter`'s."""
+        args: list[Any] = [len(identify.counters)]
+        for _, limit, window in identify.counters:
+            args += [int(limit), int(window)]
+        args += [identify.busy_above, identify.mark, int(identify.life_ms)]
+        for claims, score, denied in (identify.calm, identify.busy):
+            args += [claims, int(score), 1 if denied else 0]
+        # enter.lua's own arguments, its vid, session and score filled in by the script
+        spent = self.polls.spent(room_id, identify.vid)
+        args += ["", "", "", network_tag, spent, len(address_limit)]
+        for _, limit, window in address_limit:
+            args += [int(limit), int(window)]
+        if invite is not None:
+            args += [invite.invite_id, int(invite.expires_at_ms), int(invite.uses), invite.lane[0]]
+        elif bypass:
+            args += ["", 0, 0, "s"]
+        keys = [key for key, _, _ in address_limit] + [key for key, _, _ in identify.counters]
+        keys += [identify.network_key, identify.environment_key, identify.marker_key]
+        raw = self._run("join", room_id, *args, extra_keys=keys)
+        kind = str(raw[0])
+        if kind == "IdentifyLimited":
+            raise IdentifyLimited(kind, retry_after=max(1, int(raw[1])))
+        if kind == "Spent":
+            raise ChallengeSpent(kind)
+        which, earned = str(raw[1]), str(raw[2])
+        if kind == "Denied":
+            return JoinAnswer(which, earned, None)
+        entered = _check(raw[3])
+        vid = identify.vid if which != "earned" else str(json.loads(earned)["vid"])
+        return JoinAnswer(which, earned, self._counted(room_id, vid, entered))
 
     def poll(
         self,

@@ -11,12 +11,15 @@ and its draw are the enter script's; an outage at the entry is the fail-open roo
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from anteroom.identity import sessions as identity
 from anteroom.identity import work_inputs
-from anteroom.identity.signal_rules import assess
+from anteroom.identity.signal_rules import BUSY_NETWORK_PER_MINUTE, assess
 from anteroom.queue import room_config
 from anteroom.queue import room_engine as eng
 from anteroom.queue.room_engine import AddressLimited
@@ -70,17 +73,10 @@ def arrive(
     return Challenge(identity.arrival_challenge(s.identity, env, work, max_puzzles=max_puzzles))
 
 
-def identify(
-    s: Services,
-    door: Door,
-    env: str,
-    caller: Caller,
-    challenge: str,
-    solutions: str | list[str],
-    signals: Mapping[str, Any],
-    previous_session: str | None,
-) -> Session | Refused:
-    """Trade a solved challenge for a session; a retry of the same proof gets the same one."""
+def _proof(
+    s: Services, env: str, challenge: str, solutions: str | list[str]
+) -> dict[str, Any] | Refused:
+    """The claims of a challenge ``solutions`` solve (offline: nothing written), or Refused."""
     try:
         claims = identity.solved_challenge(s.identity, env, challenge, solutions)
     except identity.WrongSolution as exc:
@@ -93,6 +89,36 @@ def identify(
     except identity.IdentityRefused as exc:
         return Refused("TokenInvalid", exc.message)
     work_inputs.outcomes(s.identity).record(failed=False)
+    return claims
+
+
+def identify(
+    s: Services,
+    door: Door,
+    env: str,
+    caller: Caller,
+    challenge: str,
+    solutions: str | list[str],
+    signals: Mapping[str, Any],
+    previous_session: str | None,
+) -> Session | Refused:
+    """Trade a solved challenge for a session; a retry of the same proof gets the same one."""
+    claims = _proof(s, env, challenge, solutions)
+    if isinstance(claims, Refused):
+        return claims
+    return _identify_solved(s, door, env, caller, claims, solutions, signals, previous_session)
+
+
+def _identify_solved(
+    s: Services,
+    door: Door,
+    env: str,
+    caller: Caller,
+    claims: dict[str, Any],
+    solutions: str | list[str],
+    signals: Mapping[str, Any],
+    previous_session: str | None,
+) -> Session | Refused:
     # Counted only now, before the first write: an over-limit request keeps its challenge unspent.
     door.charge("identify")
     try:
@@ -109,6 +135,10 @@ def identify(
         return Refused("Unavailable", retry_after=STORAGE_RETRY_SEC)
     except StorageBusy:
         return Refused("Busy", retry_after=STORAGE_RETRY_SEC)
+    return _session(s, session)
+
+
+def _session(s: Services, session: dict[str, Any]) -> Session:
     answer = identity.session_answer(s.identity, session)
     return Session(
         token=answer["sessionToken"],
@@ -194,8 +224,15 @@ def enter(
     same proof (after a timeout, a 503, a lost answer) gets the same session, hence the same
     spot: the first answer again.
     """
-    door.room(env, slug)
-    session = identify(s, door, env, caller, challenge, solutions, signals, previous_session)
+    room = door.room(env, slug)
+    proof = _proof(s, env, challenge, solutions)
+    if isinstance(proof, Refused):
+        return proof
+    counters = door.identify_counters()
+    if counters is not None:  # one server: the whole entry in one round trip
+        ask = Join(room, proof, solutions, signals, previous_session, invite_token)
+        return _join_in_one_call(s, door, env, caller, ask, counters)
+    session = _identify_solved(s, door, env, caller, proof, solutions, signals, previous_session)
     if isinstance(session, Refused):
         return session
     claims = tokens.SessionClaims.from_wire(session.claims)
@@ -203,6 +240,105 @@ def enter(
     if isinstance(spot, Refused):
         return spot
     return Entered(session, spot)
+
+
+@dataclass(frozen=True)
+class Join:
+    """A join's request, its proof checked offline."""
+
+    room: dict[str, Any]
+    challenge: dict[str, Any]  # the solved challenge's claims
+    solutions: str | list[str]
+    signals: Mapping[str, Any]
+    previous_session: str | None
+    invite_token: str | None
+
+
+def _join_in_one_call(
+    s: Services,
+    door: Door,
+    env: str,
+    caller: Caller,
+    ask: Join,
+    identify_counters: Sequence[tuple[str, int, int]],
+) -> Entered | Refused:
+    """Identify and enter in one round trip (lua/join.lua): the same limits, counts, spend
+    and entry as :func:`identify` then :func:`take_spot`, in the same order, in one script.
+
+    The signal rules read the network's count only as busy or not, so both sessions it may
+    earn are made here and the script spends the proof for the one its count chooses.
+    """
+    room = ask.room
+    try:
+        invite = _invite(s, room, ask.invite_token)
+        tag = _network_tag(s, room, caller.address)
+    except _Refusal as refusal:
+        return refusal.refused
+    address = caller.address or "0.0.0.0"
+    try:
+        network = tokens.network_tag(s.keyring, address)
+        calm = identity.session_claims(
+            s.identity, env, caller.evidence(ask.signals, 1), ask.previous_session
+        )
+    except identity.IdentityRefused as exc:
+        return Refused("TokenInvalid", exc.message)
+    except StorageUnavailable:
+        return Refused("Unavailable", retry_after=STORAGE_RETRY_SEC)
+    except StorageBusy:
+        return Refused("Busy", retry_after=STORAGE_RETRY_SEC)
+    score, sig = assess(caller.evidence(ask.signals, BUSY_NETWORK_PER_MINUTE + 1))
+    busy = calm | {"score": score, "sig": sig}
+    counters = door.enter_counters() or ()
+    jti = ask.challenge["jti"]
+    minute = int(time.time() // 60)
+    who = eng.JoinIdentify(
+        counters=identify_counters,
+        network_key=s.keys.network_identifies(network, minute),
+        environment_key=work_inputs.env_identifies_key(s.identity, env, minute),
+        busy_above=BUSY_NETWORK_PER_MINUTE,
+        marker_key=s.keys.challenge_spent(jti),
+        mark=identity.proof_fingerprint(jti, ask.solutions),
+        life_ms=max(1, int(ask.challenge["exp"]) - int(time.time()) + 1) * 1000,
+        vid=calm["vid"],
+        calm=(_json(calm), int(calm["score"]), "bot" in calm["sig"]),
+        busy=(_json(busy), score, "bot" in sig),
+    )
+    through = invite is None and bypass.matches(room, caller.address, caller.headers, caller.cookie)
+
+    def join_line() -> eng.JoinAnswer:
+        try:
+            return s.engine.join(room["id"], who, tag, counters, invite, through)
+        except eng.IdentifyLimited as exc:
+            door.over_limit("identify", exc.retry_after or 1)
+        except AddressLimited as exc:
+            door.over_limit("enter", exc.retry_after or 1)
+
+    try:
+        joined = s.breaker.call(join_line, s.keys.room(room["id"]))
+    except eng.ChallengeSpent:
+        return Refused("TokenInvalid", "This challenge has already been used.")
+    except StorageUnavailable:
+        # A challenge cannot be spent once without Redis: no new sessions during an outage.
+        return Refused("Unavailable", retry_after=STORAGE_RETRY_SEC)
+    except StorageBusy:
+        return Refused("Busy", retry_after=STORAGE_RETRY_SEC)
+    except eng.RoomClosed:
+        return Refused("RoomClosed", closed_message=room.get("closedMessage"))
+    except eng.EngineError as exc:
+        return _engine_refusal(exc)
+    wire = {"calm": calm, "busy": busy}.get(joined.which) or json.loads(joined.earned)
+    if joined.entered is None:  # convicted: the proof is spent, the entry refused
+        s.series.tally(room["id"], "ndenied")
+        return Refused("QueueDenied")
+    if int(wire["score"]) >= int(room.get("holdScore") or 100):
+        with contextlib.suppress(StorageError, ValueError):
+            work_inputs.count_refusal(s.identity, room["id"], address)
+    spot = spot_of(*door.render(room, str(wire["vid"]), joined.entered))
+    return Entered(_session(s, wire), spot)
+
+
+def _json(claims: dict[str, Any]) -> str:
+    return json.dumps(claims, separators=(",", ":"))
 
 
 def enter_without_script(

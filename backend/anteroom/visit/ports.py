@@ -49,6 +49,11 @@ class Door(Protocol):
         """The enter limit's counters for the enter script (None: charged already)."""
         ...
 
+    def identify_counters(self) -> Sequence[tuple[str, int, int]] | None:
+        """The identify limit's counters for the join script (None: a Redis Cluster, where
+        identify and enter are calls apart), after refusing an address known to be over."""
+        ...
+
     def over_limit(self, limit: str, retry_after: float) -> NoReturn:
         """The script found the address over ``limit``: remember it and refuse."""
         ...

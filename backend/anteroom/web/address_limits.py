@@ -35,7 +35,7 @@ from typing import NoReturn
 import redis.exceptions as rex
 from flask import Flask, current_app, request
 from limits import RateLimitItem, parse_many
-from limits.storage import MemoryStorage, RedisStorage, storage_from_string
+from limits.storage import RedisStorage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter, RateLimiter
 from limits.util import WindowStats
 
@@ -45,6 +45,7 @@ from anteroom.queue.breaker import Breaker
 from anteroom.queue.redis_urls import limits_storage_uri, parse_target
 from anteroom.queue.storage_errors import StorageError
 from anteroom.web import http_errors as errors
+from anteroom.web.local_windows import LocalWindows
 
 log = logging.getLogger("anteroom")
 EXTENSION = "anteroom.web.address_limits"
@@ -105,7 +106,7 @@ class AddressLimit:
     ``items`` are the parsed limit string (``10/second;500/hour`` gives two, each enforced).
     """
 
-    strategy: RateLimiter | DeferredLimiter
+    strategy: RateLimiter | DeferredLimiter | LocalWindows
     items: tuple[RateLimitItem, ...]
     prefix: str
     scope: str
@@ -180,12 +181,12 @@ def init_app(app: Flask, settings: Settings, prefix: str, breaker: Breaker) -> N
     limit has its own, in memory. Nothing runs on requests that no limit applies to.
     """
     shared = DeferredLimiter(limits_storage_uri(settings.redis_url))
-    local = FixedWindowRateLimiter(MemoryStorage())
+    local = LocalWindows()
     # On one server the enter script counts the enter limit itself (no round trip of its own);
     # a cluster keeps the address's counter on another shard than the room's, so it is charged
     # apart there (see :func:`enter_counters`).
     app.extensions[EXTENSION_SCRIPTED] = not parse_target(settings.redis_url).is_cluster
-    where: dict[str, tuple[RateLimiter | DeferredLimiter, str, Breaker | None]] = {
+    where: dict[str, tuple[RateLimiter | DeferredLimiter | LocalWindows, str, Breaker | None]] = {
         "challenge": (local, settings.limit_challenge, None),
         "identify": (shared, settings.limit_identify, breaker),
         "enter": (shared, settings.limit_enter, breaker),
@@ -210,25 +211,65 @@ def charge(name: str) -> None:
 
     Call it after the request's offline checks, before its first Redis write.
     """
-    current_app.extensions[EXTENSION][name].charge(request.remote_addr or "127.0.0.1")
+    Limits.of(current_app.extensions, _address()).charge(name)
 
 
-def enter_counters() -> list[tuple[str, int, int]] | None:
+def enter_counters(name: str = "enter") -> list[tuple[str, int, int]] | None:
     """This request's enter-limit counters for the enter script to count (one server), or None
     when the limit was charged here already (a Redis Cluster: :func:`charge`).
 
     Either way an address known to be over is refused from memory first (RateLimited).
     """
-    limit: AddressLimit = current_app.extensions[EXTENSION]["enter"]
-    address = request.remote_addr or "127.0.0.1"
-    if not current_app.extensions[EXTENSION_SCRIPTED]:
-        limit.charge(address)
-        return None
-    limit.check_memory(address)
-    return limit.counters(address)
+    return Limits.of(current_app.extensions, _address()).counters(name)
+
+
+def identify_counters() -> list[tuple[str, int, int]] | None:
+    """This request's identify-limit counters for the join script to count (one server: an
+    address known to be over is refused from memory first), or None on a Redis Cluster, where
+    nothing is charged here: the caller identifies and enters in calls apart."""
+    return Limits.of(current_app.extensions, _address()).identify_counters()
 
 
 def refused_by_script(name: str, retry_after: float) -> NoReturn:
     """The script found this request's address over limit ``name``: remembered, refused."""
-    limit: AddressLimit = current_app.extensions[EXTENSION][name]
-    limit.refuse(request.remote_addr or "127.0.0.1", retry_after)
+    Limits.of(current_app.extensions, _address()).refused_by_script(name, retry_after)
+
+
+def _address() -> str:
+    return request.remote_addr or "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The per-address limits of one app for one address, outside Flask's request context too
+    (web/hot_path.py): what :func:`charge` and its neighbours do for the current request."""
+
+    limits: dict[str, AddressLimit]
+    scripted: bool  # one server: the enter (and join) scripts count their limits themselves
+    address: str
+
+    @classmethod
+    def of(cls, extensions: dict[str, object], address: str) -> Limits:
+        """The limits the app with these ``extensions`` keeps, for ``address``."""
+        return cls(extensions[EXTENSION], bool(extensions[EXTENSION_SCRIPTED]), address)  # type: ignore[arg-type]
+
+    def charge(self, name: str) -> None:
+        """See :func:`charge`."""
+        self.limits[name].charge(self.address)
+
+    def counters(self, name: str = "enter") -> list[tuple[str, int, int]] | None:
+        """See :func:`enter_counters`."""
+        limit = self.limits[name]
+        if not self.scripted:
+            limit.charge(self.address)
+            return None
+        limit.check_memory(self.address)
+        return limit.counters(self.address)
+
+    def identify_counters(self) -> list[tuple[str, int, int]] | None:
+        """See :func:`identify_counters`."""
+        return self.counters("identify") if self.scripted else None
+
+    def refused_by_script(self, name: str, retry_after: float) -> NoReturn:
+        """See :func:`refused_by_script`."""
+        self.limits[name].refuse(self.address, retry_after)

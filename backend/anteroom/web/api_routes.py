@@ -351,13 +351,14 @@ def answered(result: Any) -> ResponseReturnValue:
     """A view's result as Flask takes it: an answer model (alone or first in Flask's
     ``(body, status)``/``(body, headers)`` tuples) as its JSON, just the fields it was given."""
     if isinstance(result, BaseModel):
-        return jsonify(_json(result))
+        return jsonify(model_json(result))
     if isinstance(result, tuple) and result and isinstance(result[0], BaseModel):
-        return (jsonify(_json(result[0])), *result[1:])  # type: ignore[return-value]
+        return (jsonify(model_json(result[0])), *result[1:])  # type: ignore[return-value]
     return result  # type: ignore[no-any-return]
 
 
-def _json(model: BaseModel) -> Any:
+def model_json(model: BaseModel) -> Any:
+    """An answer model as its JSON value: just the fields it was given."""
     return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 

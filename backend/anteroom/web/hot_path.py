@@ -1,5 +1,7 @@
-"""The waiting visitor's hot path (issue 19, item 3): ``POST /api/v1/queue/poll`` and
-``POST /api/v1/admission/refresh`` answered by a small WSGI function in front of the Flask app.
+"""The visitor's hot path: ``POST /api/v1/queue/poll`` and ``POST /api/v1/admission/refresh``
+(what a waiting crowd sends all day), ``POST /api/v1/arrive`` and ``POST /api/v1/queue/join``
+(what an arriving crowd sends once each) answered by a small WSGI function in front of the
+Flask app.
 
 A poll is what a waiting crowd sends all day, and most of its cost was Flask's request cycle
 (request and response objects, context locals, hooks, header objects), not the poll. Here the
@@ -12,6 +14,11 @@ untouched, whenever the request is not a plain well-formed one or the answer nee
   ASCII strings: Flask's parser names what is wrong;
 - the key or the token is refused: the views word the refusal (nothing was written yet);
 - Redis is unreachable: the views apply the room's fail mode.
+
+An arrival's two calls take their body as the views do (the same request models), call the
+same use cases (anteroom.visit.arrival) with a ``WebDoor`` over the request's address, and
+answer every outcome here, refusals included, with the views' JSON; a body the models refuse,
+or an unknown key, is the views' to word (nothing was charged or written yet).
 
 What the engine refuses (gone, rate-limited, revoked, busy) is answered here, with the same
 JSON error, headers and CORS, since calling the engine twice would double its cost. The API tests
@@ -32,12 +39,16 @@ from werkzeug.http import HTTP_STATUS_CODES
 from anteroom.queue.storage_errors import StorageUnavailable
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
+from anteroom.visit import arrival, outcomes
+from anteroom.web import address_limits, metrics, request_log, room_lookup
 from anteroom.web import api_routes as routes
 from anteroom.web import http_errors as errors
-from anteroom.web import metrics, request_log, room_lookup
 from anteroom.web import queue_answers as visitor
-from anteroom.web.api_models import MAX_STRING_LENGTH
+from anteroom.web.api_models import MAX_STRING_LENGTH, Body
+from anteroom.web.json_body import validated
+from anteroom.web.visit_door import WebDoor, caller_of
 from anteroom.web.visitor_api import ANSWER_HEADERS
+from anteroom.web.visitor_models import Arrival, ArriveRequest, Joined, JoinRequest
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
@@ -45,6 +56,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("anteroom")
 POLL, REFRESH = routes.POLL_QUEUE.path, routes.REFRESH_ADMISSION.path
+ARRIVE, JOIN = routes.ARRIVE.path, routes.JOIN_QUEUE.path
 # The body field holding each route's token, as declared for its view.
 TOKEN_FIELDS = {route.path: route.token for route in (routes.POLL_QUEUE, routes.REFRESH_ADMISSION)}
 STATUS_LINES = {code: f"{code} {text.upper()}" for code, text in HTTP_STATUS_CODES.items()}
@@ -76,11 +88,17 @@ class HotPath:
             POLL: _poll,
             REFRESH: _refresh,
         }
+        # An arrival's calls: the whole body (a JSON object) and the request's environ.
+        self.arrivals: dict[str, Callable[[HotPath, Services, Any, WSGIEnvironment], Answer]] = {
+            ARRIVE: _arrive,
+            JOIN: _join,
+        }
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         route = environ.get("PATH_INFO", "")
         handler = self.handlers.get(route)
-        if handler is None or environ.get("REQUEST_METHOD") != "POST":
+        arriving = self.arrivals.get(route) if handler is None else None
+        if (handler is None and arriving is None) or environ.get("REQUEST_METHOD") != "POST":
             return self.inner(environ, start_response)
         started = time.perf_counter()
         body = self._body(environ)
@@ -89,7 +107,10 @@ class HotPath:
         services: Services = self.app.extensions["anteroom"]
         services.on_request()  # what the app's before_request does for Flask
         try:
-            answer = handler(services, _fields(body, TOKEN_FIELDS[route]))
+            if handler is not None:
+                answer = handler(services, _fields(body, TOKEN_FIELDS[route]))
+            else:
+                answer = arriving(self, services, _object(body), environ)  # type: ignore[misc]
         except HandOver:
             environ["wsgi.input"] = io.BytesIO(body)  # Flask reads the body afresh
             return self.inner(environ, start_response)
@@ -123,6 +144,67 @@ class HotPath:
             environ["wsgi.input"] = io.BytesIO(data)
             return None
         return data
+
+
+def _object(body: bytes) -> dict[str, Any]:
+    """The body's JSON object, else HandOver (orjson refuses a lone surrogate, as the views)."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise HandOver() from None
+    if type(data) is not dict:
+        raise HandOver()
+    return data
+
+
+def _request(services: Services, model: type[Body], data: dict[str, Any]) -> tuple[Any, str]:
+    """``data`` as ``model`` and its key's environment; any refusal is the views' to word."""
+    try:
+        body = validated(model, data, "Some fields are not valid.")
+        return body, room_lookup.environment_of(services, body.apiKey)  # type: ignore[attr-defined]
+    except Exception:
+        raise HandOver() from None
+
+
+def _door(path: HotPath, services: Services, environ: WSGIEnvironment) -> WebDoor:
+    address = environ.get("REMOTE_ADDR") or "127.0.0.1"  # as address_limits.charge
+    return WebDoor(services, address_limits.Limits.of(path.app.extensions, address))
+
+
+def _arrive(path: HotPath, services: Services, data: Any, environ: WSGIEnvironment) -> Answer:
+    """As ``visitor_api.arrive``."""
+    body, env = _request(services, ArriveRequest, data)
+    try:
+        issued = arrival.arrive(
+            services, _door(path, services, environ), env, body.room, caller_of(environ),
+            body.signals, body.maxPuzzles,
+        )  # fmt: skip
+    except errors.ApiError as exc:
+        return _error(exc, None)
+    return Answer(200, routes.model_json(Arrival.model_validate(issued.body)), [], None)
+
+
+def _join(path: HotPath, services: Services, data: Any, environ: WSGIEnvironment) -> Answer:
+    """As ``visitor_api.join``."""
+    body, env = _request(services, JoinRequest, data)
+    solutions = body.solutions if body.solutions is not None else str(body.solution)
+    try:
+        answer = arrival.enter(
+            services, _door(path, services, environ), env, caller_of(environ), body.room,
+            body.challenge, solutions, body.signals, body.previousSession, body.invite,
+        )  # fmt: skip
+    except errors.ApiError as exc:
+        return _error(exc, None)
+    if isinstance(answer, outcomes.Refused):
+        refused = errors.by_code(
+            answer.code, answer.message, retry_after=answer.retry_after, fields=answer.fields,
+            closed_message=answer.closed_message,
+        )  # fmt: skip
+        return _error(refused, None)
+    spot = answer.spot
+    joined = Joined.model_validate({"session": answer.session.body(), "queue": spot.body})
+    headers = [] if spot.retry_after is None else [("Retry-After", str(spot.retry_after))]
+    return Answer(200, routes.model_json(joined), headers, None)
 
 
 def _fields(body: bytes, token_field: str) -> tuple[str, str]:
