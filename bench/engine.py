@@ -1,46 +1,65 @@
-"""Queue-engine benchmark: server-side cost of poll at 1k/100k/1M waiting spots beside the floor
-of what a poll must do, a drain of 200, memory per waiting spot, AOF bytes per poll, and a model
-of a 1M line split into primary and replica-able work.
+"""Queue-engine benchmark: Redis's cost of each thing a line does, at 1k/100k/1M waiting spots,
+beside the floor of what a poll must do, and a model of a 1M line from this run's figures.
+
+A poll is answered from one of two sources. A far spot whose ticket carries its order key is
+answered inside the web process from its snapshot of the room (queue/far_poll.py,
+queue/room_snapshot.py): Redis pays only the snapshot read (lua/snapshot.lua, once a second per
+room per process) and the batched last-seen bookings (lua/book_seen_many.lua, one call per room
+per process per second). Every other poll (the front and the exact band behind it, what the
+snapshot cannot decide, a ticket without an order key) is the full script, lua/poll.lua.
 
 Per-call time is Redis's own figure: ``CONFIG RESETSTAT``, a batch of EVALSHA calls, then
 ``INFO commandstats`` (usec / calls) — one figure per batch; median and p99 are over batches.
-Lines are filled as a pre-queue (opensAt a day ahead, rate 1/min) with the room's clock pinned,
-so the drain stays idle, no sweep pass or last-seen booking falls due while measuring, and
-positions are still computed; polled spots are random across the line (ranks > 100 for the far
-poll, the 100 first for the near-head poll).
 
-Per poll, four figures: ``poll_far_us`` (the read-only far poll, the common case: replica-able),
-``book_seen_us`` (the primary's write when a far poll finds last-seen due, one poll in eleven at
-the 15 s cadence), ``poll_full_us`` (poll.lua on a deep spot: what a far poll's MORE costs on the
-primary) and ``poll_near_head_us_median`` (poll.lua near the head). ``poll_us_median`` is the
-cost of an average deep poll at the 15 s cadence: far + book_seen / 11. The floor is one script
-doing what any poll must: HGET of the room, ZRANK of the visitor in a line of the same length
-(random order, as the pre-queue's lottery order is) and HSET of its last-seen time.
-``ratio_to_floor`` = poll_us_median / floor_us: the figure to compare between machines.
+Per line size (keys are by size):
 
-Drain of 200: the service's tick (lua/tick.lua) admitting 200 from a line of 400, no sweep pass
-due. The line is a pre-opening pool (opensAt 1 s ahead, the clock moved 1.5 s): the first tick
-finds its draw due and the service makes it (queue/room_draw.py); the tick a second later, the
-one measured, drains 200 of the drawn pool. ``drain200_tickets_ms_median``: the same from a line
-of tickets taken after opening.
+- ``far_poll_snapshot_us``: Redis time per far poll as the service answers it =
+  ``snapshot_us_per_poll`` (one snapshot read a second, amortised over the far polls one of
+  ``MODEL_PROCESSES`` processes answers in that second when the line polls as told at 100
+  admissions a second) + ``booking_us_per_poll`` (book_seen_many's cost per booked spot times
+  the share of far polls that book when visitors poll at their own cadence). Measured on a line
+  of tickets taken after opening, the room's clock pinned, one process answering its share for
+  ten seconds of a stand-in monotonic clock (``snapshot_far_poll`` holds the parts). Target: ≤ 2.
+- ``full_poll_us`` (and ``_p99``): poll.lua on a deep spot (a ticket without an order key, or
+  what the snapshot hands on); ``near_poll_us``: poll.lua in the first ``NEAR_HEAD`` places,
+  the near poll's one round trip. ``near_poll_wall_us`` / ``ping_wall_us``: the near poll's
+  whole call from this process (send, script, read, decode) beside a plain round trip (PING),
+  interleaved; their ratio is the engine's side of the near poll vs the plain endpoint (the
+  target, ≥ 0.8x the plain endpoint's requests a second, is over HTTP: bench/http.py).
+- ``entry_us``: lua/enter.lua taking a new spot at the back of the line (Engine.enter).
+- ``floor_us``: one script doing what any poll must: HGET of the room, ZRANK of the visitor in
+  a line of the same length (random order, as the pre-queue's lottery order is) and HSET of its
+  last-seen time; ``full_poll_ratio_to_floor``: the figure to compare between machines.
 
-The 1M model (``model_1m``): the polls a second of a 1M line polling as told (cadence bands),
-times this run's per-call costs. Replica-able: every far poll. Primary: the last-seen bookings
-(1 in 11 polls at 15 s, 1 in 31 at 5 s), one full poll per admission (a far poll that finds an
-admission owed hands on to the full poll, which drains it; this assumes replication lag well
-under the 10 ms an admission takes to be earned at 100 a second), the near-head polls, the ticks
-and the drain at 100 admissions a second.
+Lines for the full poll, the near poll, entry and the floor are filled as a pre-queue (opensAt
+a day ahead, rate 1/min) with the room's clock pinned, so the drain stays idle and no sweep pass
+or booking falls due while measuring.
 
-AOF bytes per poll: ``aof_current_size`` (``INFO persistence``) before and after every spot of
-a 1,000-spot pre-queue polls every 15 s (the cadence deep in a line) for ten minutes of room clock.
+Drain of 200 (``drain200_ms_median``, target ≤ 1 ms): the service's tick (lua/tick.lua)
+admitting 200 from a line of 400, no sweep pass due. The line is a pre-opening pool (opensAt
+1 s ahead, the clock moved 1.5 s): the first tick finds its draw due and the service makes it
+(queue/room_draw.py); the tick a second later, the one measured, drains 200 of the drawn pool.
+``drain200_tickets_ms_median``: the same from a line of tickets taken after opening.
+
+The 1M model (``model_1m``): a line of 1,000,000 at 100 admissions a second polling as told
+(queue/poll_cadence.py, the default budget), its polls split at ``SNAPSHOT_FROM`` places:
+behind it the snapshot answers (snapshot reads: replica-able, one a second per process; the
+bookings: primary), ahead of it poll.lua does (primary, at the near poll's cost); plus the
+drain, the idle ticks and one entry per admission (a line that stays a million long).
+
+AOF bytes per poll (``aof_bytes_per_full_poll``): ``aof_current_size`` before and after every
+spot of a 1,000-spot pre-queue polls every 15 s for ten minutes of room clock; a line that
+short is all within the exact band, so these are full polls (a far poll writes only its share
+of a booking).
 Run: ``python bench/engine.py [--redis-url URL] [--sizes 1000,100000,1000000] [--out FILE]``.
-Writes ``bench/results/engine.json`` by default.
+Writes ``bench/results/engine.json`` by default (keys written by bench/drain.py are kept).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
@@ -60,13 +79,22 @@ import redis  # noqa: E402
 
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
+from anteroom.queue import far_poll  # noqa: E402
+from anteroom.queue.line_blocks import TICKET_BLOCK  # noqa: E402
+from anteroom.queue.poll_cadence import DEFAULT_POLL_BUDGET, poll_after  # noqa: E402
 from anteroom.sdk.tokens import TicketClaims  # noqa: E402
 
 SIZES = (1_000, 100_000, 1_000_000)
-NEAR_HEAD = 100  # positions that run the full poll (poll_far.lua answers the others)
-# Polls a second of a 1M line polling as told: spots per cadence band / its pollAfterMs.
-CADENCE_1M = {"near": 10 / 1.0 + 90 / 2.5, "far": 900 / 5.0 + 999_000 / 15.0}
-MODEL_RATE_PER_MINUTE = 6_000  # admissions a second in the model: 100
+NEAR_HEAD = 100  # the near poll's sample: the first places of the line
+MODEL_LINE = 1_000_000
+MODEL_PACE = 100  # admissions a second in the model (and in the snapshot's room)
+MODEL_PROCESSES = 4  # web processes sharing a room's far polls (each reads its own snapshot)
+# Where the snapshot starts answering: far_poll.py hands on a spot with fewer than EXACT_WITHIN
+# + the admissions it may not have seen ahead even at the least; the least counts whole blocks
+# of TICKET_BLOCK tickets ahead, half a block short of the place on average.
+SNAPSHOT_FROM = far_poll.EXACT_WITHIN + far_poll.MAX_ADMIT + 2 * MODEL_PACE + TICKET_BLOCK // 2
+FAR_FROM_TICKET = 2_001  # a sampled far spot is surely past the exact band
+TARGETS = {"far_poll_snapshot_us": 2.0, "drain200_ms_median": 1.0, "near_vs_plain": 0.8}
 FLOOR_SCRIPT = """
 -- The floor of a poll. KEYS: room hash, line sorted set, last-seen hash. ARGV: vid, now (ms).
 local status = redis.call('HGET', KEYS[1], 'st')
@@ -75,6 +103,24 @@ redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
 return {status, rank}
 """
 ROOM_CONFIG = {"name": "b", "redirectUrl": "https://x.example/", "maxWaiting": 10_000_000}
+# Keys of engine.json this script writes; others (bench/drain.py's) are kept as they are.
+OTHER_SCRIPTS_KEYS = ("drain200_side_by_side", "drain200_breakdown")
+
+
+def polls_by_source(line: int, pace: float = MODEL_PACE) -> tuple[float, float]:
+    """Polls a second of ``line`` spots polling as told: (answered by poll.lua, by snapshot)."""
+    near = far = 0.0
+    position = 1
+    while position <= line:  # buckets of 1 %, as poll_cadence.polls_per_second
+        last = min(line, position + max(1, position // 100) - 1)
+        middle = (position + last) // 2
+        rate = (last - position + 1) * 1000 / poll_after(middle, pace, 0, line, DEFAULT_POLL_BUDGET)
+        if middle < SNAPSHOT_FROM:
+            near += rate
+        else:
+            far += rate
+        position = last + 1
+    return near, far
 
 
 def far_ticket(room: str, ticket: int, claims: dict[str, Any]) -> TicketClaims:
@@ -99,7 +145,7 @@ def fill(engine: Engine, room: str, n: int) -> None:
     for start in range(0, n, 5_000):
         pipe = engine.redis.pipeline(transaction=False)
         for i in range(start, min(n, start + 5_000)):
-            script(keys=keys, args=[f"v{i}", "s", 10, "", ""], client=pipe)
+            script(keys=keys, args=[f"v{i}", "s", 10, "", "", 0], client=pipe)
         pipe.execute()
 
 
@@ -126,13 +172,24 @@ def batch_costs(client: redis.Redis, call: Any, n: int, batches: int, per: int) 
         for _ in range(per):
             call(random.randrange(n))
         usec, _ = evalsha_usec(client)
-        out.append(usec / per)  # per poll: a poll near the head is two scripts
+        out.append(usec / per)
+    return out
+
+
+def wall_costs(call: Any, n: int, batches: int, per: int) -> list[float]:
+    """µs of wall time per call from this process, one figure per batch."""
+    out = []
+    for _ in range(batches):
+        t0 = time.perf_counter()
+        for _ in range(per):
+            call(random.randrange(n))
+        out.append((time.perf_counter() - t0) / per * 1e6)
     return out
 
 
 def p99(costs: list[float]) -> float:
     ordered = sorted(costs)
-    return ordered[int(len(ordered) * 0.99) - 1]
+    return ordered[max(0, int(len(ordered) * 0.99) - 1)]
 
 
 def deep_sample(engine: Engine, room: str, n: int, size: int = 2_000) -> list[tuple[str, int]]:
@@ -152,8 +209,9 @@ def head_sample(engine: Engine, room: str) -> list[tuple[str, int]]:
     return [(vid, int(vid[1:]) + 1) for vid in vids]
 
 
-def poll_and_floor(engine: Engine, n: int, results: dict[str, Any]) -> float:
-    """Poll and floor costs at ``n`` spots, interleaved batch by batch; engine bytes per spot."""
+def scripts_and_floor(engine: Engine, n: int, results: dict[str, Any]) -> float:
+    """Full poll, near poll, entry and floor costs at ``n`` spots, interleaved batch by batch;
+    engine bytes per spot."""
     client = engine.redis
     config = ROOM_CONFIG | {"slug": f"line-{n}", "ratePerMinute": 1}
     room = engine.create_room("bench", config)["id"]
@@ -173,59 +231,58 @@ def poll_and_floor(engine: Engine, n: int, results: dict[str, Any]) -> float:
     floor = client.register_script(FLOOR_SCRIPT)
     keys = floor_keys(n)
     deep, head = deep_sample(engine, room, n), head_sample(engine, room)
-
-    def far(i: int) -> None:
-        vid, ticket = deep[i]
-        engine.poll(room, vid, ticket, 1)
+    entered = [0]
 
     def full(i: int) -> None:
         vid, ticket = deep[i]
-        engine.poll(room, vid, ticket, 1, near_head=True)
+        engine.poll(room, vid, ticket, 1)  # no order key carried: the full poll
 
     def near(i: int) -> None:
         vid, ticket = head[i]
         engine.poll(room, vid, ticket, 1, near_head=True)
 
+    def entry(_: int) -> None:
+        entered[0] += 1
+        engine.enter(room, f"new{entered[0]}", "s", 10)
+
     def floor_poll(i: int) -> None:
         floor(keys=keys, args=[f"v{i}", int(time.time() * 1000)])
 
-    fars: list[float] = []
+    def ping(_: int) -> None:
+        client.ping()
+
     fulls: list[float] = []
     nears: list[float] = []
+    entries: list[float] = []
     floors: list[float] = []
+    near_walls: list[float] = []
+    ping_walls: list[float] = []
     for _ in range(10):  # interleaved, so all see the same load on a shared machine
-        fars += batch_costs(client, far, len(deep), 20, 20)
-        floors += batch_costs(client, floor_poll, n, 20, 20)
-        fulls += batch_costs(client, full, len(deep), 5, 20)
-        nears += batch_costs(client, near, len(head), 5, 20)
-    # Last-seen falls due for every spot a millisecond on; each sampled spot books it once.
-    engine.shift_clock(room, 1)
-    books: list[float] = []
-    for start in range(0, len(deep) - 19, 20):
-        client.config_resetstat()
-        for vid, ticket in deep[start : start + 20]:
-            engine.poll(room, vid, ticket, 1)
-        usec, _ = evalsha_usec(client)
-        books.append(usec / 20)  # one far poll and one book_seen per poll
+        fulls += batch_costs(client, full, len(deep), 10, 20)
+        floors += batch_costs(client, floor_poll, n, 10, 20)
+        nears += batch_costs(client, near, len(head), 10, 20)
+        entries += batch_costs(client, entry, 1, 5, 20)
+        near_walls += wall_costs(near, len(head), 5, 20)
+        ping_walls += wall_costs(ping, 1, 5, 20)
     key = str(n)
-    far_us, floor_us = statistics.median(fars), statistics.median(floors)
-    book_us = max(0.0, statistics.median(books) - far_us)
-    poll_us = far_us + book_us / 11  # an average deep poll at the 15 s cadence
-    results["poll_far_us"][key] = round(far_us, 2)
-    results["poll_far_us_p99"][key] = round(p99(fars), 2)
-    results["book_seen_us"][key] = round(book_us, 2)
-    results["poll_full_us"][key] = round(statistics.median(fulls), 2)
-    results["poll_near_head_us_median"][key] = round(statistics.median(nears), 2)
-    results["poll_us_median"][key] = round(poll_us, 2)
-    results["poll_us_p99"][key] = round(p99(fars) + book_us / 11, 2)
+    full_us, floor_us = statistics.median(fulls), statistics.median(floors)
+    near_wall, ping_wall = statistics.median(near_walls), statistics.median(ping_walls)
+    results["full_poll_us"][key] = round(full_us, 2)
+    results["full_poll_us_p99"][key] = round(p99(fulls), 2)
+    results["near_poll_us"][key] = round(statistics.median(nears), 2)
+    results["near_poll_wall_us"][key] = round(near_wall, 1)
+    results["ping_wall_us"][key] = round(ping_wall, 1)
+    results["near_poll_calls_vs_ping"][key] = round(ping_wall / near_wall, 2)
+    results["entry_us"][key] = round(statistics.median(entries), 2)
     results["floor_us"][key] = round(floor_us, 2)
-    results["ratio_to_floor"][key] = round(poll_us / floor_us, 2)
+    results["full_poll_ratio_to_floor"][key] = round(full_us / floor_us, 2)
     results["floor_bytes_per_spot"][key] = round(floor_bytes, 1)
     print(
-        f"{n:>9} spots: filled in {filled:.1f}s; far poll {far_us:.1f} µs (p99 {p99(fars):.1f}), "
-        f"book_seen {book_us:.1f}, poll {poll_us:.1f}, full poll "
-        f"{results['poll_full_us'][key]}, near head {results['poll_near_head_us_median'][key]}; "
-        f"floor {floor_us:.1f} µs, ratio {poll_us / floor_us:.2f}; "
+        f"{n:>9} spots: filled in {filled:.1f}s; full poll {full_us:.1f} µs (p99 "
+        f"{p99(fulls):.1f}), near poll {results['near_poll_us'][key]}, entry "
+        f"{results['entry_us'][key]}; floor {floor_us:.1f} µs, full poll / floor "
+        f"{full_us / floor_us:.2f}; near poll call {near_wall:.0f} µs wall vs PING "
+        f"{ping_wall:.0f} ({ping_wall / near_wall:.2f}x the plain round trip's rate); "
         f"{engine_bytes:.0f} bytes per spot (floor {floor_bytes:.0f})"
     )
     engine.delete_room(room)
@@ -269,60 +326,52 @@ def drain_of_200(engine: Engine, pool: bool = True) -> tuple[float, float]:
     return statistics.median(drains), statistics.median(idle)
 
 
-def bookings_at_cadence(
-    snapshot: Any, now: int, n: int, intervals_ahead: int, polls: int = 12
-) -> float:
+def bookings_at_cadence(snapshot: Any, now: int, n: int, polls: int = 12) -> float:
     """Share of far polls that book last-seen when visitors poll exactly as told.
 
     A sample of tickets across the line each polls ``polls`` times at its own ``pollAfterMs``
-    through far_poll.answer_far (pure: no Redis), the ticket of each answer carried to the next;
-    ``intervals_ahead`` is far_poll.BOOK_INTERVALS_AHEAD (1: the rule before it was 2).
+    through far_poll.answer_far (pure: no Redis), the ticket of each answer carried to the next.
     """
-    from anteroom.queue import far_poll
-
-    was, far_poll.BOOK_INTERVALS_AHEAD = far_poll.BOOK_INTERVALS_AHEAD, intervals_ahead
     booked = answered = 0
-    try:
-        for ticket in range(2_001 + 7, n + 1, max(1, (n - 2_001) // 200)):
-            claims = {"qj": "s", "qs": 10, "qk": 2**52 + ticket, "qu": now + 1}
-            clock = now
-            for _ in range(polls):
-                found = far_poll.answer_far(
-                    snapshot, clock, f"v{ticket - 1}", ticket, 1, far_ticket("r", ticket, claims)
-                )
-                assert found is not None
-                answer, book = found
-                booked += book > 0
-                answered += 1
-                claims = claims | {"qk": answer.order_key, "qu": answer.kept_until_ms}
-                clock += answer.poll_after_ms
-    finally:
-        far_poll.BOOK_INTERVALS_AHEAD = was
+    for ticket in range(FAR_FROM_TICKET + 7, n + 1, max(1, (n - FAR_FROM_TICKET) // 200)):
+        claims = {"qj": "s", "qs": 10, "qk": 2**52 + ticket, "qu": now + 1}
+        clock = now
+        for _ in range(polls):
+            found = far_poll.answer_far(
+                snapshot, clock, f"v{ticket - 1}", ticket, 1, far_ticket("r", ticket, claims)
+            )
+            assert found is not None
+            answer, book = found
+            booked += book > 0
+            answered += 1
+            claims = claims | {"qk": answer.order_key, "qu": answer.kept_until_ms}
+            clock += answer.poll_after_ms
     return booked / answered
 
 
-def snapshot_far_polls(
-    engine: Engine, n: int, polls_per_second: int = 1_250, seconds: int = 10
-) -> dict[str, float]:
-    """Redis time per far poll answered from the process's snapshot (far_poll.py), amortised.
+def snapshot_far_polls(engine: Engine, n: int, seconds: int = 10) -> dict[str, Any]:
+    """Redis time per far poll as the service answers it (far_poll.py), amortised.
 
-    A line of ``n`` spots after opening (ticket blocks); one process answers
-    ``polls_per_second`` far polls a second at random depths past the first 2,000 (the budget
-    of 5,000 a second shared by four processes) for ``seconds`` of a stand-in monotonic clock, so
-    it reads the room's snapshot once a second; every other poll needs its last-seen booked
-    (a far visitor books every other poll), flushed once a second in one call. Redis time is
-    ``INFO commandstats`` of the snapshot and book_seen_many scripts over the polls made.
-    Split: each snapshot read and booking call is timed apart (``snapshot_read_us``,
-    ``booking_call_us``, ``booking_us_per_booked_spot``, and their shares of the figure per
-    poll). At the visitors' own cadence (``bookings_at_cadence``) the share of far polls that
-    book is measured for the rule before (one interval ahead) and now (two), and the figure per
-    poll at that share (``redis_us_per_far_poll_at_cadence[_before]``) = snapshot share + share
-    * cost per booked spot, from this run's figures.
-    Also the position error: shown minus exact rank (ZRANK + 1) over a sample, after 10% of
-    the line, at random, left.
+    A line of ``n`` spots after opening (ticket blocks) at ``MODEL_PACE`` admissions a second;
+    one process answers its share (1 / ``MODEL_PROCESSES``) of the far polls the line makes
+    polling as told, at random depths past the exact band, for ``seconds`` of a stand-in
+    monotonic clock: it reads the room's snapshot once a second and flushes its bookings once a
+    second in one book_seen_many call. Half the polls carry a ticket whose spot is due a booking
+    (to measure a booked spot's cost); each snapshot read and booking call is timed apart (INFO
+    commandstats around it). At the visitors' own cadence the share of far polls that book is
+    ``booked_share_at_cadence``; the figure per poll is then the snapshot read over the polls
+    answered in its second + that share times the cost per booked spot. Side by side: the same
+    polls through the full poll (``full_poll_us``: tickets without an order key). Also the
+    position error: shown minus exact rank (ZRANK + 1) over a sample, after 10% of the line, at
+    random, left.
     """
     client = engine.redis
-    config = ROOM_CONFIG | {"slug": f"snap-{n}", "ratePerMinute": 6_000, "abandonAfterSec": 300}
+    config = ROOM_CONFIG | {
+        "slug": f"snap-{n}",
+        "ratePerMinute": MODEL_PACE * 60,
+        "abandonAfterSec": 300,
+    }
+    polls_per_second = max(1, round(polls_by_source(n)[1] / MODEL_PROCESSES))
     room = engine.create_room("bench", config)["id"]
     now = engine.stats(room).now_ms
     engine.set_clock(room, now)  # pinned: the line stands still while measured
@@ -335,8 +384,6 @@ def snapshot_far_polls(
     score_claims = {"qj": "s", "qs": 10}
     # half the tickets say their spot is kept long enough already, half that it is due
     kept = {0: now + 10_000_000, 1: now + 1}
-    # each snapshot read and booking call timed apart (INFO commandstats around it), so the
-    # amortised figure splits into its two parts
     split = {"snapshot": [0.0, 0], "booking": [0.0, 0], "booked": [0.0, 0]}
     read, run = engine.snapshots.read, engine.bookings.run
 
@@ -361,7 +408,7 @@ def snapshot_far_polls(
     for second in range(seconds):
         for i in range(polls_per_second):
             ticks[0] = second + i / polls_per_second
-            ticket = random.randrange(2_001, n + 1)
+            ticket = random.randrange(FAR_FROM_TICKET, n + 1)
             claims = score_claims | {"qk": 2**52 + ticket, "qu": kept[i % 2]}
             answer = engine.poll(
                 room, f"v{ticket - 1}", ticket, 1, "s", carried=far_ticket(room, ticket, claims)
@@ -372,19 +419,17 @@ def snapshot_far_polls(
     usec, _ = evalsha_usec(client)
     engine.snapshots.read, engine.bookings.run = read, run
     reads, calls = engine.snapshots.reads, engine.bookings.calls
-    # side by side: the same number of polls through the scripts' far poll (and book_seen)
+    assert reads == seconds, reads  # every poll above was answered from the snapshot
     client.config_resetstat()
     for _ in range(polls):
-        ticket = random.randrange(2_001, n + 1)
+        ticket = random.randrange(FAR_FROM_TICKET, n + 1)
         engine.poll(room, f"v{ticket - 1}", ticket, 1, "s")
-    scripts_usec, _ = evalsha_usec(client)
-    # bookings at the visitors' own cadence: one interval ahead (before) and two (now)
-    snapshot = engine.snapshots.get(room)
-    share_before = bookings_at_cadence(snapshot, now, n, 1)
-    share_after = bookings_at_cadence(snapshot, now, n, 2)
-    snapshot_us = split["snapshot"][0] / polls
+    full_usec, _ = evalsha_usec(client)
+    share = bookings_at_cadence(engine.snapshots.get(room), now, n)
+    read_us = split["snapshot"][0] / max(1, split["snapshot"][1])
+    snapshot_us = read_us / polls_per_second
     per_booked = split["booking"][0] / max(1, split["booked"][1])
-    at_cadence_before = snapshot_us + share_before * per_booked
+    booking_us = share * per_booked
     # position error after random leavers
     leavers = random.sample(range(1, n + 1), n // 10)
     pipe = client.pipeline(transaction=False)
@@ -395,7 +440,9 @@ def snapshot_far_polls(
     engine.snapshots.forget()
     ticks[0] += 2
     gone = set(leavers)
-    sample = [t for t in random.sample(range(2_001, n + 1), 4_000) if t not in gone][:2_000]
+    far_tickets = range(FAR_FROM_TICKET, n + 1)
+    sample = [t for t in random.sample(far_tickets, min(4_000, len(far_tickets))) if t not in gone]
+    sample = sample[:2_000]
     line = engine.keys.room_keys(room)["line"]
     pipe = client.pipeline(transaction=False)
     for ticket in sample:
@@ -412,30 +459,30 @@ def snapshot_far_polls(
     engine.delete_room(room)
     return {
         "line": n,
+        "polls_per_second_per_process": polls_per_second,
         "polls": polls,
-        "redis_us_per_far_poll": round(usec / polls, 3),
-        "scripts_far_poll_us": round(scripts_usec / polls, 3),
-        "ratio_to_scripts_far_poll": round(usec / scripts_usec, 3),
-        "snapshot_us_per_far_poll": round(split["snapshot"][0] / polls, 3),
-        "booking_us_per_far_poll": round(split["booking"][0] / polls, 3),
-        "snapshot_read_us": round(split["snapshot"][0] / max(1, split["snapshot"][1]), 1),
+        "far_poll_snapshot_us": round(snapshot_us + booking_us, 3),
+        "snapshot_us_per_poll": round(snapshot_us, 3),
+        "booking_us_per_poll": round(booking_us, 3),
+        "snapshot_read_us": round(read_us, 1),
         "booking_call_us": round(split["booking"][0] / max(1, split["booking"][1]), 1),
-        "booking_us_per_booked_spot": round(split["booking"][0] / max(1, split["booked"][1]), 3),
-        "booked_spots": split["booked"][1],
-        "booked_share_at_cadence_before": round(share_before, 3),
-        "booked_share_at_cadence": round(share_after, 3),
-        "redis_us_per_far_poll_at_cadence_before": round(at_cadence_before, 3),
-        "redis_us_per_far_poll_at_cadence": round(snapshot_us + share_after * per_booked, 3),
+        "booking_us_per_booked_spot": round(per_booked, 3),
+        "booked_share_at_cadence": round(share, 3),
+        "redis_us_per_poll_half_booked": round(usec / polls, 3),
+        "full_poll_us": round(full_usec / polls, 3),
+        "far_poll_snapshot_ratio_to_full_poll": round((snapshot_us + booking_us) * polls
+                                                      / full_usec, 3),
         "snapshot_reads": reads,
         "booking_calls": calls,
+        "booked_spots": split["booked"][1],
         "position_error_p50": errors[len(errors) // 2],
         "position_error_p99": errors[int(len(errors) * 0.99)],
         "position_error_max": errors[-1],
         "position_error_min": errors[0],
-    }
+    }  # fmt: skip
 
 
-def aof_bytes_per_poll(engine: Engine, spots: int = 1_000, every_ms: int = 15_000) -> float:
+def aof_bytes_per_full_poll(engine: Engine, spots: int = 1_000, every_ms: int = 15_000) -> float:
     """AOF bytes written per poll while every spot polls every ``every_ms`` for ten minutes."""
     client = engine.redis
     config = ROOM_CONFIG | {"slug": "aof", "ratePerMinute": 1}
@@ -457,59 +504,84 @@ def aof_bytes_per_poll(engine: Engine, spots: int = 1_000, every_ms: int = 15_00
     return max(0.0, (after - before - shift) / polls)
 
 
-def model_1m(results: dict[str, Any], size: str) -> dict[str, Any]:
+def model_1m(results: dict[str, Any], size: str, far_size: str | None) -> dict[str, Any]:
     """Redis core-seconds per second of a 1M line polling as told, from this run's figures.
 
-    ``size`` is the largest line measured. See the module's docstring for what goes where.
+    ``size`` is the largest line measured, ``far_size`` the largest with a snapshot figure
+    (None: no line long enough; the far polls are then left out). See the module's docstring.
     """
-    per_second = MODEL_RATE_PER_MINUTE / 60
-    far_polls = CADENCE_1M["far"]
-    bookings = 999_000 / 15.0 / 11 + 900 / 5.0 / 31
-    replica = far_polls * results["poll_far_us"][size] / 1e6
-    booking = bookings * results["book_seen_us"][size] / 1e6
-    handed_on = per_second * results["poll_full_us"][size] / 1e6
-    near = CADENCE_1M["near"] * results["poll_near_head_us_median"][size] / 1e6
-    drain = per_second * results["drain200_ms_median"] / 200 / 1e3
+    near_polls, far_polls = polls_by_source(MODEL_LINE)
+    snap = results["snapshot_far_poll"].get(far_size, {}) if far_size else {}
+    per_booked = snap.get("booking_us_per_booked_spot", 0.0)
+    # Bookings: one call per process per second, its cost per booked spot measured; snapshot
+    # reads: one per process per second, read-only (a replica may answer them).
+    booking = far_polls * snap.get("booked_share_at_cadence", 0.0) * per_booked / 1e6
+    snapshots = MODEL_PROCESSES * snap.get("snapshot_read_us", 0.0) / 1e6
+    near = near_polls * results["near_poll_us"][size] / 1e6
+    drain = MODEL_PACE * results["drain200_ms_median"] / 200 / 1e3
+    entries = MODEL_PACE * results["entry_us"][size] / 1e6
     ticks = results["tick_idle_us"] / 1e6  # one working tick a second; the others read a field
-    primary = booking + handed_on + near + drain + ticks
-    floor = sum(CADENCE_1M.values()) * results["floor_us"][size] / 1e6
+    primary = booking + near + drain + entries + ticks
+    floor = (near_polls + far_polls) * results["floor_us"][size] / 1e6
     return {
+        "line": MODEL_LINE,
         "line_measured": int(size),
-        "polls_per_second": round(sum(CADENCE_1M.values())),
-        "admissions_per_second": int(per_second),
-        "far_poll_cores": round(replica, 3),
-        "booking_cores": round(booking, 3),
-        "handed_on_cores": round(handed_on, 3),
-        "near_poll_cores": round(near, 3),
-        "drain_cores": round(drain, 3),
-        "primary_cores": round(primary, 3),
-        "replica_cores": round(replica, 3),
-        "total_cores": round(primary + replica, 3),
-        "floor_cores": round(floor, 3),
+        "far_line_measured": int(far_size) if far_size else None,
+        "polls_per_second": round(near_polls + far_polls),
+        "far_polls_per_second": round(far_polls),
+        "full_polls_per_second": round(near_polls),
+        "snapshot_from_place": SNAPSHOT_FROM,
+        "processes": MODEL_PROCESSES,
+        "admissions_per_second": MODEL_PACE,
+        "entries_per_second": MODEL_PACE,
+        "snapshot_read_cores": round(snapshots, 4),
+        "booking_cores": round(booking, 4),
+        "full_poll_cores": round(near, 4),
+        "entry_cores": round(entries, 4),
+        "drain_cores": round(drain, 4),
+        "primary_cores": round(primary, 4),
+        "replica_cores": round(snapshots, 4),
+        "total_cores": round(primary + snapshots, 4),
+        "floor_cores": round(floor, 4),
     }
 
 
-def print_before_after(out: Path, after: dict[str, Any]) -> None:
-    """The headline figures of the previous run in ``out`` (if any) beside this run's."""
-    try:
-        before = json.loads(out.read_text())
-    except (OSError, ValueError):
-        return
-    rows = [("poll µs (median)", "poll_us_median"), ("floor µs", "floor_us")]
-    rows += [("poll / floor", "ratio_to_floor"), ("near head µs", "poll_near_head_us_median")]
-    print("figure                      before -> after")
-    for label, key in rows:
+def print_targets(results: dict[str, Any]) -> None:
+    """The issue's carried targets beside this run's figures."""
+    far = results.get("far_poll_snapshot_us", {})
+    for size, value in far.items():
+        mark = "met" if value <= TARGETS["far_poll_snapshot_us"] else "NOT met"
+        print(f"target: Redis per far poll <= 2 µs @{size}: {value} µs ({mark})")
+    drain = results.get("drain200_ms_median")
+    if drain is not None:
+        mark = "met" if drain <= TARGETS["drain200_ms_median"] else "NOT met"
+        print(f"target: drain of 200 <= 1 ms: {drain} ms ({mark}); tickets: "
+              f"{results.get('drain200_tickets_ms_median')} ms")  # fmt: skip
+    for size, ratio in results.get("near_poll_calls_vs_ping", {}).items():
+        print(
+            f"target: near poll >= 0.8x plain (over HTTP: bench/http.py) @{size}: in-process "
+            f"the near poll's call runs at {ratio}x a PING's rate "
+            f"({results['near_poll_wall_us'][size]} vs {results['ping_wall_us'][size]} µs), "
+            f"{results['near_poll_us'][size]} µs of it Redis's"
+        )
+
+
+def print_before_after(before: dict[str, Any], after: dict[str, Any]) -> None:
+    """The headline figures of the previous run (same keys) beside this run's."""
+    rows = ["far_poll_snapshot_us", "full_poll_us", "near_poll_us", "entry_us", "floor_us"]
+    print("figure                            before -> after")
+    for key in rows:
         for size, value in after.get(key, {}).items():
-            print(f"{label + ' @' + size:<27} {before.get(key, {}).get(size, '-')} -> {value}")
-    for key in ("drain200_ms_median", "bytes_per_waiting_spot", "bytes_ratio_to_floor"):
-        print(f"{key:<27} {before.get(key, '-')} -> {after.get(key)}")
-    print(
-        f"{'aof_bytes_per_poll':<27} {before.get('aof_bytes_per_poll', '-')} -> "
-        f"{after.get('aof_bytes_per_poll')}"
-    )
+            print(f"{key + ' @' + size:<33} {before.get(key, {}).get(size, '-')} -> {value}")
+    for key in ("drain200_ms_median", "drain200_tickets_ms_median", "bytes_per_waiting_spot"):
+        print(f"{key:<33} {before.get(key, '-')} -> {after.get(key)}")
     for key in ("primary_cores", "replica_cores", "total_cores"):
         was = before.get("model_1m", {}).get(key, "-")
-        print(f"{'model_1m ' + key:<27} {was} -> {after['model_1m'][key]}")
+        print(f"{'model_1m ' + key:<33} {was} -> {after['model_1m'][key]}")
+
+
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
 
 
 def far_only(engine: Engine, sizes: list[int], out: Path, drain: bool = True) -> None:
@@ -518,18 +590,21 @@ def far_only(engine: Engine, sizes: list[int], out: Path, drain: bool = True) ->
         results = json.loads(out.read_text())
     except (OSError, ValueError):
         results = {}
-    before = results.get("drain200_ms_median")
     if drain:
         drain_ms, idle_us = drain_of_200(engine)
         results["drain200_ms_median"] = round(drain_ms, 3)
         results["drain200_tickets_ms_median"] = round(drain_of_200(engine, pool=False)[0], 3)
         results["tick_idle_us"] = round(idle_us, 2)
-    results.setdefault("snapshot_far_poll", {}).update(
-        {str(n): snapshot_far_polls(engine, n) for n in sizes}
+    far = {str(n): snapshot_far_polls(engine, n) for n in sizes if n > FAR_FROM_TICKET}
+    results.setdefault("snapshot_far_poll", {}).update(far)
+    results.setdefault("far_poll_snapshot_us", {}).update(
+        {size: part["far_poll_snapshot_us"] for size, part in far.items()}
     )
-    if drain:
-        print(f"drain of 200: {before} -> {results['drain200_ms_median']} ms")
-    print(json.dumps(results["snapshot_far_poll"], indent=2))
+    results.setdefault("booking_us_per_poll", {}).update(
+        {size: part["booking_us_per_poll"] for size, part in far.items()}
+    )
+    print(json.dumps(far, indent=2))
+    print_targets(results)
     out.write_text(json.dumps(results, indent=2) + "\n")
 
 
@@ -556,26 +631,24 @@ def main() -> None:
     client = redis.Redis.from_url(args.redis_url or server.url, decode_responses=True)  # type: ignore[union-attr]
     client.config_set("auto-aof-rewrite-percentage", 0)  # no rewrite fork in the middle of a batch
     engine = Engine(client, prefix="bench:")
-    results: dict[str, Any] = {
-        "poll_us_median": {},
-        "poll_us_p99": {},
-        "floor_us": {},
-        "ratio_to_floor": {},
-        "floor_bytes_per_spot": {},
-        "poll_near_head_us_median": {},
-        "poll_far_us": {},
-        "poll_far_us_p99": {},
-        "book_seen_us": {},
-        "poll_full_us": {},
-    }
+    per_size = (
+        "far_poll_snapshot_us", "snapshot_us_per_poll", "booking_us_per_poll", "full_poll_us",
+        "full_poll_us_p99", "near_poll_us", "near_poll_wall_us", "ping_wall_us",
+        "near_poll_calls_vs_ping", "entry_us", "floor_us", "full_poll_ratio_to_floor",
+        "floor_bytes_per_spot",
+    )  # fmt: skip
+    results: dict[str, Any] = {key: {} for key in per_size}
     memory = 0.0
+    out = Path(args.out)
     try:
         results["redis_version"] = client.info("server")["redis_version"]
         if args.far_only or args.only == "far":
-            far_only(engine, sizes, Path(args.out), drain=not args.only)
+            far_only(engine, sizes, out, drain=not args.only)
             return
+        results["load_average_before"] = load_average()
+        t0 = time.monotonic()
         for n in sizes:
-            memory = poll_and_floor(engine, n, results)
+            memory = scripts_and_floor(engine, n, results)
         drain_ms, idle_us = drain_of_200(engine)
         results["drain200_ms_median"] = round(drain_ms, 3)
         results["drain200_tickets_ms_median"] = round(drain_of_200(engine, pool=False)[0], 3)
@@ -584,22 +657,31 @@ def main() -> None:
         results["bytes_ratio_to_floor"] = round(
             memory / results["floor_bytes_per_spot"][str(sizes[-1])], 2
         )
-        results["aof_bytes_per_poll"] = round(aof_bytes_per_poll(engine), 1)
-        # A far poll needs spots past the exact band (its tickets start at 2,001).
-        results["snapshot_far_poll"] = {
-            str(n): snapshot_far_polls(engine, n) for n in sizes if n > 2_000
-        }
-        results["model_1m"] = model_1m(results, str(sizes[-1]))
+        results["aof_bytes_per_full_poll"] = round(aof_bytes_per_full_poll(engine), 1)
+        # A far poll needs spots past the exact band.
+        far = {str(n): snapshot_far_polls(engine, n) for n in sizes if n > FAR_FROM_TICKET}
+        results["snapshot_far_poll"] = far
+        for size, part in far.items():
+            for key in ("far_poll_snapshot_us", "snapshot_us_per_poll", "booking_us_per_poll"):
+                results[key][size] = part[key]
+        far_size = str(max(int(s) for s in far)) if far else None
+        results["model_1m"] = model_1m(results, str(sizes[-1]), far_size)
+        results["seconds"] = round(time.monotonic() - t0)
+        results["load_average_after"] = load_average()
         print(
-            f"drain of 200: {results['drain200_ms_median']} ms; {memory:.0f} bytes per spot "
-            f"({results['bytes_ratio_to_floor']}x floor); "
-            f"{results['aof_bytes_per_poll']} AOF bytes per poll (15 s cadence)"
+            f"{memory:.0f} bytes per spot ({results['bytes_ratio_to_floor']}x floor); "
+            f"{results['aof_bytes_per_full_poll']} AOF bytes per full poll (15 s cadence)"
         )
-        print(f"1M model: {results['model_1m']}")
-        out = Path(args.out)
-        print_before_after(out, results)
+        print(f"1M model: {json.dumps(results['model_1m'])}")
+        try:
+            before = json.loads(out.read_text())
+        except (OSError, ValueError):
+            before = {}
+        print_before_after(before, results)
+        print_targets(results)
+        kept = {key: before[key] for key in OTHER_SCRIPTS_KEYS if key in before}
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(results, indent=2) + "\n")
+        out.write_text(json.dumps(results | kept, indent=2) + "\n")
         print(json.dumps(results, indent=2))
     finally:
         if server:
