@@ -102,7 +102,7 @@ def test_every_benchmark_result_is_shown_with_its_command(site: Path) -> None:
     for path in results:
         assert f"bench/results/{path.name}" in page
     # The engine's poll cost by line length is a series: it gets a chart.
-    assert '<svg role="img" aria-label="poll_us_median' in page
+    assert '<svg role="img" aria-label="full_poll_us' in page
 
 
 def test_a_results_file_without_a_known_command_fails() -> None:
