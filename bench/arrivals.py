@@ -55,6 +55,7 @@ import asyncio  # noqa: E402
 import contextlib  # noqa: E402
 import ipaddress  # noqa: E402
 import json  # noqa: E402
+import math  # noqa: E402
 import multiprocessing  # noqa: E402
 import os  # noqa: E402
 import re  # noqa: E402
@@ -234,6 +235,30 @@ async def agent_four_calls(http: Http, visit: Visit) -> dict[str, Any]:
     return await http.call("enter", "/api/v1/queue/enter", enter)
 
 
+async def agent_two_calls(http: Http, visit: Visit) -> dict[str, Any]:
+    """frontend/enter-queue.js since the two-call arrival: ``arrive`` (one challenge whose first
+    ``minPuzzles`` puzzles are the floor), the floor solved and timed, as many more solved as fit
+    in ``fitMs`` (frontend/pow.js ``solveFitted``), then ``queue/join`` (the proof checked, the
+    session opened and the spot taken). The join's queue answer."""
+    ask = {"apiKey": visit.api_key, "room": visit.room, "maxPuzzles": MAX_PUZZLES,
+           "signals": SIGNALS}  # fmt: skip
+    issued = await http.call("arrive", "/api/v1/arrive", ask)
+    puzzles = issued.get("puzzles") or []
+    least = min(len(puzzles), max(1, int(issued.get("minPuzzles") or len(puzzles))))
+    solutions, rate = visit.solve_timed(puzzles[:least])
+    if least < len(puzzles):
+        tail = 1 + 2 / math.sqrt(len(puzzles))
+        fits = int(rate * float(issued.get("fitMs") or 600) / 1000 / tail
+                   / 2 ** puzzles[0]["difficulty"])  # fmt: skip
+        count = min(len(puzzles), max(least, fits))
+        if count > least:
+            solutions += visit.solve_timed(puzzles[least:count])[0]
+    join = {"apiKey": visit.api_key, "room": visit.room, "challenge": issued["challenge"],
+            "solutions": solutions, "signals": SIGNALS}  # fmt: skip
+    answer = await http.call("join", "/api/v1/queue/join", join)
+    return answer["queue"]  # type: ignore[no-any-return]
+
+
 @dataclass(frozen=True)
 class Journey:
     """A way from a visitor's first call to holding a ticket, and the paths it needs."""
@@ -244,9 +269,9 @@ class Journey:
     run: Callable[[Http, Visit], Awaitable[dict[str, Any]]]
 
 
-# The shortest the server offers is taken; a new journey is one more line, e.g.
-#   Journey("arrive, enter", ("/api/v1/<arrive>", "/api/v1/<enter>"), 2, agent_two_calls),
+# The shortest the server offers is taken; a new journey is one more line.
 JOURNEYS: list[Journey] = [
+    Journey("arrive, join", ("/api/v1/arrive", "/api/v1/queue/join"), 2, agent_two_calls),
     Journey("measure, challenge, identify, enter",
             ("/api/v1/challenge", "/api/v1/identify", "/api/v1/queue/enter"), 4,
             agent_four_calls),
