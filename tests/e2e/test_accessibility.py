@@ -220,16 +220,17 @@ def test_console_sign_in(stack: Stack, new_context: Any) -> None:
     assert [v["id"] for v in violations(page)] == ["image-alt"]
 
 
-def test_console_rooms_and_room_page(stack: Stack, new_context: Any) -> None:
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_console_rooms_and_room_page(stack: Stack, new_context: Any, scheme: str) -> None:
     live, engine, _ = stack
     _, secret = KeyStore(engine.redis, engine.keys).create("web")
     rid, _ = waiting_room(engine, live.url, ahead=3, capacity=50)
-    page = new_context().new_page()
+    page = new_context(color_scheme=scheme).new_page()
     sign_in(page, live, secret)
-    assert_no_violations(page, "console rooms list")
+    assert_no_violations(page, f"console rooms list, {scheme}")
     page.goto(f"{live.url}/console/rooms/{rid}")
     expect(page.locator('[data-figure="Status"]')).to_have_text("open", timeout=10_000)
-    assert_no_violations(page, "console room page")
+    assert_no_violations(page, f"console room page, {scheme}")
 
 
 @pytest.mark.parametrize(("motion", "still"), [("no-preference", False), ("reduce", True)])
@@ -250,3 +251,21 @@ def test_reduced_motion_stills_the_waiting_bar(
         frames.add(bar.screenshot(animations="allow"))
         page.wait_for_timeout(250)  # frames of the sweep, a second apart in all
     assert (len(frames) == 1) == still, f"{len(frames)} distinct frames with {motion}"
+
+
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_dark_mode_and_the_not_found_page(stack: Stack, new_context: Any, lang: str) -> None:
+    """Dark mode (its own colours) on the waiting page and the console's sign-in, and the error
+    page a wrong link shows."""
+    live, engine, api_key = stack
+    _, slug = waiting_room(engine, live.url, ahead=3)
+    context = new_context(locale=lang, color_scheme="dark")
+    page = context.new_page()
+    at_state(page, f"{live.url}/queue/{slug}?key={api_key}&lang={lang}", "waiting")
+    assert_no_violations(page, f"hosted page, dark, {lang}")
+    response = page.goto(f"{live.url}/queue/no-such-room?key={api_key}&lang={lang}")
+    assert response and response.status == 404
+    assert_no_violations(page, f"not-found page, dark, {lang}")
+    page.goto(f"{live.url}/console")
+    expect(page.get_by_label("Secret key")).to_be_visible()
+    assert_no_violations(page, "console sign-in, dark")
