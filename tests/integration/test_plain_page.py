@@ -91,6 +91,35 @@ def test_a_visitor_without_javascript_queues_and_is_admitted(
     assert verify.verify_admission(token, services.keyring, room="drop").valid
 
 
+def test_the_visitor_can_turn_the_refresh_off_and_check_by_a_link(
+    client: FlaskClient, services: Services, api_key: str
+) -> None:
+    """A page reloading itself takes a screen reader back to its top: the visitor may stop it
+    and check by hand, told how often keeps the place (the room's abandonAfterSec), and start
+    it again; the links keep the page's key, language and return address."""
+    room = make_room(services.engine, env="shop", slug="drop", abandonAfterSec=600)
+    services.engine.open(room)
+    query = f"key={api_key}&lang=de&return=https://shop.example/cart"
+    first = client.get(f"/queue/drop/plain?{query}", headers=HUMAN).get_data(as_text=True)
+    assert '<meta http-equiv="refresh"' in first
+    stop = re.search(r'<a id="stop-refresh" href="([^"]+)">([^<]+)</a>', first)
+    assert stop and stop[2] == "Automatisches Aktualisieren beenden"
+    manual_url = stop[1].replace("&amp;", "&")
+    assert manual_url.startswith("/queue/drop/plain?") and "refresh=off" in manual_url
+    assert f"key={api_key}" in manual_url and "lang=de" in manual_url and "return=" in manual_url
+    manual = client.get(manual_url, headers=HUMAN)
+    html = manual.get_data(as_text=True)
+    assert manual.status_code == 200 and "Retry-After" in manual.headers
+    assert '<meta http-equiv="refresh"' not in html
+    assert "mindestens alle 10 Min." in html
+    assert [entry.score for entry in services.engine.line(room)] == [69]  # the same one spot
+    check = re.search(r'<a id="check-again" href="([^"]+)"', html)
+    auto = re.search(r'<a id="auto-refresh" href="([^"]+)"', html)
+    assert check and "refresh=off" in check[1] and auto and "refresh" not in auto[1]
+    back = client.get(auto[1].replace("&amp;", "&"), headers=HUMAN).get_data(as_text=True)
+    assert '<meta http-equiv="refresh"' in back and len(services.engine.line(room)) == 1
+
+
 def test_the_operator_can_hold_visitors_without_javascript(
     client: FlaskClient, services: Services, api_key: str, room: str
 ) -> None:

@@ -6,8 +6,11 @@ room's ``noScriptScore`` (default just below ``holdScore``; at or above it they 
 the score the signal rules give the request if that is worse, within the same per-address
 limits as the visitor API's identify and enter. The spot's ticket (a signed ``qt1``) rides in an
 HttpOnly cookie scoped to this page; each refresh (``<meta http-equiv="refresh">``, at the
-server's ``pollAfterMs``) polls it; once admitted, a ``303`` sends the visitor to the room's
-``redirectUrl`` (or the checked return URL) with ``?abq=<token>`` appended, as the script does.
+server's ``pollAfterMs``) polls it, unless the visitor turned the refresh off (``refresh=off``:
+a page that reloads on its own moves a screen reader back to its top, so the visitor may check
+by a link instead, told how often to keep the place); once admitted, a ``303`` sends the
+visitor to the room's ``redirectUrl`` (or the checked return URL) with ``?abq=<token>``
+appended, as the script does.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import math
 from typing import Any
 from urllib.parse import quote
 
-from flask import Blueprint, Response, redirect, render_template, request
+from flask import Blueprint, Response, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 
 from anteroom.queue import room_config as rooms
@@ -139,6 +142,9 @@ def _page(
 ) -> Response:
     title = (room.get("theme") or {}).get("title") or room["name"]
     text = context["t"](key, room=title, **(values or {}))
+    # The links keep the page's query (key, lang, return) and say only whether it refreshes.
+    args = {k: v for k, v in request.args.items() if k != "refresh"}
+    args["slug"] = (request.view_args or {}).get("slug", room.get("slug", ""))
     html = render_template(
         "queue_plain.html",
         room=room,
@@ -147,6 +153,10 @@ def _page(
         eta=eta,
         odds=odds,
         refresh=refresh,
+        manual=request.args.get("refresh") == "off",
+        manual_url=url_for("plain.plain_page", **(args | {"refresh": "off"})),
+        auto_url=url_for("plain.plain_page", **args),
+        keep_minutes=max(1, int(room.get("abandonAfterSec") or 300) // 60),
         **context,
     )
     response = pages.secure(Response(html, status=status, mimetype="text/html"))
