@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 import redis
 
+from anteroom.config import Settings
 from anteroom.ops import cli
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import Client, connect
 from anteroom.store import layout_version
 from anteroom.store.layout_version import CURRENT, LayoutRefused
+from anteroom.web.app_factory import close_app, create_app
 from helpers import TEST_KEYS
 
 KEYS = KeySpace("anteroom:")
@@ -35,6 +37,9 @@ def test_data_without_a_version_is_taken_as_version_1(redis_client: redis.Redis)
     redis_client.hset(KEYS.room("r1"), "name", "written before the version key existed")
     redis_client.set("other-app:layout", "7")  # another prefix's keys are not ours
     client = connect(url_of(redis_client))
+    assert layout_version.ensure(client, KEYS) == 1 == CURRENT  # today's data: the current layout
+    assert redis_client.get(KEYS.layout()) == "1"
+    redis_client.delete(KEYS.layout())
     # With a (test-only) version 2, data without a version must be upgraded from 1.
     ran: list[int] = []
     found = layout_version.ensure(client, KEYS, current=2, steps={2: lambda c, k: ran.append(2)})
@@ -76,6 +81,14 @@ def test_a_newer_layout_is_refused_and_anteroom_serve_exits_2(
 
 
 ROOMS = 500
+
+
+def test_the_app_factory_checks_too(settings: Settings, redis_client: redis.Redis) -> None:
+    close_app(create_app(settings))
+    assert redis_client.get(KEYS.layout()) == str(CURRENT)
+    redis_client.set(KEYS.layout(), CURRENT + 1)  # a newer instance wrote since
+    with pytest.raises(LayoutRefused, match=f"layout version {CURRENT + 1}"):
+        create_app(settings)
 
 
 def count_run(client: Client, keys: KeySpace) -> None:
@@ -140,3 +153,18 @@ def test_anteroom_version_prints_the_package_versions(capsys: pytest.CaptureFixt
 def url_of(client: redis.Redis) -> str:
     kw = client.connection_pool.connection_kwargs
     return f"redis://{kw['host']}:{kw['port']}/{kw.get('db', 0)}"
+
+
+def test_on_a_cluster_data_on_any_shard_is_found(redis_cluster: Any) -> None:
+    client = connect(str(redis_cluster.url))
+    fresh, used = KeySpace(f"lv{os.getpid()}a:"), KeySpace(f"lv{os.getpid()}b:")
+    assert layout_version.ensure(client, fresh) == CURRENT  # nothing under that prefix
+    # One room's hash, on another shard than the one the version key lands on.
+    shard = client.get_node_from_key(used.layout())
+    room = next(
+        f"r{n}" for n in range(100) if client.get_node_from_key(used.room(f"r{n}")) != shard
+    )
+    client.hset(used.room(room), "name", "written before the version key existed")
+    ran: list[int] = []
+    assert layout_version.ensure(client, used, 2, {2: lambda c, k: ran.append(2)}) == 1
+    assert ran == [2] and layout_version.read(client, used) == 2
