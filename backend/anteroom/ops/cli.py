@@ -1,4 +1,4 @@
-"""The ``anteroom`` command line: ``serve``, ``keys``, ``rehearse`` and ``verify-draw``."""
+"""The `anteroom` command line: serve, keys, rehearse, verify-draw and --version."""
 
 from __future__ import annotations
 
@@ -160,6 +160,9 @@ def _serve(settings: Settings) -> int:
     host, port = settings.bind.rsplit(":", 1) if ":" in settings.bind else ("", settings.bind)
     base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
     try:
+        if (refused := check_layout(settings)) is not None:
+            print(refused, file=sys.stderr)
+            return 2
         demo_key: tuple[str, Path] | None = None
         if settings.demo_enabled:
             engine = Engine(connect(settings.redis_url), settings.key_prefix)
@@ -223,6 +226,35 @@ def _serve(settings: Settings) -> int:
         if ours:
             shutil.rmtree(folder, ignore_errors=True)
     return 0
+
+
+def check_layout(settings: Settings) -> str | None:
+    """The data's layout checked (and upgraded) before any worker starts; the refusal, if any."""
+    from anteroom.queue.key_layout import KeySpace
+    from anteroom.queue.redis_link import connect
+    from anteroom.store.layout_version import LayoutRefused, check_at_start
+
+    client = connect(settings.redis_url)
+    try:
+        check_at_start(client, KeySpace(settings.key_prefix))
+    except LayoutRefused as exc:
+        return str(exc)
+    finally:
+        client.close()
+    return None
+
+
+def version_text() -> str:
+    """``anteroom --version``: the service's version, and the SDK's and agent's beside it."""
+    from importlib import metadata
+
+    def installed(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return f"anteroom {installed('anteroom')} (anteroom-sdk {installed('anteroom-sdk')})"
 
 
 def offer_setup_token(settings: Settings) -> str | None:
@@ -306,12 +338,16 @@ def rehearse(argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``anteroom`` command."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--version"]:  # no settings, no Redis
+        print(version_text())
+        return 0
     if argv[:1] == ["rehearse"]:  # its options are its own module's (and need no settings)
         return rehearse(argv[1:])
     if argv[:1] == ["verify-draw"]:  # standard library only: no settings, no Redis
         return verify_draw.main(argv[1:])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     parser = argparse.ArgumentParser(prog="anteroom", description="Anteroom waiting room")
+    parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the service under gunicorn")
     cli_keys.add_parser(sub)

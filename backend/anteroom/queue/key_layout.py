@@ -79,6 +79,14 @@ class KeySpace:
         of a change made by any other process, instead of at its next round."""
         return f"{self.prefix}rooms:version"
 
+    def layout(self) -> str:
+        """The data's layout version, an integer (store/layout_version.py)."""
+        return f"{self.prefix}layout"
+
+    def layout_lock(self) -> str:
+        """Held by the one instance upgrading the layout (its random token, with an expiry)."""
+        return f"{self.prefix}layout:lock"
+
     def setup(self) -> str:
         """Hash of the first start's setup tokens (``t:<sha256>``), or ``spent`` once exchanged."""
         return f"{self.prefix}setup"

@@ -79,6 +79,8 @@ STANDALONE = (
     "spend_challenge",
     "offer_setup",
     "spend_setup",
+    "advance_layout",
+    "release_layout_lock",
 )
 
 # The constants the scripts share with Python, by the name a script writes after ``$``.

@@ -27,6 +27,7 @@ from anteroom.queue.series_sampler import Sampler, SamplerThread
 from anteroom.resources import resource_dir
 from anteroom.sdk.tokens import Keyring
 from anteroom.service_container import Services
+from anteroom.store import layout_version
 from anteroom.store.audit_log import AuditLog
 from anteroom.store.keystore import KeyStore
 from anteroom.web import address_limits as limits
@@ -92,6 +93,8 @@ def create_app(
     links = connect_links(settings.redis_url, settings.redis_replicas)
     client = links.writer
     engine = Engine(client, settings.key_prefix, reader=links.reader)
+    # Before serving: refuse a layout newer than this code, upgrade an older one (once).
+    layout_version.check_at_start(client, engine.keys)
     # On a cluster the breaker pauses only the shard that failed; one server pauses as a whole.
     breaker = Breaker(shard_of=links.shard_of if links.target.is_cluster else None)
     snapshot = Path(settings.data_dir) / SNAPSHOT_NAME
