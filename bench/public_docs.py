@@ -224,7 +224,8 @@ def polls_while(
     stop.set()
     for thread in threads:
         thread.join()
-    return quantiles(latencies) | {"poll_errors": errors}
+    # The machine's 1-minute load as the polls ended: a busy machine moves the quiet p99 too.
+    return quantiles(latencies) | {"poll_errors": errors, "load1": round(os.getloadavg()[0], 2)}
 
 
 def fetcher_loop(
@@ -502,7 +503,15 @@ def summary(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         out[f"shipped.p99_fetched_over_quiet.{phase}"] = (
             round(fetched / quiet, 2) if quiet > 0 else -1.0
         )
+    loads = [p["load1"] for r in rounds for v in r.values() for p in _polls(v) if "load1" in p]
+    out["load1"] = {"min": min(loads), "max": max(loads)} if loads else {}
     return out
+
+
+def _polls(side: Any) -> list[dict[str, Any]]:
+    """A side's poll figures (each a dict with p50_ms)."""
+    found = side.values() if isinstance(side, dict) else ()
+    return [v for v in found if isinstance(v, dict) and "p50_ms" in v]
 
 
 if __name__ == "__main__":

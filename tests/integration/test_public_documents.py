@@ -287,3 +287,89 @@ def test_full_answers_are_held_to_the_process_egress_budget(
     now[0] += 1.0  # a second's bytes again
     assert client.get(url).status_code == 200
     assert client.get(url).status_code == 429
+
+
+def test_the_common_answers_skip_the_request_cycle_and_are_the_views_own(
+    app: Flask, client: FlaskClient, services: Services, public_key: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """A built document's GET, gzip, HEAD and 304 are answered before Flask (web/public_front.py)
+    with the views' very status, headers and body; anything unusual is still the views'."""
+    from flask import request
+
+    from anteroom.web import fairness, public_front
+
+    cycles: list[str] = []
+    app.before_request(lambda: cycles.append(request.full_path))
+    monkeypatch.setattr(fairness, "clock", lambda: 1_000.0)  # the report's figures stay fresh
+    drawn(services.engine)
+    paths = urls(client, public_key)
+    for path in paths:
+        assert client.get(path).status_code == 200  # each built in this process
+    cycles.clear()
+
+    def asked() -> list[tuple[int, list[tuple[str, str]], bytes]]:
+        out = []
+        for path in paths:
+            for encoding in ("", "gzip"):
+                full = client.get(path, headers={"Accept-Encoding": encoding})
+                tag = full.headers["ETag"]
+                for answer in (
+                    full,
+                    client.head(path, headers={"Accept-Encoding": encoding}),
+                    client.get(path, headers={"Accept-Encoding": encoding, "If-None-Match": tag}),
+                    client.get(path, headers={"Accept-Encoding": encoding, "If-None-Match": '"x"'}),
+                ):
+                    out.append((answer.status_code, sorted(answer.headers.items()), answer.data))
+        return out
+
+    fronted = asked()
+    assert cycles == []
+    assert {code for code, _, _ in fronted} == {200, 304}
+    monkeypatch.setattr(public_front, "route_of", lambda path: None)  # every request to Flask
+    assert asked() == fronted
+    assert len(cycles) == len(fronted)
+    monkeypatch.undo()
+    monkeypatch.setattr(fairness, "clock", lambda: 1_000.0)
+    cycles.clear()
+    plain = paths[2]
+    unusual = [
+        f"{plain}&limit=5",  # a query the views would read otherwise
+        f"/queue/drop/fairness.json?key={public_key}x",  # a key refused: the views word it
+        f"/queue/nowhere/fairness.json?key={public_key}",
+        f"{plain}&root=00",  # another draw's list: 404 from the views
+    ]
+    assert [client.get(u).status_code for u in unusual] == [200, 401, 404, 404]
+    assert len(cycles) == len(unusual)
+
+
+def test_a_refusal_over_the_limit_skips_the_request_cycle_and_is_the_views_own(
+    limited: Flask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flask import request
+
+    from anteroom.web import public_front
+
+    services: Services = limited.extensions["anteroom"]
+    key = services.keystore.create("test")[0].public_key
+    drawn(services.engine)
+    cycles: list[str] = []
+    limited.before_request(lambda: cycles.append(request.full_path))
+    client = limited.test_client()
+    url = f"/queue/drop/fairness.json?key={key}"
+
+    def get(address: str) -> Any:
+        return client.get(url, environ_base={"REMOTE_ADDR": address})
+
+    assert [get("192.0.2.1").status_code for _ in range(3)] == [200, 200, 200]
+    assert len(cycles) == 1  # built by the view, then answered before Flask
+    fronted = get("192.0.2.1")
+    assert fronted.status_code == 429 and len(cycles) == 1
+    monkeypatch.setattr(public_front, "route_of", lambda path: None)
+    viewed = get("192.0.2.1")
+    assert len(cycles) == 2
+    assert viewed.status_code == 429 and viewed.data == fronted.data
+    assert sorted(viewed.headers.keys()) == sorted(fronted.headers.keys())
+    # Counted once each, whichever answered: a new address has its own three.
+    monkeypatch.undo()
+    assert [get("192.0.2.2").status_code for _ in range(4)] == [200, 200, 200, 429]

@@ -190,3 +190,32 @@ def test_no_body_is_not_read_at_all() -> None:
         stream = Stream([], delay=5)
         assert call(guard, **environ, **{"wsgi.input": stream})[0] == "200 OK"
         assert stream.asked == [] and seen[-1] is stream and not closed
+
+
+def test_the_visitor_apis_refusals_carry_its_cors_headers() -> None:
+    """A browser reads a 408 or 429 of the visitor API (its agent backs off, says why) only if
+    the answer allows its origin; elsewhere (pages, management) nothing is added."""
+    from anteroom.web.visitor_api import ANSWER_HEADERS
+
+    answers: dict[str, dict[str, str]] = {}
+    for path in ("/api/v1/queue/poll", "/queue/drop"):
+        guard, _, _ = guarded(0.05)
+        given: list[tuple[str, str]] = []
+        environ = {"CONTENT_LENGTH": "2", "REQUEST_METHOD": "POST", "PATH_INFO": path}
+        stream = Stream([b"{", b"}"], delay=0.2)
+        sent = guard({**environ, "wsgi.input": stream}, lambda s, h, given=given: given.extend(h))  # type: ignore[arg-type,misc]
+        assert b"RequestTimeout" in b"".join(sent)
+        answers[path] = dict(given)
+    assert set(ANSWER_HEADERS) <= set(answers["/api/v1/queue/poll"].items())
+    assert "Access-Control-Allow-Origin" not in answers["/queue/drop"]
+    # The cap behind a trusted proxy: one visitor past it is refused, readable as well.
+    guard, _, _ = guarded(1.0)
+    guard.limits = Limits(10.0, 1, 1)  # type: ignore[misc]
+    guard.in_progress = OpenCounts(1)
+    guard.in_progress.take("203.0.113.9")  # the visitor's one connection in use
+    headers: list[tuple[str, str]] = []
+    environ = {"PATH_INFO": "/api/v1/arrive", "REQUEST_METHOD": "POST", "REMOTE_ADDR": "10.0.0.1"}
+    environ["HTTP_X_FORWARDED_FOR"] = "203.0.113.9"
+    body = b"".join(guard(environ, lambda s, h: headers.extend(h)))  # type: ignore[arg-type]
+    assert json.loads(body)["error"] == "TooManyConnections"
+    assert set(ANSWER_HEADERS) <= set(headers)

@@ -18,6 +18,9 @@
   ``429 TooManyConnections`` at once, its body unread, and its connection closed. The instances
   must then be reachable through the proxy only: anyone reaching one directly writes their own
   ``X-Forwarded-For``, for this cap as for every per-address limit.
+
+Both answers, under ``/api/v1/``, carry the visitor API's CORS headers, so a browser's agent on
+another origin reads them as refusals (and backs off) rather than as network errors.
 """
 
 from __future__ import annotations
@@ -36,12 +39,14 @@ from gunicorn.http.errors import ParseException
 from anteroom.config import Settings
 from anteroom.web import http_errors as errors
 from anteroom.web import metrics, request_log
+from anteroom.web.visitor_api import ANSWER_HEADERS
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
     from flask import Flask
 
 KEY_LENGTH = 64  # a forwarded value is the client's to write: counted by its first characters
+VISITOR_API = "/api/v1/"  # its answers carry its CORS headers, refusals here too
 WARN_EVERY_SEC = 60.0  # one log line per address over its cap per minute, not one per connection
 
 
@@ -251,6 +256,9 @@ class RequestGuard:
         headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
         if error.retry_after is not None:
             headers.append(("Retry-After", str(error.retry_after)))
+        if str(environ.get("PATH_INFO", "")).startswith(VISITOR_API):
+            # The visitor API's CORS: else a browser's agent sees a network error, not a refusal.
+            headers += ANSWER_HEADERS
         reason = error.name  # werkzeug's phrase for the status
         start_response(f"{error.code} {reason}", headers)
         if request_log.enabled(self.app):

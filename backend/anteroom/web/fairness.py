@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -44,6 +44,7 @@ from anteroom.web.public_documents import DocumentCache, answer
 
 bp = Blueprint("fairness", __name__)
 EXTENSION = "anteroom.web.public_documents"
+CHARGED = "anteroom.fairness.charged"  # environ: this request's limit is counted already
 FIGURES_SECONDS = 1.0  # the report's figures are read at most this often per process and room
 IMMUTABLE = "public, max-age=31536000, immutable"  # a drawn list named by its root
 REVALIDATE = "public, no-cache"  # kept by a cache, asked about (ETag) before each reuse
@@ -64,15 +65,19 @@ def documents() -> DocumentCache:
 
 
 def drawn_room(slug: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The room ``slug`` of ``?key=``'s environment and its draw; 404 when it has none.
+    """The room ``slug`` of ``?key=``'s environment and its draw; 404 when it has none."""
+    return room_and_draw(services(), request.args.get("key", ""), slug)
+
+
+def room_and_draw(s: Services, key: str, slug: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The room ``slug`` of ``key``'s environment and its draw; 404 when it has none.
 
     Its draw is read from Redis, not from this process's directory, which may be ~0.2 s behind
     another process's: a document must not go back to "not drawn" on the next request, nor link
     a list that the next worker says is not made yet. One HGETALL; this is no visitor's poll.
     """
-    s = services()
     with storage():
-        env = room_lookup.environment_of(s, request.args.get("key", ""))
+        env = room_lookup.environment_of(s, key)
         room_id = room_lookup.room_by_slug(s, env, slug)["id"]
     room = engine_call(lambda: s.engine.get_room(room_id))
     if not room["publicFairness"]:
@@ -83,26 +88,43 @@ def drawn_room(slug: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return room, room["draw"]
 
 
-@routes.view(bp, routes.GET_FAIRNESS)
-def fairness(slug: str) -> ResponseReturnValue:
-    """The opening's fairness document: commitment at once; seed, root and list once drawn."""
-    limits.charge("fairness")
-    room, draw = drawn_room(slug)
+def document_key(room: dict[str, Any], draw: dict[str, Any], key: str) -> tuple[Hashable, str]:
+    """The cache key of ``room``'s fairness document (everything it reads from the room: a
+    change of any is a new document at once) and the URL of its list, for ``?key=key``."""
     # Relative to this document (/queue/<slug>/fairness.json), as verify-draw resolves it;
     # naming the draw's root, so the list there never changes.
-    query = {"key": request.args.get("key", ""), "root": draw.get("root") or ""}
-    listed = f"fairness/entrants.json?{urlencode(query)}"
-    # Everything the document reads from the room: a change of any is a new document at once.
+    listed = f"fairness/entrants.json?{urlencode({'key': key, 'root': draw.get('root') or ''})}"
     stated = json.dumps(
         [room["id"], room["slug"], room.get("opensAt"), room.get("status"),
          room.get("ratePerMinute"), draw, listed], sort_keys=True, default=str,
     )  # fmt: skip
+    return ("fairness", stated), listed
+
+
+def list_key(room: dict[str, Any], draw: dict[str, Any], named: str | None) -> Hashable:
+    """The cache key of ``room``'s drawn list (``named``: the ``?root=`` asked for); 404 before
+    the draw, or for a root that is not the room's latest."""
+    if draw.get("seed") is None:
+        raise errors.NotFound("The draw is not made yet: its entrants are listed after opensAt.")
+    root = str(draw.get("root") or "")
+    if named is not None and named != root:
+        raise errors.NotFound("That draw's list is gone: the room has drawn again since.")
+    return ("entrants", room["id"], root)
+
+
+@routes.view(bp, routes.GET_FAIRNESS)
+def fairness(slug: str) -> ResponseReturnValue:
+    """The opening's fairness document: commitment at once; seed, root and list once drawn."""
+    if not request.environ.get(CHARGED):  # the hot path counted it before handing it over
+        limits.charge("fairness")
+    room, draw = drawn_room(slug)
+    cache_key, listed = document_key(room, draw, request.args.get("key", ""))
 
     def build() -> bytes:
         return _bytes(document(room, draw, listed).model_dump(mode="json", exclude_unset=True))
 
     cache, now = documents(), clock()
-    built = cache.get(("fairness", stated), build, now, FIGURES_SECONDS)
+    built = cache.get(cache_key, build, now, FIGURES_SECONDS)
     return answer(built, REVALIDATE, cache, now)
 
 
@@ -144,13 +166,10 @@ def queue_fairness(call: Call[None], room_id: str) -> ResponseReturnValue:
 @routes.view(bp, routes.GET_DRAWN_ENTRANTS)
 def entrants(slug: str) -> ResponseReturnValue:
     """The entrant ids in drawn order, once drawn (404 before: the list is not frozen yet)."""
-    limits.charge("fairness")
+    if not request.environ.get(CHARGED):  # the hot path counted it before handing it over
+        limits.charge("fairness")
     room, draw = drawn_room(slug)
-    if draw.get("seed") is None:
-        raise errors.NotFound("The draw is not made yet: its entrants are listed after opensAt.")
-    root, named = str(draw.get("root") or ""), request.args.get("root")
-    if named is not None and named != root:
-        raise errors.NotFound("That draw's list is gone: the room has drawn again since.")
+    cache_key = list_key(room, draw, request.args.get("root"))
 
     def build() -> bytes:
         with storage():
@@ -161,8 +180,13 @@ def entrants(slug: str) -> ResponseReturnValue:
         return _bytes(ids)  # strs as Redis holds them: no model to validate 50,000 of them
 
     cache, now = documents(), clock()
-    built = cache.get(("entrants", room["id"], root), build, now)
-    return answer(built, IMMUTABLE if named is not None else REVALIDATE, cache, now)
+    built = cache.get(cache_key, build, now)
+    return answer(built, list_cache_control(request.args.get("root")), cache, now)
+
+
+def list_cache_control(named: str | None) -> str:
+    """A list named by its draw's root never changes; the room's plain list URL does."""
+    return IMMUTABLE if named is not None else REVALIDATE
 
 
 def _moment(ms: int | None) -> str | None:

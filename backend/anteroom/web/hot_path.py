@@ -40,7 +40,7 @@ from anteroom.queue.storage_errors import StorageUnavailable
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.visit import arrival, outcomes
-from anteroom.web import address_limits, metrics, request_log, room_lookup
+from anteroom.web import address_limits, metrics, public_front, request_log, room_lookup
 from anteroom.web import api_routes as routes
 from anteroom.web import http_errors as errors
 from anteroom.web import queue_answers as visitor
@@ -98,7 +98,12 @@ class HotPath:
         route = environ.get("PATH_INFO", "")
         handler = self.handlers.get(route)
         arriving = self.arrivals.get(route) if handler is None else None
-        if (handler is None and arriving is None) or environ.get("REQUEST_METHOD") != "POST":
+        if handler is None and arriving is None:
+            public = public_front.route_of(route)
+            if public is not None:
+                return self._public(environ, start_response, *public)
+            return self.inner(environ, start_response)
+        if environ.get("REQUEST_METHOD") != "POST":
             return self.inner(environ, start_response)
         started = time.perf_counter()
         body = self._body(environ)
@@ -128,6 +133,20 @@ class HotPath:
         if request_log.enabled(self.app):
             request_log.write(route, "POST", answer.room, answer.code, elapsed)
         return [data]
+
+    def _public(
+        self, environ: WSGIEnvironment, start_response: StartResponse, slug: str, which: str
+    ) -> Iterable[bytes]:
+        """A draw's public document (web/public_front.py), or the views' answer."""
+        try:
+            found = public_front.answer(self.app, environ, slug, which)
+        except Exception as exc:  # as Flask's last-resort handler would: the views try again
+            log.exception("unexpected error", exc_info=exc)
+            found = None
+        if found is None:
+            return self.inner(environ, start_response)
+        start_response(STATUS_LINES[found.code], found.headers)
+        return public_front.body_of(found, environ)
 
     def _body(self, environ: WSGIEnvironment) -> bytes | None:
         """The body's bytes, or None when it has no length or one over the app's limit (the

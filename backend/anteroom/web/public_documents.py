@@ -96,6 +96,11 @@ class DocumentCache:
                 self._building.pop(key, None)
         return found
 
+    def peek(self, key: Hashable, now: float, fresh_for: float | None = None) -> Document | None:
+        """The document of ``key`` when kept (and fresh, as for :meth:`get`), else None: built
+        by nobody here (web/public_front.py answers only what is built)."""
+        return self._fresh(key, now, fresh_for)
+
     def spend(self, size: int, now: float) -> None:
         """Take ``size`` bytes from this process's egress budget, or refuse (429 Busy)."""
         rate = self.egress_per_sec
