@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from werkzeug.http import HTTP_STATUS_CODES
 
-from anteroom.queue.storage_errors import StorageUnavailable
+from anteroom.queue.storage_errors import StorageError, StorageUnavailable
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.visit import arrival, outcomes
@@ -119,6 +119,11 @@ class HotPath:
         except HandOver:
             environ["wsgi.input"] = io.BytesIO(body)  # Flask reads the body afresh
             return self.inner(environ, start_response)
+        except StorageError as exc:
+            # As the app's storage handler (http_errors): Redis trouble no use case mapped is
+            # the documented 503 or 429, never a 500. An arrival cannot be handed over here:
+            # the per-address limits it charged would be charged again by the views.
+            answer = _error(errors.storage_refusal(exc), None)
         except Exception as exc:  # as Flask's last-resort handler: logged, JSON 500
             log.exception("unexpected error", exc_info=exc)
             answer = _error(errors.InternalError(), None)

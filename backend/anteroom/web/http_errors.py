@@ -270,13 +270,19 @@ def http_error(exc: HTTPException) -> Response:
     return to_response(api)
 
 
-def _storage(exc: StorageError) -> Response:
-    """Redis trouble a view did not map itself: the documented 503 or 429, never a 500."""
+def storage_refusal(exc: StorageError) -> ApiError:
+    """Redis trouble a view did not map itself: the documented 503 or 429, never a 500 (an
+    unknown kind is logged and answered as an internal error)."""
     if isinstance(exc, StorageUnavailable):
-        return to_response(Unavailable(retry_after=STORAGE_RETRY_SEC))
+        return Unavailable(retry_after=STORAGE_RETRY_SEC)
     if isinstance(exc, StorageBusy):
-        return to_response(Busy(retry_after=STORAGE_RETRY_SEC))
-    return _unexpected(exc)
+        return Busy(retry_after=STORAGE_RETRY_SEC)
+    log.exception("unexpected error", exc_info=exc)
+    return InternalError()
+
+
+def _storage(exc: StorageError) -> Response:
+    return to_response(storage_refusal(exc))
 
 
 def _identity(exc: sessions.IdentityRefused) -> Response:
