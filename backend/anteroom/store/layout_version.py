@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from anteroom.queue import lua_scripts
 from anteroom.queue.key_layout import KeySpace
 from anteroom.queue.redis_link import Client
-from anteroom.queue.storage_errors import StorageUnavailable, storage_errors
+from anteroom.queue.storage_errors import StorageError, StorageUnavailable, storage_errors
 
 log = logging.getLogger("anteroom.layout")
 
@@ -169,11 +169,12 @@ def _upgrade(
 def check_at_start(client: Client, keys: KeySpace) -> int | None:
     """:func:`ensure` as an instance starts; None when Redis cannot be reached yet.
 
-    An unreachable Redis does not stop a start (fail-open rooms serve without it); the check
-    runs again at the next start. A refusal (:class:`LayoutRefused`) is raised.
+    A Redis that cannot be used yet, unreachable or refusing (a wrong database number), does
+    not stop a start (fail-open rooms serve without it, /readyz says it is not ready); the
+    check runs again at the next start. A refusal (:class:`LayoutRefused`) is raised.
     """
     try:
         return ensure(client, keys)
-    except StorageUnavailable as exc:
+    except StorageError as exc:
         log.warning("the data's layout version was not checked: Redis is not usable yet (%s)", exc)
         return None
