@@ -130,11 +130,9 @@ def _identify_solved(
         session = identity.spend_challenge(s.identity, claims, solutions, fresh)
     except identity.IdentityRefused as exc:
         return Refused("TokenInvalid", exc.message)
-    except StorageUnavailable:
+    except (StorageUnavailable, StorageBusy) as exc:
         # A challenge cannot be spent once without Redis: no new sessions during an outage.
-        return Refused("Unavailable", retry_after=STORAGE_RETRY_SEC)
-    except StorageBusy:
-        return Refused("Busy", retry_after=STORAGE_RETRY_SEC)
+        return _storage_refusal(exc)
     return _session(s, session)
 
 
@@ -198,11 +196,8 @@ def take_spot(
     except StorageBusy:
         s.series.tally(room["id"], "nbusy")
         return Refused("Busy", retry_after=STORAGE_RETRY_SEC)
-    except eng.RoomClosed:
-        # the page shows what the operator wrote, as for an idle room
-        return Refused("RoomClosed", closed_message=room.get("closedMessage"))
     except eng.EngineError as exc:
-        return _engine_refusal(exc)
+        return _engine_refusal(exc, room)
     return spot_of(*door.render(room, session.visitor_id, answer))
 
 
@@ -282,10 +277,8 @@ def _join_in_one_call(
         )
     except identity.IdentityRefused as exc:
         return Refused("TokenInvalid", exc.message)
-    except StorageUnavailable:
-        return Refused("Unavailable", retry_after=STORAGE_RETRY_SEC)
-    except StorageBusy:
-        return Refused("Busy", retry_after=STORAGE_RETRY_SEC)
+    except (StorageUnavailable, StorageBusy) as exc:
+        return _storage_refusal(exc)
     score, sig = assess(caller.evidence(ask.signals, BUSY_NETWORK_PER_MINUTE + 1))
     busy = calm | {"score": score, "sig": sig}
     counters = door.enter_counters() or ()
@@ -317,15 +310,11 @@ def _join_in_one_call(
         joined = s.breaker.call(join_line, s.keys.room(room["id"]))
     except eng.ChallengeSpent:
         return Refused("TokenInvalid", "This challenge has already been used.")
-    except StorageUnavailable:
+    except (StorageUnavailable, StorageBusy) as exc:
         # A challenge cannot be spent once without Redis: no new sessions during an outage.
-        return Refused("Unavailable", retry_after=STORAGE_RETRY_SEC)
-    except StorageBusy:
-        return Refused("Busy", retry_after=STORAGE_RETRY_SEC)
-    except eng.RoomClosed:
-        return Refused("RoomClosed", closed_message=room.get("closedMessage"))
+        return _storage_refusal(exc)
     except eng.EngineError as exc:
-        return _engine_refusal(exc)
+        return _engine_refusal(exc, room)
     wire = {"calm": calm, "busy": busy}.get(joined.which) or json.loads(joined.earned)
     if joined.entered is None:  # convicted: the proof is spent, the entry refused
         s.series.tally(room["id"], "ndenied")
@@ -375,18 +364,24 @@ def enter_without_script(
         )
     except _Refusal as refusal:
         return refusal.refused
-    except StorageUnavailable:
-        return Refused("Unavailable", retry_after=STORAGE_RETRY_SEC)
-    except StorageBusy:
-        return Refused("Busy", retry_after=STORAGE_RETRY_SEC)
-    except eng.RoomClosed:
-        return Refused("RoomClosed", closed_message=room.get("closedMessage"))
+    except (StorageUnavailable, StorageBusy) as exc:
+        return _storage_refusal(exc)
     except eng.EngineError as exc:
-        return _engine_refusal(exc)
+        return _engine_refusal(exc, room)
     return spot_of(*door.render(room, vid, answer))
 
 
-def _engine_refusal(exc: eng.EngineError) -> Refused:
+def _storage_refusal(exc: StorageUnavailable | StorageBusy) -> Refused:
+    """Redis unreachable (503) or out of memory (429): the visitor is told to retry soon."""
+    code = "Unavailable" if isinstance(exc, StorageUnavailable) else "Busy"
+    return Refused(code, retry_after=STORAGE_RETRY_SEC)
+
+
+def _engine_refusal(exc: eng.EngineError, room: dict[str, Any] | None = None) -> Refused:
+    """The engine's refusal as the visitor's; a closed room's page shows what the operator
+    wrote, as for an idle room."""
+    if isinstance(exc, eng.RoomClosed) and room is not None:
+        return Refused("RoomClosed", closed_message=room.get("closedMessage"))
     for kind, code in ENGINE_REFUSALS:
         if isinstance(exc, kind):
             retry = exc.retry_after or 60 if code in ("RateLimited", "QueueFull") else None
