@@ -3,7 +3,8 @@
 A page asks for a generated part with a marker line, ``<!-- generated: NAME -->``, where NAME is
 one of :data:`GENERATORS`: the configuration reference (from ``anteroom.config``), the management
 and visitor operations (from the app's OpenAPI document), the Redis key layout
-(``anteroom.queue.key_layout``), the tokens' claims (``anteroom.sdk.tokens``) and the benchmark
+(``anteroom.queue.rooms.key_layout``), the tokens' claims (``anteroom.sdk.tokens``) and the
+benchmark
 results (``bench/results/*.json``). An unknown marker, a setting without a description or a
 results file without a command fails the build, so ``mkdocs build --strict`` keeps them honest.
 """
@@ -94,7 +95,7 @@ def _type_text(schema: dict[str, Any]) -> str:
 
 def api_operations() -> str:
     """Every operation by tag, then every schema's fields, from the app's OpenAPI document."""
-    from anteroom.web.openapi_document import document
+    from anteroom.web.api.openapi_document import document
 
     doc = document()
     schemas = doc["components"]["schemas"]
@@ -168,7 +169,7 @@ def api_operations() -> str:
 
 def key_layout() -> str:
     """Every key name method of ``KeySpace`` with the first paragraph of its docstring."""
-    from anteroom.queue.key_layout import KeySpace
+    from anteroom.queue.rooms.key_layout import KeySpace
 
     layout = KeySpace("anteroom:")
     rows = []

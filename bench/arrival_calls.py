@@ -11,7 +11,7 @@ Flask app (the WSGI call gunicorn makes, a pre-built request each) on one embedd
   network's count, the proof's spend, the entry: four round trips), as a Redis Cluster makes
   them and as every join did before lua/join.lua: the before of the one round trip;
 * ``two_calls_flask``: the same calls through the Flask views alone (the hot path's fallback,
-  as every arrival went before web/hot_path.py took them): the before of the fast entrance.
+  as every arrival went before web/visitor/hot_path.py took them): the before of the fast entrance.
 
 The client's proof of work is done before timing (the same pinned work for both: 2^8 hashes).
 Figures per arrival: the app's CPU (``time.process_time`` of this process around the app's
@@ -58,11 +58,11 @@ from anteroom.config import Settings  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.identity import proof_of_work as pow  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
-from anteroom.queue.key_layout import KeySpace  # noqa: E402
+from anteroom.queue.rooms.key_layout import KeySpace  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
 from anteroom.store.keystore import KeyStore  # noqa: E402
-from anteroom.web import visit_door  # noqa: E402
 from anteroom.web.app_factory import close_app, create_app  # noqa: E402
+from anteroom.web.visitor import visit_door  # noqa: E402
 
 HEADERS = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/140.0", "Accept-Language": "en"}
 SIGNALS = {"webdriver": False, "languages": 2}

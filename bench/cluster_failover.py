@@ -35,7 +35,7 @@ sys.path[:] = [p for p in sys.path if str(Path(p or ".").resolve()) != _BENCH] +
 import redis  # noqa: E402
 
 from anteroom.engine import Engine  # noqa: E402
-from anteroom.queue.redis_link import connect  # noqa: E402
+from anteroom.queue.connection.redis_link import connect  # noqa: E402
 from redis_cluster import local_cluster  # noqa: E402
 
 WRITERS = 4

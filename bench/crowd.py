@@ -77,10 +77,10 @@ import redis  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
 from anteroom.ops.rehearsal_report import order_inversions  # noqa: E402
-from anteroom.queue.script_replies import queue_answer  # noqa: E402
+from anteroom.queue.connection.script_replies import queue_answer  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
 from anteroom.store.keystore import KeyStore  # noqa: E402
-from anteroom.web.queue_answers import queue_token  # noqa: E402
+from anteroom.web.visitor.queue_answers import queue_token  # noqa: E402
 from live_server import LiveServer  # noqa: E402
 
 PREFIX = "benchcrowd:"
@@ -323,7 +323,7 @@ def cadence(
     spec: str | None, budget: float, rate_per_minute: int
 ) -> tuple[Callable[[int], float], str]:
     """The polls-a-second function of the line's length, and how it was chosen: ``spec``, else
-    the engine's own cadence (queue/poll_cadence.py) at the run's pace and budget."""
+    the engine's own cadence (queue/line/poll_cadence.py) at the run's pace and budget."""
     if spec == "fixed":
         return (
             lambda n: min(fixed_intervals(n), budget),
@@ -332,7 +332,7 @@ def cadence(
     if spec:
         module, _, name = spec.partition(":")
         return getattr(importlib.import_module(module), name), spec
-    from anteroom.queue.poll_cadence import polls_per_second
+    from anteroom.queue.line.poll_cadence import polls_per_second
 
     pace = rate_per_minute / 60
     return (
@@ -344,8 +344,8 @@ def cadence(
 def near_polls_per_second(line: int, rate_per_minute: int, budget: float) -> float:
     """Polls a second of the spots a far poll never answers (within EXACT_WITHIN after allowing
     for unseen admissions, far_poll.py): they go to Redis whatever the line's length."""
-    from anteroom.queue.far_poll import EXACT_WITHIN, MAX_ADMIT
-    from anteroom.queue.poll_cadence import poll_after
+    from anteroom.queue.line.far_poll import EXACT_WITHIN, MAX_ADMIT
+    from anteroom.queue.line.poll_cadence import poll_after
 
     pace = rate_per_minute / 60
     near = min(line, EXACT_WITHIN + MAX_ADMIT + math.ceil(pace * 2))

@@ -40,7 +40,7 @@ import redis  # noqa: E402
 import engine as engine_bench  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
-from anteroom.queue import lua_scripts  # noqa: E402
+from anteroom.queue.connection import lua_scripts  # noqa: E402
 
 
 def engine_with_lua(client: redis.Redis, lua_dir: Path, prefix: str) -> Engine:

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "backend"))
 import redis  # noqa: E402
 
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
-from anteroom.queue import lua_scripts  # noqa: E402
+from anteroom.queue.connection import lua_scripts  # noqa: E402
 from anteroom.sdk import draw, merkle  # noqa: E402
 
 FLOOR_SCRIPT = """

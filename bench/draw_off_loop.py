@@ -4,7 +4,8 @@ In a gevent worker every request is a greenlet on one event loop; the draw's ord
 receipts' tree are seconds of CPU. This patches the standard library as ``anteroom serve``'s
 worker does, runs a heartbeat greenlet (a 5 ms sleep in a loop, standing for every other
 request and room) and makes draws on an embedded Redis, alternately with the CPU work on the
-loop (``inline``: as before, queue/os_threads.py bypassed) and off it (``off_loop``: as the
+loop (``inline``: as before, queue/connection/os_threads.py bypassed) and off it (``off_loop``: as
+the
 service does now), each followed by its opening's receipt tree. Figures per mode, medians of
 the rounds: ``draw_s`` and ``tree_s`` wall times, ``stall_ms_max`` the heartbeat's longest gap
 (what every other greenlet waited at worst). Beside them, ``first_receipt_ms``: the first poll
@@ -41,9 +42,9 @@ import redis  # noqa: E402
 
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
-from anteroom.queue import room_draw, room_receipts  # noqa: E402
-from anteroom.queue.receipt_keys import ReceiptSigner  # noqa: E402
-from anteroom.queue.room_receipts import ReceiptBook  # noqa: E402
+from anteroom.queue.draw import room_draw, room_receipts  # noqa: E402
+from anteroom.queue.draw.receipt_keys import ReceiptSigner  # noqa: E402
+from anteroom.queue.draw.room_receipts import ReceiptBook  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
 from draw_service import START, fill  # noqa: E402
 

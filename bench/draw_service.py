@@ -1,4 +1,4 @@
-"""The service's draw (queue/room_draw.py) over a pre-queue of 100,000, on an embedded Redis.
+"""The service's draw (queue/draw/room_draw.py) over a pre-queue of 100,000, on an embedded Redis.
 
 What it costs, in one run: ``draw_s`` the whole draw's wall time (opensAt to the seed revealed:
 the time the drain waits), split into ``read_s`` (the frozen pool's vids, one ZRANGEBYSCORE per
@@ -9,7 +9,7 @@ them; ``redis_batch_ms_max``/``_median``: the same calls as Redis timed them (SL
 longest Redis is held at once by the draw. Beside them ``enter_ms_median``, one entry's call in
 the same run, so ``batch_to_enter`` says how many entries' worth of time one batch takes.
 
-Receipts (queue/room_receipts.py), after the draw, in the same run: ``receipts_load_s`` what a
+Receipts (queue/draw/room_receipts.py), after the draw, in the same run: ``receipts_load_s`` what a
 process's background build of the opening costs with its first receipt (the drawn list and salt
 read, the tree and index built, one signed),
 ``receipts_opening_mb`` what the process then keeps for the opening (tracemalloc),
@@ -44,9 +44,9 @@ import redis  # noqa: E402
 
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
-from anteroom.queue import room_draw  # noqa: E402
-from anteroom.queue.receipt_keys import ReceiptSigner  # noqa: E402
-from anteroom.queue.room_receipts import ReceiptBook  # noqa: E402
+from anteroom.queue.draw import room_draw  # noqa: E402
+from anteroom.queue.draw.receipt_keys import ReceiptSigner  # noqa: E402
+from anteroom.queue.draw.room_receipts import ReceiptBook  # noqa: E402
 from anteroom.sdk import draw  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
 

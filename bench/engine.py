@@ -2,8 +2,8 @@
 beside the floor of what a poll must do, and a model of a 1M line from this run's figures.
 
 A poll is answered from one of two sources. A far spot whose ticket carries its order key is
-answered inside the web process from its snapshot of the room (queue/far_poll.py,
-queue/room_snapshot.py): Redis pays only the snapshot read (lua/snapshot.lua, once a second per
+answered inside the web process from its snapshot of the room (queue/line/far_poll.py,
+queue/line/room_snapshot.py): Redis pays only the snapshot read (lua/snapshot.lua, once a second per
 room per process) and the batched last-seen bookings (lua/book_seen_many.lua, one call per room
 per process per second). Every other poll (the front and the exact band behind it, what the
 snapshot cannot decide, a ticket without an order key) is the full script, lua/poll.lua.
@@ -38,11 +38,11 @@ or booking falls due while measuring.
 Drain of 200 (``drain200_ms_median``, target ≤ 1 ms): the service's tick (lua/tick.lua)
 admitting 200 from a line of 400, no sweep pass due. The line is a pre-opening pool (opensAt
 1 s ahead, the clock moved 1.5 s): the first tick finds its draw due and the service makes it
-(queue/room_draw.py); the tick a second later, the one measured, drains 200 of the drawn pool.
+(queue/draw/room_draw.py); the tick a second later, the one measured, drains 200 of the drawn pool.
 ``drain200_tickets_ms_median``: the same from a line of tickets taken after opening.
 
 The 1M model (``model_1m``): a line of 1,000,000 at 100 admissions a second polling as told
-(queue/poll_cadence.py, the default budget), its polls split at ``SNAPSHOT_FROM`` places:
+(queue/line/poll_cadence.py, the default budget), its polls split at ``SNAPSHOT_FROM`` places:
 behind it the snapshot answers (snapshot reads: replica-able, one a second per process; the
 bookings: primary), ahead of it poll.lua does (primary, at the near poll's cost); plus the
 drain, the idle ticks and one entry per admission (a line that stays a million long).
@@ -79,9 +79,9 @@ import redis  # noqa: E402
 
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
-from anteroom.queue import far_poll  # noqa: E402
-from anteroom.queue.line_blocks import TICKET_BLOCK  # noqa: E402
-from anteroom.queue.poll_cadence import DEFAULT_POLL_BUDGET, poll_after  # noqa: E402
+from anteroom.queue.line import far_poll  # noqa: E402
+from anteroom.queue.line.line_blocks import TICKET_BLOCK  # noqa: E402
+from anteroom.queue.line.poll_cadence import DEFAULT_POLL_BUDGET, poll_after  # noqa: E402
 from anteroom.sdk.tokens import TicketClaims  # noqa: E402
 
 SIZES = (1_000, 100_000, 1_000_000)
@@ -306,7 +306,7 @@ def drain_of_200(engine: Engine, pool: bool = True) -> tuple[float, float]:
         fill(engine, room, 400)
         engine.shift_clock(room, 1_500)
         if pool:
-            # The pool is drawn by the service (queue/room_draw.py), not by the tick: the first
+            # The pool is drawn by the service (queue/draw/room_draw.py), not by the tick: the first
             # tick past opensAt finds the draw due, admits nobody, and this process makes the
             # draw; the tick of the next second drains the drawn pool, the one measured.
             drawing = engine.tick(room)

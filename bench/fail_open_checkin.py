@@ -1,4 +1,4 @@
-"""What the fail-open check-ins cost Redis (queue/fail_open_checkin.py, issue 32): every
+"""What the fail-open check-ins cost Redis (queue/line/fail_open_checkin.py, issue 32): every
 process's room ticker checks in with each open failMode-open room every step (~0.5 s).
 
 Several processes (``--processes``, names only: the script's cost is per call) check in with
@@ -34,7 +34,7 @@ import redis  # noqa: E402
 
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
-from anteroom.queue.fail_open_checkin import GRACE_MS, LATE_MS, STALE_MS  # noqa: E402
+from anteroom.queue.line.fail_open_checkin import GRACE_MS, LATE_MS, STALE_MS  # noqa: E402
 
 
 def evalsha_usec(client: redis.Redis) -> tuple[int, int]:

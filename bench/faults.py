@@ -40,8 +40,8 @@ import redis  # noqa: E402
 import requests  # noqa: E402
 
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
-from anteroom.queue.room_directory import REFRESH_SEC  # noqa: E402
-from anteroom.queue.room_engine import Engine  # noqa: E402
+from anteroom.queue.line.room_engine import Engine  # noqa: E402
+from anteroom.queue.rooms.room_directory import REFRESH_SEC  # noqa: E402
 from anteroom.store.keystore import KeyStore  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 from helpers import free_port, make_room  # noqa: E402

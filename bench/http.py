@@ -62,12 +62,12 @@ from werkzeug.test import EnvironBuilder  # noqa: E402
 from anteroom.config import Settings  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
-from anteroom.queue.far_poll import EXACT_WITHIN  # noqa: E402
+from anteroom.queue.line.far_poll import EXACT_WITHIN  # noqa: E402
 from anteroom.sdk import verification as verify  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
 from anteroom.store.keystore import KeyStore  # noqa: E402
 from anteroom.web.app_factory import create_app  # noqa: E402
-from anteroom.web.queue_answers import queue_token  # noqa: E402
+from anteroom.web.visitor.queue_answers import queue_token  # noqa: E402
 from live_server import LiveServer  # noqa: E402
 from visitor_client import HUMAN, SIGNALS, HttpTransport, Visitor, solve  # noqa: E402
 

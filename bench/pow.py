@@ -66,7 +66,7 @@ from anteroom.identity import sessions, work_rule  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
 from anteroom.sdk.tokens import Keyring, network_tag  # noqa: E402
 from anteroom.store.keystore import KeyStore  # noqa: E402
-from anteroom.web.hosted_pages import CSP  # noqa: E402
+from anteroom.web.pages.hosted_pages import CSP  # noqa: E402
 from helpers import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from live_server import LiveServer  # noqa: E402
 

@@ -37,7 +37,7 @@ import redis  # noqa: E402
 import engine as engine_bench  # noqa: E402
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
-from anteroom.queue import room_engine as eng  # noqa: E402
+from anteroom.queue.line import room_engine as eng  # noqa: E402
 from anteroom.sdk.tokens import InviteClaims  # noqa: E402
 
 HOUR = 3_600_000

@@ -27,7 +27,7 @@ import redis  # noqa: E402
 
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
-from anteroom.queue import room_series as rs  # noqa: E402
+from anteroom.queue.series import room_series as rs  # noqa: E402
 
 T0 = 1_800_000_000_000
 

@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path[:0] = [str(ROOT / "backend")]
 
-from anteroom.queue import room_config as rooms  # noqa: E402
+from anteroom.queue.rooms import room_config as rooms  # noqa: E402
 from anteroom.visit import bypass as service_bypass  # noqa: E402
 
 SECRET = "monitor-secret-0123456789"

@@ -40,7 +40,7 @@ import redis  # noqa: E402
 import requests  # noqa: E402
 
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
-from anteroom.queue.room_engine import Engine  # noqa: E402
+from anteroom.queue.line.room_engine import Engine  # noqa: E402
 from anteroom.store.keystore import KeyStore  # noqa: E402
 from helpers import free_port, make_room  # noqa: E402
 from live_server import LiveServer  # noqa: E402

@@ -34,7 +34,7 @@ local function active_count(now) return redis.call('ZCOUNT', ACTIVE, '(' .. fmt(
 
 -- The wait histogram (WAITS): admissions by their wait from entry, field = the bucket's upper
 -- bound in seconds (the operator console reads it; key_layout.WAIT_BUCKETS, whose bounds the
--- assembler writes in here, queue/lua_scripts.py).
+-- assembler writes in here, queue/connection/lua_scripts.py).
 local WAIT_BOUNDS = $WAIT_BOUNDS
 local function wait_bucket(wait_ms)
   for _, bound in ipairs(WAIT_BOUNDS) do

@@ -1,7 +1,7 @@
 -- needs: _base
 -- The line's shape: live spots of LINE counted per block of order keys (hash BLOCKS, field =
 -- block_of(order key) -> count), kept current by every script that adds to
--- or takes from LINE. A process reads it in one HGETALL (queue/room_snapshot.py) and tells a far
+-- or takes from LINE. A process reads it in one HGETALL (queue/line/room_snapshot.py) and tells a far
 -- spot its place from the blocks ahead of its own, without asking Redis per poll. Pool blocks
 -- ('p') sort before ticket blocks ('t'); within each, by number. Rooms count from their creation
 -- or their last close (the room's field `blkz`): older lines are not counted.

@@ -13,7 +13,7 @@ local function limited(generation, ticket, now, spent)
   return math.ceil(((minute + 1) * 60000 - now) / 1000)
 end
 
--- The poll cadence within a budget (docs/queue.md, invariant 11; queue/poll_cadence.py is the same
+-- The poll cadence within a budget (docs/queue.md, invariant 11; queue/line/poll_cadence.py is the same
 -- rule in Python, for the far poll answered from a snapshot, and a test holds the two together).
 -- `pace`: admissions a second (the room's rate, or the pace observed at capacity); `delay`: ms
 -- until opensAt; `line`: eligible waiting spots; `budget`: the room's pollBudgetPerSecond.
@@ -24,7 +24,7 @@ end
 -- the spots at the cap), and when that exceeds the budget every interval behind the front is
 -- stretched by the excess, so the room's polls stay within budget + front whatever N.
 -- poll_cadence.py's constants (CADENCE_CAP is its CADENCE_CAP_MS), written in by the
--- assembler (queue/lua_scripts.py).
+-- assembler (queue/connection/lua_scripts.py).
 local FRONT_MIN, FRONT_MS, SPREAD, CADENCE_CAP = $FRONT_MIN, $FRONT_MS, $SPREAD, $CADENCE_CAP
 local HELD_POLL_MS = $HELD_POLL_MS
 

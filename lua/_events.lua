@@ -1,7 +1,7 @@
 -- needs: _base, _room, _bank, _event_state, _in_force
 -- Scheduled events (docs/operators.md): windows [startsAt, endsAt) that override some of the
 -- room's settings. The list lives in the room hash as JSON (`evs`, written by set_events.lua,
--- sorted and checked by queue/room_events.py); what the scripts need of it on every call is in
+-- sorted and checked by queue/rooms/room_events.py); what the scripts need of it on every call is in
 -- one short field, `evo`: '<next boundary ms>|<running event id>|<mode>|<rate>|<capacity>|<ttl>|
 -- <pre-queue until>' ('' where the running event leaves a setting as the room has it; capacity
 -- 0: no bound; the last, the startsAt of an event whose own pre-queue collects entries now). A

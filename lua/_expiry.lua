@@ -14,11 +14,11 @@ local function admission_gone(expires, now) return now > expires + ADMISSION_GRA
 -- So a spot is never dropped sooner than that after its last poll, nor more than the booking
 -- later (capped, so a day-long abandonAfterSec is not half a day late); a visitor polling every
 -- 15 s (abandonAfterSec 300) books one poll in eleven, a far one every few minutes each poll.
--- A far poll answered from a snapshot (queue/far_poll.py) books max(min(abandonAfterSec / 2,
+-- A far poll answered from a snapshot (queue/line/far_poll.py) books max(min(abandonAfterSec / 2,
 -- 150 s), 2 I) beyond the lead instead, through book_seen_many: every other poll, and a spot
 -- is then dropped at most about 5 I after its last poll (plus a sweep pass).
 -- These constants are written in from Python (far_poll.SEEN_BOOKING_MAX_MS,
--- poll_cadence.MISSED_POLLS) by the assembler (queue/lua_scripts.py).
+-- poll_cadence.MISSED_POLLS) by the assembler (queue/connection/lua_scripts.py).
 local SEEN_BOOKING_MAX = $SEEN_BOOKING_MAX -- ms
 local MISSED_POLLS = $MISSED_POLLS -- a spot is dropped after missing about this many of its own polls
 local function seen_lead(interval, abandon_after)

@@ -3,7 +3,7 @@
 -- a room with a safety net (_safety_net.lua) runs passthrough while calm unless the mode so far
 -- is reject (a reject room takes nobody new, calm or not). Every script that judges the room in
 -- force takes it from here: load_room and at_events (_room.lua, _events.lua), the safety net's
--- switch, the far poll's snapshot (snapshot.lua). queue/room_events.py's in_force is the same
+-- switch, the far poll's snapshot (snapshot.lua). queue/rooms/room_events.py's in_force is the same
 -- rule in Python, for the web tier (tests/integration/test_room_in_force.py holds the two).
 
 -- The mode in force under a safety net (`safety_net` '' for none, `net_state` 'q' queueing).

@@ -1,6 +1,6 @@
 -- needs: _base, _bank, _clock, _in_force
 -- Rooms created before the poll budget was a setting: its default (poll_cadence.py's
--- DEFAULT_POLL_BUDGET, written in by the assembler, queue/lua_scripts.py).
+-- DEFAULT_POLL_BUDGET, written in by the assembler, queue/connection/lua_scripts.py).
 local DEFAULT_POLL_BUDGET = $DEFAULT_POLL_BUDGET
 
 -- The room's record (hash ROOM), read in one HMGET and built in one table constructor (which

@@ -1,5 +1,5 @@
 -- Book the last-seen of many waiting spots at once: the far polls a process answered from its
--- snapshot in the last second (queue/seen_bookings.py), one call per room per process per
+-- snapshot in the last second (queue/line/seen_bookings.py), one call per room per process per
 -- second. Each record is rewritten around its `seen` field (the fourth) without being parsed.
 -- needs: _clock
 -- KEYS: room spots

@@ -1,4 +1,4 @@
--- A process checks in with a failMode-open room (queue/fail_open_checkin.py): it holds no
+-- A process checks in with a failMode-open room (queue/line/fail_open_checkin.py): it holds no
 -- outage admission of this room that is not booked. The room's register (FO) keeps each
 -- process's last check-in, and ROOM's `fol` the time until which every registered process is
 -- known to have booked its own: the drain deals nothing from then until all of them check in

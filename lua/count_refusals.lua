@@ -1,4 +1,4 @@
--- Add refusals the web tier decided (queue/room_series.py's tallies) to a room's counters,
+-- Add refusals the web tier decided (queue/series/room_series.py's tallies) to a room's counters,
 -- only to a room that exists: a bare HINCRBY would recreate a deleted room's hash with one field.
 -- Not a room operation (lua_scripts.STANDALONE): its one key is passed as is.
 -- KEYS[1]: the room hash (KeySpace.room).

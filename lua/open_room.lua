@@ -5,7 +5,7 @@
 -- KEYS: room drawn
 -- ARGV: opensAt (epoch ms, '' for now), a fresh random seed (the pre-open lottery's), the draw's
 --   seed (64 hex), the opening's entrant-id salt (hex), the seed's commitment (SHA-256 hex),
---   the beacon's base URL ('' for none) and its round (queue/draw_beacon.py; '' for none).
+--   the beacon's base URL ('' for none) and its round (queue/draw/draw_beacon.py; '' for none).
 -- Reply: {'OK', status now} or {'ERR', 'RoomNotFound', 0}.
 local opens_at, seed = tonumber(ARGV[1]), ARGV[2]
 local draw_seed, salt, commitment = ARGV[3], ARGV[4], ARGV[5]

@@ -1,4 +1,4 @@
--- Sample a room's numbers for its series (queue/room_series.py), unless another instance has
+-- Sample a room's numbers for its series (queue/series/room_series.py), unless another instance has
 -- already written this 10 s slot: one call writes the sample and claims the slot in one step.
 -- A sample is one sorted-set member, scored by its slot (room clock ms):
 --   slot:status:waiting:held:active:rate:capacity:<counters...>:<wait buckets...>:net

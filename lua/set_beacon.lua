@@ -1,4 +1,4 @@
--- Record the fetch of a draw's beacon round (queue/room_draw.py): its value once the beacon
+-- Record the fetch of a draw's beacon round (queue/draw/room_draw.py): its value once the beacon
 -- answered, else the time the draw began waiting for it (shown as "waiting for beacon round N").
 -- needs: _base, _room
 -- KEYS: room

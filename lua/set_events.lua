@@ -1,4 +1,4 @@
--- Replace a room's scheduled events (queue/room_events.py checks them, keeps them apart and
+-- Replace a room's scheduled events (queue/rooms/room_events.py checks them, keeps them apart and
 -- sorts them). Compare-and-set on the events' version: two operators changing the schedule at
 -- once cannot both pass the overlap check against the list they read.
 -- Boundaries already passed are crossed first at the rates then in force, and admissions

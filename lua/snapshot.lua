@@ -1,4 +1,4 @@
--- A process's snapshot of a room for the far poll (queue/room_snapshot.py), read at most once a
+-- A process's snapshot of a room for the far poll (queue/line/room_snapshot.py), read at most once a
 -- second per process per room. It writes nothing (EVALSHA_RO: a replica may answer).
 -- needs: _base, _clock, _admissions, _blocks, _event_state, _in_force
 -- KEYS: room spots line active adm rvk bks blk waits

@@ -21,9 +21,9 @@ from redis.cluster import ClusterNode
 from anteroom.config import Settings
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue import outbound_fetch
-from anteroom.queue.cluster_client import ClusterClient
-from anteroom.queue.redis_urls import parse_target
+from anteroom.queue.connection.cluster_client import ClusterClient
+from anteroom.queue.connection.redis_urls import parse_target
+from anteroom.queue.draw import outbound_fetch
 from anteroom.service_container import Services
 from anteroom.web.app_factory import close_app, create_app
 from helpers import TEST_KEYS, free_port

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from anteroom.queue.redis_urls import parse_target
+from anteroom.queue.connection.redis_urls import parse_target
 
 PREFIX = "ANTEROOM_"
 
@@ -128,10 +128,10 @@ class Settings:
     log_format: str = _setting(
         "text",
         "`json`: one JSON line per request (route, status, latency, room, instance; "
-        "web/request_log.py).",
+        "web/serving/request_log.py).",
     )
     # Development only: the service's outbound fetches (a draw's beacon) may use plain http to
-    # this machine and reach its loopback addresses (queue/outbound_fetch.py).
+    # this machine and reach its loopback addresses (queue/draw/outbound_fetch.py).
     outbound_allow_loopback: bool = _setting(
         False,
         "Development only: `1` lets a draw's beacon be plain `http` to this machine and reach its "

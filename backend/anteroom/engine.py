@@ -1,4 +1,4 @@
-"""``anteroom.engine``: the public name of :mod:`anteroom.queue.room_engine`."""
+"""``anteroom.engine``: the public name of :mod:`anteroom.queue.line.room_engine`."""
 
-from anteroom.queue.room_engine import *  # noqa: F403
-from anteroom.queue.room_engine import __all__ as __all__
+from anteroom.queue.line.room_engine import *  # noqa: F403
+from anteroom.queue.line.room_engine import __all__ as __all__

@@ -7,17 +7,17 @@ from functools import cached_property
 
 from anteroom.config import Settings
 from anteroom.identity.dependencies import IdentityServices
-from anteroom.queue.breaker import Breaker
-from anteroom.queue.fail_open_ledger import FailOpenLedger
-from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.receipt_keys import ReceiptSigner
-from anteroom.queue.redis_link import Client, Links
-from anteroom.queue.room_directory import RoomDirectory, StaleCache
-from anteroom.queue.room_engine import Engine
-from anteroom.queue.room_receipts import ReceiptBook
-from anteroom.queue.room_series import RoomSeries
-from anteroom.queue.room_ticker import RoomTicker
-from anteroom.queue.series_sampler import SamplerThread
+from anteroom.queue.connection.breaker import Breaker
+from anteroom.queue.connection.redis_link import Client, Links
+from anteroom.queue.draw.receipt_keys import ReceiptSigner
+from anteroom.queue.draw.room_receipts import ReceiptBook
+from anteroom.queue.line.fail_open_ledger import FailOpenLedger
+from anteroom.queue.line.room_engine import Engine
+from anteroom.queue.rooms.key_layout import KeySpace
+from anteroom.queue.rooms.room_directory import RoomDirectory, StaleCache
+from anteroom.queue.rooms.room_ticker import RoomTicker
+from anteroom.queue.series.room_series import RoomSeries
+from anteroom.queue.series.series_sampler import SamplerThread
 from anteroom.sdk.tokens import Keyring
 from anteroom.store.keystore import KeyStore
 

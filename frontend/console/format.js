@@ -108,7 +108,7 @@ function trend(delta, span) {
 
 /**
  * WCAG 2 contrast ratio of two `#rrggbb` colours (1 to 21), as the server's theme check
- * computes it (queue/room_config.py), so the form can say the figure before it is sent.
+ * computes it (queue/rooms/room_config.py), so the form can say the figure before it is sent.
  * @param {string} one
  * @param {string} other
  */

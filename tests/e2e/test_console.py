@@ -18,7 +18,7 @@ from console_pages import sign_in
 from playwright.sync_api import Page, expect
 
 from anteroom.engine import Engine
-from anteroom.queue.room_series import RoomSeries
+from anteroom.queue.series.room_series import RoomSeries
 from anteroom.store.keystore import KeyStore
 from helpers import make_room
 from live_server import LiveServer

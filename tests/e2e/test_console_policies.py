@@ -13,7 +13,7 @@ from console_pages import open_room_page
 from playwright.sync_api import Page, expect
 
 from anteroom.engine import Engine
-from anteroom.queue.room_hash import stored
+from anteroom.queue.rooms.room_hash import stored
 from anteroom.store.keystore import KeyStore
 from helpers import make_room
 from live_server import LiveServer

@@ -12,7 +12,7 @@ from console_pages import open_room_page
 from playwright.sync_api import Page, expect
 
 from anteroom.engine import Engine
-from anteroom.queue import room_events
+from anteroom.queue.rooms import room_events
 from anteroom.store.keystore import KeyStore
 from helpers import make_room
 from live_server import LiveServer

@@ -13,7 +13,7 @@ import requests
 from playwright.sync_api import expect
 
 from anteroom.engine import Engine
-from anteroom.web import page_languages as languages
+from anteroom.web.pages import page_languages as languages
 from helpers import make_room
 from live_server import LiveServer
 

@@ -15,7 +15,7 @@ from playwright.sync_api import Page, expect
 
 from anteroom.engine import Engine
 from anteroom.store.keystore import KeyStore
-from anteroom.web import page_languages as languages
+from anteroom.web.pages import page_languages as languages
 from helpers import make_room, waiting_room
 from live_server import LiveServer
 

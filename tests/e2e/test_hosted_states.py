@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from anteroom.engine import Engine
-from anteroom.queue.room_config import contrast
+from anteroom.queue.rooms.room_config import contrast
 from helpers import make_room, waiting_room
 from live_server import LiveServer
 

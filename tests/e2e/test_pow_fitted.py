@@ -15,7 +15,7 @@ from playwright.sync_api import Request, Route, expect
 
 from anteroom.engine import Engine
 from anteroom.sdk import verification as verify
-from anteroom.web.hosted_pages import CSP
+from anteroom.web.pages.hosted_pages import CSP
 from helpers import TEST_KEYS, waiting_room
 from live_server import LiveServer
 

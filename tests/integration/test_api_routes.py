@@ -1,4 +1,4 @@
-"""Routes declared once (web/api_routes.py): the app serves every route as it is declared, and
+"""Routes declared once (web/api/api_routes.py): the app serves every route as it is declared, and
 an answer model's JSON holds just the fields its view gave (what a client reads today)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from anteroom.service_container import Services
-from anteroom.web import api_routes as routes
+from anteroom.web.api import api_routes as routes
 from helpers import make_room
 from visitor_client import Visitor
 

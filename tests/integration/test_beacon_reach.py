@@ -18,9 +18,9 @@ from flask.testing import FlaskClient
 
 from anteroom.config import Settings
 from anteroom.engine import Engine
-from anteroom.queue import outbound_fetch
-from anteroom.queue.draw_beacon import fetch_randomness
-from anteroom.queue.outbound_fetch import FetchFailed, FetchRefused, Outbound
+from anteroom.queue.draw import outbound_fetch
+from anteroom.queue.draw.draw_beacon import fetch_randomness
+from anteroom.queue.draw.outbound_fetch import FetchFailed, FetchRefused, Outbound
 from anteroom.service_container import Services
 from outbound_stand_ins import DnsStandIn, HttpStandIn, http_answer
 
@@ -237,7 +237,7 @@ GEVENT_FETCH = """
 import os, sys, json
 os.environ["GEVENT_RESOLVER"] = "block"  # what anteroom serve sets: lookups block the loop
 from gevent import monkey; monkey.patch_all()
-from anteroom.queue.outbound_fetch import FetchFailed, Outbound
+from anteroom.queue.draw.outbound_fetch import FetchFailed, Outbound
 dev = Outbound(allow_loopback=True, deadline=3)
 value = dev.get_json(sys.argv[1] + "/public/7")["randomness"]
 try:

@@ -12,7 +12,7 @@ import pytest
 import redis
 
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue.key_layout import KeySpace
+from anteroom.queue.rooms.key_layout import KeySpace
 from anteroom.store.keystore import KeyStore
 
 pytestmark = pytest.mark.redis

@@ -23,10 +23,10 @@ import pytest
 import requests
 
 from anteroom.engine import Engine
-from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import connect
-from anteroom.queue.room_directory import SNAPSHOT_NAME
-from anteroom.queue.storage_errors import StorageUnavailable, storage_errors
+from anteroom.queue.connection.redis_link import connect
+from anteroom.queue.connection.storage_errors import StorageUnavailable, storage_errors
+from anteroom.queue.rooms.key_layout import KeySpace
+from anteroom.queue.rooms.room_directory import SNAPSHOT_NAME
 from anteroom.sdk import tokens
 from anteroom.store.keystore import KeyStore
 from helpers import TEST_KEYS

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import redis
 
-from anteroom.queue.redis_link import connect
+from anteroom.queue.connection.redis_link import connect
 from redis_cluster import LocalCluster
 
 

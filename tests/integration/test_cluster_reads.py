@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from anteroom.queue.redis_link import connect_links
+from anteroom.queue.connection.redis_link import connect_links
 from helpers import free_port
 from redis_cluster import REDIS_SERVER, LocalCluster
 

@@ -14,8 +14,8 @@ import pytest
 import requests
 
 from anteroom.engine import Engine
-from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import Client, connect
+from anteroom.queue.connection.redis_link import Client, connect
+from anteroom.queue.rooms.key_layout import KeySpace
 from anteroom.store.keystore import KeyStore
 from live_server import LiveServers
 from redis_cluster import LocalCluster

@@ -24,7 +24,7 @@ import redis
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from anteroom.queue.room_engine import Engine
+from anteroom.queue.line.room_engine import Engine
 from anteroom.store.keystore import KeyStore
 from helpers import make_room
 from live_server import LiveServer, LiveServers

@@ -8,7 +8,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from anteroom.service_container import Services
-from anteroom.web import console_session
+from anteroom.web.manage import console_session
 from helpers import open_room
 
 pytestmark = pytest.mark.redis

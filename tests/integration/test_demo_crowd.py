@@ -10,7 +10,7 @@ import pytest
 from anteroom.engine import Engine
 from anteroom.ops.demo_crowd import DemoCrowd
 from anteroom.ops.demo_seed import ensure_demo, ensure_demo_secret
-from anteroom.queue.room_series import RoomSeries, aggregate
+from anteroom.queue.series.room_series import RoomSeries, aggregate
 from anteroom.store.keystore import KeyStore
 
 pytestmark = pytest.mark.redis

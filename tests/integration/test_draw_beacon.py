@@ -18,7 +18,7 @@ from flask.testing import FlaskClient
 
 from anteroom.config import Settings
 from anteroom.engine import Engine, NoDraw
-from anteroom.queue.draw_beacon import round_at
+from anteroom.queue.draw.draw_beacon import round_at
 from anteroom.sdk import draw, verify_draw
 from anteroom.service_container import Services
 from helpers import free_port, make_room

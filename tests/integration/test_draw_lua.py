@@ -10,7 +10,7 @@ import random
 import pytest
 import redis
 
-from anteroom.queue import lua_scripts
+from anteroom.queue.connection import lua_scripts
 from anteroom.sdk import draw
 from fixtures import make_draw_fixtures
 

@@ -13,12 +13,12 @@ from flask.testing import FlaskClient
 from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
-from anteroom.queue.receipt_keys import ReceiptSigner
-from anteroom.queue.room_receipts import ReceiptBook
+from anteroom.queue.draw.receipt_keys import ReceiptSigner
+from anteroom.queue.draw.room_receipts import ReceiptBook
 from anteroom.sdk import draw
 from anteroom.sdk.tokens import Keyring
 from anteroom.service_container import Services
-from anteroom.web.hot_path import HotPath
+from anteroom.web.visitor.hot_path import HotPath
 from helpers import make_room
 from visitor_client import Visitor
 

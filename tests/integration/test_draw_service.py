@@ -17,7 +17,7 @@ from flask.testing import FlaskClient
 
 import anteroom
 from anteroom.engine import Engine, QueueAnswer
-from anteroom.queue.room_draw import drawn_key
+from anteroom.queue.draw.room_draw import drawn_key
 from anteroom.sdk import draw, verify_draw
 from anteroom.sdk.tokens import TicketClaims
 from anteroom.service_container import Services

@@ -6,8 +6,8 @@ import pytest
 import redis
 
 from anteroom.engine import Engine
-from anteroom.queue import room_engine as eng
-from anteroom.queue.key_layout import KeySpace
+from anteroom.queue.line import room_engine as eng
+from anteroom.queue.rooms.key_layout import KeySpace
 from helpers import make_room, open_room
 
 START = 1_800_000_000_000

@@ -1,7 +1,7 @@
 """The poll cadence within a budget (docs/queue.md, invariant 11) and abandonment that follows it
 (docs/queue.md, invariant 7).
 
-The scripts and queue/poll_cadence.py state one rule in two languages: the first test runs the
+The scripts and queue/line/poll_cadence.py state one rule in two languages: the first test runs the
 Lua ``poll_after`` itself over a table of cases and compares. The budget arithmetic is checked
 on the Python rule (an upper bound summed over every position of long lines), and the sweep
 against visitors who poll exactly as told, on the room's clock.
@@ -15,16 +15,16 @@ import pytest
 import redis
 
 from anteroom.engine import Engine
-from anteroom.queue import lua_scripts
-from anteroom.queue import room_engine as eng
-from anteroom.queue.poll_cadence import (
+from anteroom.queue.connection import lua_scripts
+from anteroom.queue.line import room_engine as eng
+from anteroom.queue.line.poll_cadence import (
     CADENCE_CAP_MS,
     cadence_stretch,
     front_size,
     longest_unpolled_ms,
     poll_after,
 )
-from anteroom.queue.room_config import queue_token_life
+from anteroom.queue.rooms.room_config import queue_token_life
 from helpers import make_room
 
 pytestmark = pytest.mark.redis

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from anteroom.engine import Engine
-from anteroom.queue import room_engine as eng
-from anteroom.queue.redis_link import connect
+from anteroom.queue.connection.redis_link import connect
+from anteroom.queue.line import room_engine as eng
 from helpers import open_room
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from anteroom.engine import Engine
-from anteroom.queue import room_engine as eng
+from anteroom.queue.line import room_engine as eng
 from helpers import make_room
 
 pytestmark = pytest.mark.redis

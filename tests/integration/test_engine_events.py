@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from anteroom.engine import Engine
-from anteroom.queue import room_engine as eng
-from anteroom.queue import room_events
-from anteroom.queue.far_poll import answer_far
-from anteroom.queue.line_blocks import block_of
-from anteroom.queue.redis_link import connect
+from anteroom.queue.connection.redis_link import connect
+from anteroom.queue.line import room_engine as eng
+from anteroom.queue.line.far_poll import answer_far
+from anteroom.queue.line.line_blocks import block_of
+from anteroom.queue.rooms import room_events
 from helpers import carried_claims, make_room
 
 pytestmark = pytest.mark.redis

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from anteroom.engine import Engine
-from anteroom.queue.fail_open_checkin import GRACE_MS, STALE_MS
+from anteroom.queue.line.fail_open_checkin import GRACE_MS, STALE_MS
 from helpers import make_room
 
 pytestmark = pytest.mark.redis

@@ -13,9 +13,9 @@ import redis
 
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue import room_engine as eng
-from anteroom.queue.poll_cadence import poll_after
-from anteroom.queue.script_replies import SNAPSHOT_AT
+from anteroom.queue.connection.script_replies import SNAPSHOT_AT
+from anteroom.queue.line import room_engine as eng
+from anteroom.queue.line.poll_cadence import poll_after
 from anteroom.sdk.tokens import TicketClaims
 from helpers import carried_claims, free_port, make_room
 

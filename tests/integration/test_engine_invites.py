@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from anteroom.engine import Engine
-from anteroom.queue import room_engine as eng
-from anteroom.queue.line_blocks import LineBlocks
-from anteroom.queue.redis_link import connect
+from anteroom.queue.connection.redis_link import connect
+from anteroom.queue.line import room_engine as eng
+from anteroom.queue.line.line_blocks import LineBlocks
 from anteroom.sdk.tokens import InviteClaims
 from helpers import open_room
 

@@ -7,7 +7,7 @@ import redis
 
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue import room_engine as eng
+from anteroom.queue.line import room_engine as eng
 from helpers import free_port, make_room, open_room
 
 START = 1_800_000_000_000

@@ -11,10 +11,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from anteroom.engine import Engine, QueueAnswer
-from anteroom.queue import room_engine as eng
-from anteroom.queue import room_events
-from anteroom.queue.line_blocks import block_of
-from anteroom.queue.redis_link import connect
+from anteroom.queue.connection.redis_link import connect
+from anteroom.queue.line import room_engine as eng
+from anteroom.queue.line.line_blocks import block_of
+from anteroom.queue.rooms import room_events
 from anteroom.sdk import draw as draws
 from anteroom.sdk.tokens import InviteClaims
 from helpers import make_room

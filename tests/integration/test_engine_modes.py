@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from anteroom.engine import Engine
-from anteroom.queue import room_config as rooms
-from anteroom.queue import room_engine as eng
+from anteroom.queue.line import room_engine as eng
+from anteroom.queue.rooms import room_config as rooms
 from helpers import carried_claims, make_room
 
 pytestmark = pytest.mark.redis

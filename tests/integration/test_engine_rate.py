@@ -7,7 +7,7 @@ import math
 import pytest
 
 from anteroom.engine import Engine
-from anteroom.queue import room_engine as eng
+from anteroom.queue.line import room_engine as eng
 from helpers import make_room, open_room
 
 pytestmark = pytest.mark.redis

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from anteroom.engine import Engine
-from anteroom.queue import room_config as rooms
-from anteroom.queue.redis_link import connect
+from anteroom.queue.connection.redis_link import connect
+from anteroom.queue.rooms import room_config as rooms
 from helpers import make_room
 
 pytestmark = pytest.mark.redis

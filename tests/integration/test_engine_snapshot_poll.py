@@ -15,10 +15,10 @@ import pytest
 import redis
 
 from anteroom.engine import Engine, QueueAnswer
-from anteroom.queue import room_engine as eng
-from anteroom.queue.far_poll import EXACT_WITHIN
-from anteroom.queue.line_blocks import block_of
-from anteroom.queue.redis_link import connect
+from anteroom.queue.connection.redis_link import connect
+from anteroom.queue.line import room_engine as eng
+from anteroom.queue.line.far_poll import EXACT_WITHIN
+from anteroom.queue.line.line_blocks import block_of
 from anteroom.sdk.tokens import TicketClaims
 from helpers import make_room
 

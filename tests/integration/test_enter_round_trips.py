@@ -17,7 +17,7 @@ import redis
 from flask import Flask
 
 from anteroom.config import Settings
-from anteroom.queue import lua_scripts
+from anteroom.queue.connection import lua_scripts
 from anteroom.service_container import Services
 from anteroom.web.app_factory import close_app, create_app
 from helpers import make_room

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from anteroom.queue.line_blocks import POST_OPEN_KEY
+from anteroom.queue.line.line_blocks import POST_OPEN_KEY
 from anteroom.service_container import Services
 
 pytestmark = pytest.mark.redis

@@ -19,8 +19,8 @@ import redis
 import requests
 
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue import room_directory as room_cache
-from anteroom.queue.room_engine import Engine
+from anteroom.queue.line.room_engine import Engine
+from anteroom.queue.rooms import room_directory as room_cache
 from anteroom.store.keystore import KeyStore
 from fault_proxy import FaultProxy
 from helpers import free_port, make_room

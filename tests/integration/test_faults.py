@@ -20,13 +20,13 @@ from anteroom.config import Settings
 from anteroom.identity import sessions as identity
 from anteroom.ops.demo_crowd import DemoCrowd, run_crowd
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue.breaker import Breaker
-from anteroom.queue.redis_link import connect
-from anteroom.queue.room_engine import Engine
-from anteroom.queue.storage_errors import StorageUnavailable
+from anteroom.queue.connection.breaker import Breaker
+from anteroom.queue.connection.redis_link import connect
+from anteroom.queue.connection.storage_errors import StorageUnavailable
+from anteroom.queue.line.room_engine import Engine
 from anteroom.service_container import Services
 from anteroom.web.app_factory import close_app, create_app
-from anteroom.web.health_probes import BUDGET_SEC
+from anteroom.web.serving.health_probes import BUDGET_SEC
 from fault_proxy import FaultProxy
 from helpers import TEST_KEYS, free_port, make_room
 from visitor_client import Visitor

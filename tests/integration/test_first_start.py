@@ -15,8 +15,8 @@ import requests
 
 from anteroom.config import Settings
 from anteroom.ops import cli
-from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import connect
+from anteroom.queue.connection.redis_link import connect
+from anteroom.queue.rooms.key_layout import KeySpace
 from anteroom.sdk.tokens import Keyring
 from anteroom.store.keystore import KeyStore
 from anteroom.store.setup_tokens import SetupRefused, SetupTokens

@@ -12,7 +12,7 @@ from flask.testing import FlaskClient
 
 from anteroom.config import Settings
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue import lua_scripts as scripts
+from anteroom.queue.connection import lua_scripts as scripts
 from anteroom.web.app_factory import create_app
 from helpers import TEST_KEYS, free_port
 

@@ -1,4 +1,5 @@
-"""The poll's hot path (web/hot_path.py) answers exactly as the Flask views do, without their
+"""The poll's hot path (web/visitor/hot_path.py) answers exactly as the Flask views do, without
+their
 request cycle; what it does not handle reaches the views untouched."""
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from flask.testing import FlaskClient
 from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
-from anteroom.queue.far_poll import EXACT_WITHIN
+from anteroom.queue.line.far_poll import EXACT_WITHIN
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.web.hot_path import HotPath
+from anteroom.web.visitor.hot_path import HotPath
 from helpers import make_room
 from visitor_client import FlaskTransport, Visitor
 

@@ -17,7 +17,7 @@ import pytest
 import redis
 import requests
 
-from anteroom.queue.room_engine import Engine
+from anteroom.queue.line.room_engine import Engine
 from anteroom.store.keystore import KeyStore
 from helpers import make_room
 from live_server import LiveServers

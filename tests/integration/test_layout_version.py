@@ -15,8 +15,8 @@ import redis
 
 from anteroom.config import Settings
 from anteroom.ops import cli
-from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import Client, connect
+from anteroom.queue.connection.redis_link import Client, connect
+from anteroom.queue.rooms.key_layout import KeySpace
 from anteroom.store import layout_version
 from anteroom.store.layout_version import CURRENT, LayoutRefused
 from anteroom.web.app_factory import close_app, create_app

@@ -8,8 +8,8 @@ import pytest
 import redis
 from flask.testing import FlaskClient
 
-from anteroom.queue import room_config as rooms
-from anteroom.queue.room_hash import stored as stored_name
+from anteroom.queue.rooms import room_config as rooms
+from anteroom.queue.rooms.room_hash import stored as stored_name
 from anteroom.sdk import bypass_rules
 from anteroom.service_container import Services
 from helpers import Operator

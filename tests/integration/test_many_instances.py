@@ -20,7 +20,7 @@ import requests
 
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue import room_directory as room_cache
+from anteroom.queue.rooms import room_directory as room_cache
 from anteroom.sdk import verification as verify
 from anteroom.store.keystore import KeyStore
 from helpers import TEST_KEYS, free_port, make_room

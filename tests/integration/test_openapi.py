@@ -38,9 +38,9 @@ from anteroom.config import Settings
 from anteroom.identity import proof_of_work as pow
 from anteroom.identity import sessions as identity
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue import room_config as rooms
+from anteroom.queue.rooms import room_config as rooms
 from anteroom.service_container import Services
-from anteroom.web import openapi_document as openapi
+from anteroom.web.api import openapi_document as openapi
 from helpers import TEST_KEYS, make_room
 from visitor_client import Visitor
 

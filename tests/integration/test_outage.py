@@ -15,10 +15,10 @@ from flask.testing import FlaskClient
 from anteroom.config import Settings
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue import room_config
-from anteroom.queue import room_directory as room_cache
-from anteroom.queue.counting_connections import CountingConnection
-from anteroom.queue.redis_link import connect
+from anteroom.queue.connection.counting_connections import CountingConnection
+from anteroom.queue.connection.redis_link import connect
+from anteroom.queue.rooms import room_config
+from anteroom.queue.rooms import room_directory as room_cache
 from anteroom.sdk import tokens
 from anteroom.sdk import verification as verify
 from anteroom.service_container import Services

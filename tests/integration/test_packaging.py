@@ -241,7 +241,7 @@ def test_the_service_wheel_depends_on_the_sdk_and_leaves_its_files_to_it(tmp_pat
     )
     wheel = zipfile.ZipFile(next(tmp_path.glob("anteroom-*.whl")))
     names = set(wheel.namelist())
-    assert "anteroom/queue/room_engine.py" in names and "anteroom/web/app_factory.py" in names
+    assert "anteroom/queue/line/room_engine.py" in names and "anteroom/web/app_factory.py" in names
     assert not [n for n in names if n.startswith(SDK_FILES)]  # anteroom-sdk's, never twice
     metadata = wheel.read(next(n for n in names if n.endswith("METADATA"))).decode()
     assert f"Requires-Dist: anteroom-sdk=={anteroom.__version__}" in metadata.splitlines()

@@ -10,8 +10,8 @@ from flask.testing import FlaskClient
 from anteroom.config import Settings
 from anteroom.ops.demo_seed import ensure_demo
 from anteroom.service_container import Services
-from anteroom.web import page_languages as languages
 from anteroom.web.app_factory import create_app
+from anteroom.web.pages import page_languages as languages
 from helpers import make_room
 from visitor_client import Visitor
 

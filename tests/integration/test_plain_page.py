@@ -1,4 +1,4 @@
-"""The hosted page without JavaScript (web/plain_page.py), through the real app and Redis."""
+"""The hosted page without JavaScript (web/pages/plain_page.py), through the real app and Redis."""
 
 from __future__ import annotations
 

@@ -89,7 +89,7 @@ def test_both_documents_carry_a_strong_etag_every_process_agrees_on_and_answer_3
 def test_the_etag_changes_when_the_document_does(
     client: FlaskClient, services: Services, public_key: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from anteroom.web import fairness
+    from anteroom.web.pages import fairness
 
     now = [1_000.0]
     monkeypatch.setattr(fairness, "clock", lambda: now[0], raising=False)
@@ -267,7 +267,7 @@ def test_full_answers_are_held_to_the_process_egress_budget(
 ) -> None:
     """Many addresses, each under its limit, cannot have a worker copy the list without end:
     past the process's bytes a second a full answer is 429 Busy; 304s and HEADs go on."""
-    from anteroom.web import fairness, public_documents
+    from anteroom.web.pages import fairness, public_documents
 
     now = [1_000.0]
     monkeypatch.setattr(fairness, "clock", lambda: now[0])
@@ -293,11 +293,12 @@ def test_the_common_answers_skip_the_request_cycle_and_are_the_views_own(
     app: Flask, client: FlaskClient, services: Services, public_key: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    """A built document's GET, gzip, HEAD and 304 are answered before Flask (web/public_front.py)
+    """A built document's GET, gzip, HEAD and 304 are answered before Flask
+    (web/pages/public_front.py)
     with the views' very status, headers and body; anything unusual is still the views'."""
     from flask import request
 
-    from anteroom.web import fairness, public_front
+    from anteroom.web.pages import fairness, public_front
 
     cycles: list[str] = []
     app.before_request(lambda: cycles.append(request.full_path))
@@ -348,7 +349,7 @@ def test_a_refusal_over_the_limit_skips_the_request_cycle_and_is_the_views_own(
 ) -> None:
     from flask import request
 
-    from anteroom.web import public_front
+    from anteroom.web.pages import public_front
 
     services: Services = limited.extensions["anteroom"]
     key = services.keystore.create("test")[0].public_key

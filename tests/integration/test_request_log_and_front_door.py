@@ -12,8 +12,8 @@ from flask.testing import FlaskClient
 
 from anteroom.config import Settings
 from anteroom.service_container import Services
-from anteroom.web import request_log
 from anteroom.web.app_factory import close_app, create_app
+from anteroom.web.serving import request_log
 from helpers import open_room
 from visitor_client import Visitor
 

@@ -1,4 +1,4 @@
-"""Python reads revocations by one rule (queue/revocations.py), on the room's clock.
+"""Python reads revocations by one rule (queue/line/revocations.py), on the room's clock.
 
 A revocation's end is written in ms of the room's clock; a room whose clock is shifted (tests,
 rehearsals) must be judged on that clock by identify and by the fail-open path, as its scripts
@@ -14,9 +14,9 @@ import redis
 
 from anteroom.engine import Engine
 from anteroom.identity import sessions as identity
-from anteroom.queue import revocations
-from anteroom.queue.breaker import Breaker
-from anteroom.queue.room_directory import RoomDirectory
+from anteroom.queue.connection.breaker import Breaker
+from anteroom.queue.line import revocations
+from anteroom.queue.rooms.room_directory import RoomDirectory
 from anteroom.service_container import Services
 from helpers import open_room
 

@@ -14,9 +14,9 @@ import redis
 
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue.breaker import Breaker
-from anteroom.queue.redis_link import connect
-from anteroom.queue.room_directory import SNAPSHOT_MAX_AGE_SEC, RoomDirectory
+from anteroom.queue.connection.breaker import Breaker
+from anteroom.queue.connection.redis_link import connect
+from anteroom.queue.rooms.room_directory import SNAPSHOT_MAX_AGE_SEC, RoomDirectory
 from anteroom.store.keystore import KeyStore
 from helpers import free_port, open_room
 

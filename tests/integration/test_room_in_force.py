@@ -13,9 +13,9 @@ import pytest
 import redis
 
 from anteroom.engine import Engine
-from anteroom.queue import room_events
-from anteroom.queue.room_hash import stored
-from anteroom.queue.script_replies import SNAPSHOT_AT
+from anteroom.queue.connection.script_replies import SNAPSHOT_AT
+from anteroom.queue.rooms import room_events
+from anteroom.queue.rooms.room_hash import stored
 from helpers import make_room
 
 pytestmark = pytest.mark.redis

@@ -14,11 +14,11 @@ from redis.retry import Retry
 
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue.breaker import Breaker
-from anteroom.queue.fail_open_ledger import FailOpenAdmission
-from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.room_directory import RoomDirectory
-from anteroom.queue.room_ticker import RoomTicker
+from anteroom.queue.connection.breaker import Breaker
+from anteroom.queue.line.fail_open_ledger import FailOpenAdmission
+from anteroom.queue.rooms.key_layout import KeySpace
+from anteroom.queue.rooms.room_directory import RoomDirectory
+from anteroom.queue.rooms.room_ticker import RoomTicker
 from helpers import free_port, make_room
 
 pytestmark = pytest.mark.redis

@@ -1,4 +1,5 @@
-"""A script call in one send and one read (queue/script_call.py) keeps what redis-py's client
+"""A script call in one send and one read (queue/connection/script_call.py) keeps what redis-py's
+client
 does for it: a script the server lost is loaded again, a dropped connection is tried again."""
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from anteroom.engine import Engine
-from anteroom.queue import lua_scripts as scripts
-from anteroom.queue.script_replies import QueueAnswer
+from anteroom.queue.connection import lua_scripts as scripts
+from anteroom.queue.connection.script_replies import QueueAnswer
 from helpers import open_room
 
 pytestmark = pytest.mark.redis

@@ -12,10 +12,10 @@ from flask.testing import FlaskClient
 
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue import room_series as rs
-from anteroom.queue.room_series import RoomSeries
-from anteroom.queue.series_sampler import Sampler, SamplerThread
-from anteroom.queue.storage_errors import StorageError
+from anteroom.queue.connection.storage_errors import StorageError
+from anteroom.queue.series import room_series as rs
+from anteroom.queue.series.room_series import RoomSeries
+from anteroom.queue.series.series_sampler import Sampler, SamplerThread
 from anteroom.service_container import Services
 from helpers import open_room
 from visitor_client import Visitor

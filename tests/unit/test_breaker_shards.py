@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 import redis.exceptions as rex
 
-from anteroom.queue.breaker import Breaker
-from anteroom.queue.storage_errors import ClusterUnreachable, StorageUnavailable
+from anteroom.queue.connection.breaker import Breaker
+from anteroom.queue.connection.storage_errors import ClusterUnreachable, StorageUnavailable
 
 SHARDS = {"room-a": "10.0.0.1:7000", "room-b": "10.0.0.2:7000"}
 

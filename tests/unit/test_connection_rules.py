@@ -195,7 +195,7 @@ def test_no_body_is_not_read_at_all() -> None:
 def test_the_visitor_apis_refusals_carry_its_cors_headers() -> None:
     """A browser reads a 408 or 429 of the visitor API (its agent backs off, says why) only if
     the answer allows its origin; elsewhere (pages, management) nothing is added."""
-    from anteroom.web.visitor_api import ANSWER_HEADERS
+    from anteroom.web.visitor.visitor_api import ANSWER_HEADERS
 
     answers: dict[str, dict[str, str]] = {}
     for path in ("/api/v1/queue/poll", "/queue/drop"):

@@ -81,7 +81,7 @@ def test_a_setting_without_a_description_fails_the_build() -> None:
 
 
 def test_every_operation_of_the_openapi_document_is_on_its_page(site: Path) -> None:
-    from anteroom.web.openapi_document import document
+    from anteroom.web.api.openapi_document import document
 
     page = (site / "management-api" / "index.html").read_text()
     operations = [

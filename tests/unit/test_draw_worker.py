@@ -1,11 +1,11 @@
-"""The draw worker (queue/draw_worker.py): one draw per room at a time, and draws waiting on
+"""The draw worker (queue/draw/draw_worker.py): one draw per room at a time, and draws waiting on
 their beacons never take the places of the others."""
 
 from __future__ import annotations
 
 import threading
 
-from anteroom.queue.draw_worker import DrawWorker
+from anteroom.queue.draw.draw_worker import DrawWorker
 
 
 def test_beacon_draws_fill_their_own_lane_only_and_a_room_draws_once_at_a_time() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from limits import parse
 
-from anteroom.web.local_windows import LocalWindows
+from anteroom.web.visitor.local_windows import LocalWindows
 
 
 class Clock:

@@ -1,5 +1,6 @@
 """Constants the Lua scripts share with Python have one home, in Python: the assembler writes
-their values into the scripts (``$NAME``, queue/lua_scripts.py's SHARED), so the two cannot
+their values into the scripts (``$NAME``, queue/connection/lua_scripts.py's SHARED), so the two
+cannot
 differ. These tests check that the scripts take each shared constant from there (none writes
 its value by hand) and that the assembled scripts carry the Python values; the cadence, the
 histogram, the block counts and the far poll answered in Python then tell what the scripts do.
@@ -12,16 +13,11 @@ from typing import Any
 
 import pytest
 
-from anteroom.queue import (
-    far_poll,
-    line_blocks,
-    lua_scripts,
-    poll_cadence,
-    room_config,
-    room_draw,
-    room_engine,
-    room_series,
-)
+from anteroom.queue.connection import lua_scripts
+from anteroom.queue.draw import room_draw
+from anteroom.queue.line import far_poll, line_blocks, poll_cadence, room_engine
+from anteroom.queue.rooms import room_config
+from anteroom.queue.series import room_series
 from anteroom.resources import resource_dir
 
 LUA = resource_dir("lua")

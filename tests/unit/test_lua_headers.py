@@ -1,6 +1,7 @@
 """Each Lua script's header says what it uses: the pieces it calls and the keys it touches.
 
-A script is assembled from its ``-- needs:`` pieces, resolved transitively (queue/lua_scripts.py),
+A script is assembled from its ``-- needs:`` pieces, resolved transitively
+(queue/connection/lua_scripts.py),
 so a script calling a helper of a piece it does not name still runs, until that piece's own needs
 change and the helper silently becomes a nil global. And Redis (a Cluster above all) may only be
 asked for keys a script was passed: a key built from the room's base, or a key local the header
@@ -19,8 +20,8 @@ from functools import cache
 
 import pytest
 
-from anteroom.queue import lua_scripts
-from anteroom.queue.key_layout import KeySpace
+from anteroom.queue.connection import lua_scripts
+from anteroom.queue.rooms.key_layout import KeySpace
 from anteroom.resources import resource_dir
 
 LUA = resource_dir("lua")

@@ -1,4 +1,5 @@
-"""Every Lua script lives in lua/, is loaded through queue/lua_scripts.py and says what it takes.
+"""Every Lua script lives in lua/, is loaded through queue/connection/lua_scripts.py and says what
+it takes.
 
 A script written inline in Python escapes the header rules, the constant and room hash checks
 and the packaging of lua/; this test fails on one.
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from anteroom.queue import lua_scripts
+from anteroom.queue.connection import lua_scripts
 from anteroom.resources import resource_dir
 
 LUA = resource_dir("lua")

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from anteroom.resources import resource_dir
-from anteroom.web import page_languages as languages
+from anteroom.web.pages import page_languages as languages
 
 
 def test_every_language_has_a_catalog_and_no_catalog_is_extra() -> None:

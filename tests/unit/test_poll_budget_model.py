@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from anteroom.queue.poll_cadence import front_size, polls_per_second
+from anteroom.queue.line.poll_cadence import front_size, polls_per_second
 
 
 @pytest.mark.parametrize("pace", [1, 10, 100, 1_000])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from anteroom.queue.poll_limit import PollCounter
+from anteroom.queue.line.poll_limit import PollCounter
 
 
 def test_a_ticket_is_spent_after_its_limit_in_one_minute_only() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from anteroom.queue.receipt_keys import PURPOSE, ReceiptSigner
+from anteroom.queue.draw.receipt_keys import PURPOSE, ReceiptSigner
 from anteroom.sdk import draw, ed25519, merkle
 from anteroom.sdk.tokens import Keyring, b64url_decode, b64url_encode
 from helpers import verify_draw

@@ -7,10 +7,10 @@ import pytest
 
 from anteroom.config import Settings
 from anteroom.ops import cli
-from anteroom.queue.cluster_client import is_cluster
-from anteroom.queue.redis_link import connect_links
-from anteroom.queue.redis_urls import limits_storage_uri, parse_target
-from anteroom.queue.storage_errors import StorageUnavailable, storage_errors
+from anteroom.queue.connection.cluster_client import is_cluster
+from anteroom.queue.connection.redis_link import connect_links
+from anteroom.queue.connection.redis_urls import limits_storage_uri, parse_target
+from anteroom.queue.connection.storage_errors import StorageUnavailable, storage_errors
 from helpers import free_port
 
 

@@ -1,8 +1,9 @@
 """Every field of the room hash that the scripts or Python read or write is declared in
-queue/room_hash.py, so the table is the whole list of what a room stores.
+queue/rooms/room_hash.py, so the table is the whole list of what a room stores.
 
 The scripts name a field by its readable name (``@opensAt``) and the assembler writes in its
-stored name (queue/lua_scripts.py), so no script spells a stored name or a field's position by
+stored name (queue/connection/lua_scripts.py), so no script spells a stored name or a field's
+position by
 hand. The test reads every HMGET/HGET/HSET/HINCRBY/HDEL on ROOM in lua/*.lua as assembled, and
 every such call on ``keys.room(...)`` in the Python package, and fails on a stored name the
 table does not declare (a field added without saying what it is).
@@ -16,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from anteroom.queue import lua_scripts, room_config, room_engine, room_hash, room_series
+from anteroom.queue.connection import lua_scripts
+from anteroom.queue.line import room_engine
+from anteroom.queue.rooms import room_config, room_hash
+from anteroom.queue.series import room_series
 from anteroom.resources import resource_dir
 
 LUA = resource_dir("lua")
@@ -96,7 +100,7 @@ def test_every_field_the_scripts_name_is_declared() -> None:
     literal, dynamic = lua_fields()
     assert len(literal) > 50  # the parser still finds the scripts' fields
     undeclared = sorted((s, f) for s, f in literal if f not in room_hash.STORED_NAMES)
-    assert undeclared == [], "declare these in queue/room_hash.py"
+    assert undeclared == [], "declare these in queue/rooms/room_hash.py"
     assert dynamic == DYNAMIC, "a script names a room field in a variable: check it here"
 
 

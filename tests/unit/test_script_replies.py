@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from anteroom.queue import lua_scripts
-from anteroom.queue.script_replies import ANSWER, ANSWER_AT, queue_answer
+from anteroom.queue.connection import lua_scripts
+from anteroom.queue.connection.script_replies import ANSWER, ANSWER_AT, queue_answer
 from anteroom.resources import resource_dir
 
 LUA = resource_dir("lua")

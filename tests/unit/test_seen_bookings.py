@@ -1,10 +1,10 @@
-"""When a process's batched last-seen bookings fall due (queue/seen_bookings.py)."""
+"""When a process's batched last-seen bookings fall due (queue/line/seen_bookings.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from anteroom.queue.seen_bookings import SeenBookings
+from anteroom.queue.line.seen_bookings import SeenBookings
 
 
 class Clock:

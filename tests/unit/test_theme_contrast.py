@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from anteroom.queue.room_config import MIN_CONTRAST, contrast
-from anteroom.web.hosted_pages import readable_ink
+from anteroom.queue.rooms.room_config import MIN_CONTRAST, contrast
+from anteroom.web.pages.hosted_pages import readable_ink
 
 colours = st.integers(0, 0xFFFFFF).map(lambda n: f"#{n:06x}")
 

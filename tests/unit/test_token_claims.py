@@ -49,7 +49,8 @@ def test_ticket_claims_by_name() -> None:
 
 
 def test_a_far_tickets_order_key_and_kept_until_by_name() -> None:
-    # The far poll answers from these two (queue/far_poll.py); a ticket without them (an entry's,
+    # The far poll answers from these two (queue/line/far_poll.py); a ticket without them (an
+    # entry's,
     # a near spot's) sends neither.
     far = TicketClaims.from_wire(
         TICKET_WIRE | {"qk": 4_503_599_627_370_538, "qu": 1_700_000_500_000}

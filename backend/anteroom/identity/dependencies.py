@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from anteroom.config import Settings
-from anteroom.queue.breaker import Breaker
-from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import Client
-from anteroom.queue.room_directory import StaleCache
-from anteroom.queue.room_engine import Engine
+from anteroom.queue.connection.breaker import Breaker
+from anteroom.queue.connection.redis_link import Client
+from anteroom.queue.line.room_engine import Engine
+from anteroom.queue.rooms.key_layout import KeySpace
+from anteroom.queue.rooms.room_directory import StaleCache
 from anteroom.sdk.tokens import Keyring
 
 

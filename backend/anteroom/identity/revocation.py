@@ -15,8 +15,8 @@ from typing import Any
 
 from anteroom.identity.dependencies import IdentityServices
 from anteroom.identity.sessions import SESSION_TTL_SEC
-from anteroom.queue import room_engine as eng
-from anteroom.queue.room_config import queue_token_life
+from anteroom.queue.line import room_engine as eng
+from anteroom.queue.rooms.room_config import queue_token_life
 
 KINDS = {"jti": "j", "vid": "v"}
 

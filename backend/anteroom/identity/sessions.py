@@ -12,8 +12,8 @@ from anteroom.identity import proof_of_work as pow
 from anteroom.identity import work_rule
 from anteroom.identity.dependencies import IdentityServices
 from anteroom.identity.signal_rules import Evidence, assess
-from anteroom.queue import lua_scripts as scripts
-from anteroom.queue import revocations
+from anteroom.queue.connection import lua_scripts as scripts
+from anteroom.queue.line import revocations
 from anteroom.sdk import tokens
 
 CHALLENGE_TTL_SEC = 120
@@ -272,7 +272,7 @@ def is_revoked(services: IdentityServices, environment: str, jti: str, vid: str)
     Revocations live in each room's own store (every room of the environment holds every one,
     see :mod:`anteroom.revocation`); all rooms are asked in one pipelined round trip, so a room
     that missed one (created while it was made) cannot hide it. Each room judges its entries on
-    its own clock (queue/revocations.py), as its scripts do.
+    its own clock (queue/line/revocations.py), as its scripts do.
     """
 
     def read() -> bool:

@@ -20,8 +20,8 @@ from anteroom.identity import sessions
 from anteroom.identity.dependencies import IdentityServices
 from anteroom.identity.signal_rules import Evidence, assess
 from anteroom.identity.work_rule import Pressure, Risk, Work, work_for
-from anteroom.queue.room_series import COUNTERS, Sample
-from anteroom.queue.storage_errors import StorageError
+from anteroom.queue.connection.storage_errors import StorageError
+from anteroom.queue.series.room_series import COUNTERS, Sample
 from anteroom.sdk import tokens
 
 RANGE_ABUSE_TTL_SEC = 86_400

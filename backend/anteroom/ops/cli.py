@@ -138,11 +138,11 @@ def _serve(settings: Settings) -> int:
     from anteroom.ops.connection_limits import Limits
     from anteroom.ops.demo_crowd import start_crowd
     from anteroom.ops.demo_seed import DEMO_SECRET_FILE, ensure_demo, ensure_demo_secret
-    from anteroom.queue.redis_link import connect
-    from anteroom.queue.room_engine import Engine
+    from anteroom.queue.connection.redis_link import connect
+    from anteroom.queue.line.room_engine import Engine
     from anteroom.store.keystore import KeyStore
-    from anteroom.web import metrics
     from anteroom.web.app_factory import create_app
+    from anteroom.web.serving import metrics
 
     server: EmbeddedRedis | None = None
     started = False
@@ -207,7 +207,7 @@ def _serve(settings: Settings) -> int:
                 # when it boots, not at its first request: a quiet room is sampled too.
                 self.cfg.set("post_worker_init", worker_ready)
                 # A worker that stops leaves the fail-open rooms' registers, so their drains
-                # do not wait for it (queue/fail_open_checkin.py).
+                # do not wait for it (queue/line/fail_open_checkin.py).
                 self.cfg.set("worker_exit", _stop_background)
                 # A dead worker's live gauges (breaker state) stop counting.
                 self.cfg.set("child_exit", lambda _arbiter, worker: multiprocess.mark_process_dead(
@@ -230,8 +230,8 @@ def _serve(settings: Settings) -> int:
 
 def check_layout(settings: Settings) -> str | None:
     """The data's layout checked (and upgraded) before any worker starts; the refusal, if any."""
-    from anteroom.queue.key_layout import KeySpace
-    from anteroom.queue.redis_link import connect
+    from anteroom.queue.connection.redis_link import connect
+    from anteroom.queue.rooms.key_layout import KeySpace
     from anteroom.store.layout_version import LayoutRefused, check_at_start
 
     client = connect(settings.redis_url)
@@ -263,9 +263,9 @@ def offer_setup_token(settings: Settings) -> str | None:
     ``ANTEROOM_SETUP_TOKEN`` if set, else a random one. Each instance offers its own until one
     is exchanged. A Redis not reachable yet is no reason to stop: the next start offers it.
     """
-    from anteroom.queue.key_layout import KeySpace
-    from anteroom.queue.redis_link import connect
-    from anteroom.queue.storage_errors import StorageError
+    from anteroom.queue.connection.redis_link import connect
+    from anteroom.queue.connection.storage_errors import StorageError
+    from anteroom.queue.rooms.key_layout import KeySpace
     from anteroom.store.setup_tokens import SetupTokens, new_token
 
     client = connect(settings.redis_url)

@@ -15,9 +15,9 @@ from contextlib import contextmanager
 
 from anteroom.config import Settings
 from anteroom.ops.embedded_redis import EmbeddedRedis
-from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import connect
-from anteroom.queue.storage_errors import StorageError
+from anteroom.queue.connection.redis_link import connect
+from anteroom.queue.connection.storage_errors import StorageError
+from anteroom.queue.rooms.key_layout import KeySpace
 from anteroom.sdk.tokens import Keyring
 from anteroom.store.keystore import SCOPES, KeyStore
 

@@ -37,9 +37,9 @@ import gevent
 from gunicorn.http.errors import ParseException
 
 from anteroom.config import Settings
-from anteroom.web import http_errors as errors
-from anteroom.web import metrics, request_log
-from anteroom.web.visitor_api import ANSWER_HEADERS
+from anteroom.web.serving import http_errors as errors
+from anteroom.web.serving import metrics, request_log
+from anteroom.web.visitor.visitor_api import ANSWER_HEADERS
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment

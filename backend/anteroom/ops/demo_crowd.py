@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from anteroom.queue import room_engine as eng
-from anteroom.queue.storage_errors import StorageError, storage_errors
+from anteroom.queue.connection.storage_errors import StorageError, storage_errors
+from anteroom.queue.line import room_engine as eng
 
 log = logging.getLogger("anteroom")
 WAVE_SEC = 600  # arrivals swell and ebb over ten minutes

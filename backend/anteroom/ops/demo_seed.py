@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from anteroom.queue.room_engine import Engine
+from anteroom.queue.line.room_engine import Engine
 from anteroom.store.keystore import KeyStore
-from anteroom.web.demo_shop import DEMO_ENV, DEMO_PUBLIC_KEY, DEMO_SLUG
+from anteroom.web.pages.demo_shop import DEMO_ENV, DEMO_PUBLIC_KEY, DEMO_SLUG
 
 DEMO_SECRET_FILE = "demo-secret-key"
 

@@ -29,7 +29,7 @@ from gunicorn.workers.ggevent import GeventWorker
 
 from anteroom.config import Settings
 from anteroom.ops.connection_limits import Limits, OpenCounts, RequestGuard
-from anteroom.web import metrics
+from anteroom.web.serving import metrics
 
 
 def resolve_in_place() -> None:

@@ -174,7 +174,8 @@ def drawn_order(seed: str, entrants: Sequence[str], beacon: str | None = None) -
         return [entrant for _, entrant in sorted(keyed)]
     # Sorted in runs merged in Python: the same order as one sort (the keys are unique), but
     # a thread drawing 100,000 gives the GIL up between runs instead of holding it ~0.7 s in
-    # one C sort, which would stall a gevent worker's every request (queue/os_threads.py).
+    # one C sort, which would stall a gevent worker's every request
+    # (queue/connection/os_threads.py).
     runs = [sorted(keyed[at : at + _RUN]) for at in range(0, len(keyed), _RUN)]
     return [entrant for _, entrant in heapq.merge(*runs)]
 

@@ -57,11 +57,11 @@ SESSION = "st1"
 # Queue ticket claims: `qr` room id, `vid`, `t` ticket, `g` room generation, `env`, and what an
 # outage admission needs without Redis: `qj` the spot's session jti, `qs` its score, `qi` its
 # network tag (bindIp rooms). It expires (`iat`, `exp`: as long as its spot may go unpolled +
-# 60 s, at most a day; see anteroom.queue.room_config.queue_token_life) so no ticket is
+# 60 s, at most a day; see anteroom.queue.rooms.room_config.queue_token_life) so no ticket is
 # replayable for ever.
 # `qn` (1) marks a spot last seen near the head or held: a routing hint for the next poll only.
 # `qk` (the spot's order key in the line) and `qu` (until when, room clock ms, the spot is kept
-# unpolled) let a far poll be answered from a per-process snapshot (anteroom.queue.far_poll).
+# unpolled) let a far poll be answered from a per-process snapshot (anteroom.queue.line.far_poll).
 TICKET = "qt1"
 ADMISSION = "ab1"
 # An invite link's token (docs/operators.md, "Invite links"); see InviteClaims.
@@ -457,7 +457,8 @@ class TicketClaims(_Claims):
     score: int | None = _claim("qs", None)  # the spot's session score
     network_tag: str | None = _claim("qi", None)  # bindIp rooms: the network it entered from
     near_head: bool = _claim("qn", False, flag=1)  # a routing hint for the next poll only
-    # For the far poll from a snapshot (queue/far_poll.py), both or neither: the spot's order key
+    # For the far poll from a snapshot (queue/line/far_poll.py), both or neither: the spot's order
+    # key
     # in the line, and until when it is surely kept if unpolled (ms, room clock).
     order_key: int | None = _claim("qk", None)
     kept_until: int | None = _claim("qu", None)

@@ -14,9 +14,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import Client
-from anteroom.queue.storage_errors import storage_errors
+from anteroom.queue.connection.redis_link import Client
+from anteroom.queue.connection.storage_errors import storage_errors
+from anteroom.queue.rooms.key_layout import KeySpace
 
 SAFETY_NET_ACTOR = "safety-net"  # the keyId of the safety net's own switches (no key made them)
 MAX_EVENTS = 100_000  # per environment; older events are trimmed (approximately) on write

@@ -14,9 +14,9 @@ import secrets
 import time
 from dataclasses import asdict, dataclass, field
 
-from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import Client
-from anteroom.queue.storage_errors import storage_errors
+from anteroom.queue.connection.redis_link import Client
+from anteroom.queue.connection.storage_errors import storage_errors
+from anteroom.queue.rooms.key_layout import KeySpace
 
 SCOPES = ("queues:read", "queues:write", "audit:read")
 ENV_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")

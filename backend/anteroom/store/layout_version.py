@@ -13,15 +13,19 @@ import secrets
 import time
 from collections.abc import Callable, Mapping
 
-from anteroom.queue import lua_scripts
-from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import Client
-from anteroom.queue.storage_errors import StorageError, StorageUnavailable, storage_errors
+from anteroom.queue.connection import lua_scripts
+from anteroom.queue.connection.redis_link import Client
+from anteroom.queue.connection.storage_errors import (
+    StorageError,
+    StorageUnavailable,
+    storage_errors,
+)
+from anteroom.queue.rooms.key_layout import KeySpace
 
 log = logging.getLogger("anteroom.layout")
 
 # The layout this code reads and writes. What each version changed:
-#   1  the layout of release 0.1.0 and of everything since (queue/key_layout.py); data written
+#   1  the layout of release 0.1.0 and of everything since (queue/rooms/key_layout.py); data written
 #      before the version key existed is version 1.
 CURRENT = 1
 
@@ -91,7 +95,7 @@ def ensure(
     """Make the store's layout ``current`` or refuse; the version found at first.
 
     Raises :class:`LayoutRefused` for a newer layout (or one that cannot be upgraded), and
-    :class:`~anteroom.queue.storage_errors.StorageError` when Redis fails.
+    :class:`~anteroom.queue.connection.storage_errors.StorageError` when Redis fails.
     """
     found = read(client, keys)
     if found is None:

@@ -12,10 +12,10 @@ import hashlib
 import secrets
 import time
 
-from anteroom.queue import lua_scripts
-from anteroom.queue.key_layout import KeySpace
-from anteroom.queue.redis_link import Client
-from anteroom.queue.storage_errors import storage_errors
+from anteroom.queue.connection import lua_scripts
+from anteroom.queue.connection.redis_link import Client
+from anteroom.queue.connection.storage_errors import storage_errors
+from anteroom.queue.rooms.key_layout import KeySpace
 from anteroom.store.keystore import KeyRecord, KeyStore
 
 MIN_LENGTH = 12

@@ -9,6 +9,6 @@ enter calls run alone; ``arrival.enter_without_script`` is the page without Java
 
 What still lives in web/ (the room lookup by slug, the per-address limits kept in the app, the
 rendering of a queue answer and the fail-open admission) is reached through the ``Door`` the
-adapter hands in (ports.py; web/visit_door.py builds it); those parts raise the web's own
+adapter hands in (ports.py; web/visitor/visit_door.py builds it); those parts raise the web's own
 errors, which pass through here.
 """

@@ -20,10 +20,10 @@ from typing import Any
 from anteroom.identity import sessions as identity
 from anteroom.identity import work_inputs
 from anteroom.identity.signal_rules import BUSY_NETWORK_PER_MINUTE, assess
-from anteroom.queue import room_config
-from anteroom.queue import room_engine as eng
-from anteroom.queue.room_engine import AddressLimited
-from anteroom.queue.storage_errors import StorageBusy, StorageError, StorageUnavailable
+from anteroom.queue.connection.storage_errors import StorageBusy, StorageError, StorageUnavailable
+from anteroom.queue.line import room_engine as eng
+from anteroom.queue.line.room_engine import AddressLimited
+from anteroom.queue.rooms import room_config
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.visit import bypass

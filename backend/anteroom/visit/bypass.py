@@ -42,7 +42,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from anteroom.queue import room_config as rooms
+from anteroom.queue.rooms import room_config as rooms
 from anteroom.sdk import bypass_rules
 
 __all__ = ["SCRYPT_PER_SEC", "matches"]

@@ -1,6 +1,6 @@
 """What a use case asks of the entrance that calls it (the request's facts and the web's parts).
 
-The adapter (web/visitor_api.py) builds both per request: ``Caller`` from the request, a
+The adapter (web/visitor/visitor_api.py) builds both per request: ``Caller`` from the request, a
 ``Door`` over the parts still kept in web/ (see the package docstring).
 """
 

@@ -14,24 +14,24 @@ from werkzeug.exceptions import NotFound
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from anteroom.config import Settings
-from anteroom.queue import outbound_fetch
-from anteroom.queue.breaker import Breaker
-from anteroom.queue.fail_open_checkin import FailOpenCheckIn
-from anteroom.queue.fail_open_ledger import FailOpenLedger
-from anteroom.queue.redis_link import connect, connect_links
-from anteroom.queue.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
-from anteroom.queue.room_engine import Engine
-from anteroom.queue.room_series import RoomSeries
-from anteroom.queue.room_ticker import RoomTicker
-from anteroom.queue.series_sampler import Sampler, SamplerThread
+from anteroom.queue.connection.breaker import Breaker
+from anteroom.queue.connection.redis_link import connect, connect_links
+from anteroom.queue.draw import outbound_fetch
+from anteroom.queue.line.fail_open_checkin import FailOpenCheckIn
+from anteroom.queue.line.fail_open_ledger import FailOpenLedger
+from anteroom.queue.line.room_engine import Engine
+from anteroom.queue.rooms.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
+from anteroom.queue.rooms.room_ticker import RoomTicker
+from anteroom.queue.series.room_series import RoomSeries
+from anteroom.queue.series.series_sampler import Sampler, SamplerThread
 from anteroom.resources import resource_dir
 from anteroom.sdk.tokens import Keyring
 from anteroom.service_container import Services
 from anteroom.store import layout_version
 from anteroom.store.audit_log import AuditLog
 from anteroom.store.keystore import KeyStore
-from anteroom.web import address_limits as limits
-from anteroom.web import http_errors as errors
+from anteroom.web.serving import http_errors as errors
+from anteroom.web.visitor import address_limits as limits
 
 MAX_BODY_BYTES = 16 * 1024
 SAMPLER_LOCK = "series-sampler.lock"  # held by the one worker of an instance that samples
@@ -75,11 +75,11 @@ def create_app(
         # Every worker must sign with the same secret; `anteroom serve` supplies a persisted one.
         raise ValueError("ANTEROOM_KEYS is required here (anteroom serve sets it)")
     # Innermost, so ProxyFix and the demo's edge (added next) wrap the hot path as they wrap Flask.
-    from anteroom.web import hot_path
+    from anteroom.web.visitor import hot_path
 
     hot_path.install(app)
     if settings.demo_enabled:
-        from anteroom.web.demo_shop import protect
+        from anteroom.web.pages.demo_shop import protect
 
         # Before ProxyFix wraps the app, so the edge sees the client's address, not the proxy's.
         protect(app, settings)
@@ -138,21 +138,17 @@ def create_app(
     # (Services.start_background), the series sampler included (no hook on the poll path).
     app.before_request(services.on_request)
 
-    from anteroom.web import api_docs as docs
-    from anteroom.web import (
-        console,
-        event_api,  # noqa: F401  (its views join the management API)
-        fairness,
-        front_door,
-        metrics,
-        request_log,
-    )
-    from anteroom.web import demo_shop as demo
-    from anteroom.web import health_probes as health
-    from anteroom.web import hosted_pages as pages
-    from anteroom.web import management_api as management
-    from anteroom.web import plain_page as plain
-    from anteroom.web import visitor_api as visitor
+    from anteroom.web.api import api_docs as docs
+    from anteroom.web.manage import console
+    from anteroom.web.manage import management_api as management
+    from anteroom.web.pages import demo_shop as demo
+    from anteroom.web.pages import fairness
+    from anteroom.web.pages import hosted_pages as pages
+    from anteroom.web.pages import plain_page as plain
+    from anteroom.web.serving import health_probes as health
+    from anteroom.web.serving import metrics, request_log
+    from anteroom.web.visitor import front_door
+    from anteroom.web.visitor import visitor_api as visitor
 
     request_log.init_app(app, settings.log_format)
     errors.init_app(app)

@@ -1,0 +1,398 @@
+"""Shapes of the management API (docs/management-api.md) for rooms: bodies and answers.
+
+The room configuration fields are typed from :data:`rooms.FIELDS`, where each is stated once:
+its bounds and pattern become the model's constraints (and so the document's), and its check
+runs after them, so what is refused, and its wording, are the room rules' own.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import ConfigDict, Field, create_model
+
+from anteroom.queue.rooms import room_config as rooms
+from anteroom.sdk import bypass_rules, tokens
+from anteroom.store import keystore
+from anteroom.web.api.api_models import Answer, Body, Wording, checked, schema_extra, token_text
+from anteroom.web.pages.fairness_models import Draw
+from anteroom.web.visitor.visitor_models import ROOM_STATUSES, VisitorText
+
+ROOM_ID = re.compile(r"^q[0-9a-f]{16}$")
+ACTIONS = ("open", "pause", "close", "reroll")
+MAX_OPENS_AT = 253_402_300_799_999  # the last millisecond of year 9999
+
+FIELD_DOCS = {
+    "slug": "Public name, unique per environment; fixed once the room is created.",
+    "name": "Shown on the hosted page (escaped).",
+    "ratePerMinute": "Admissions a minute (the drain).",
+    "capacity": "At most this many admitted visitors active at once; null: no bound.",
+    "admissionTtlSec": "Life of an admission token, and of its active slot unless refreshed.",
+    "holdScore": "Sessions scoring at or above it are held.",
+    "noScriptScore": "The score of a visitor who enters without JavaScript (the hosted page's "
+    "plain path, no proof of work); null: holdScore - 1, so they queue. Set it at or above "
+    "holdScore to hold them instead.",
+    "bindIp": "Admissions carry a keyed tag of the entering network.",
+    "publicFairness": "The opening's fairness report is public at /queue/{slug}/fairness and "
+    "its .json; false: both answer 404 (the management API always has it).",
+    "sessionRenewal": "true: an admission is renewed (through /api/v1/admission/refresh, by the "
+    "edge middleware every 15 s of activity) for another admissionTtlSec while its visitor stays "
+    "active. false: it ends at its expiry and the edge sends the visitor back to the line; its "
+    "token says so (claim nr), so the edge decides without calling the service, and a refresh "
+    "answers 403 NotRenewable. A change applies to admissions dealt from then on, and refreshes "
+    "are refused at once.",
+    "redirectUrl": "Where the hosted page sends admitted visitors: an absolute https URL "
+    "(http only for localhost, 127.0.0.1 and [::1]).",
+    "maxWaiting": "Longest line; beyond it entries get QueueFull.",
+    "abandonAfterSec": "A waiting spot is dropped once it has missed about three of its own "
+    "polls (its pollAfterMs), and never sooner than this after its last poll: by the drain when "
+    "it reaches it, and anywhere in the line by the room's sweep (a pass a minute); at most "
+    "min(abandonAfterSec / 2, 150 s) later, as last-seen is booked ahead.",
+    "pollBudgetPerSecond": "Polls a second the whole line may make beyond its front (the first "
+    "max(100, 10 s of admissions), which polls every 1-2 s): further back, pollAfterMs grows with "
+    "the expected wait up to 5 minutes, and is stretched beyond when the line is so long that "
+    "its polls would exceed this budget.",
+    "failMode": "What visitors get while Redis is unreachable: open admits, closed answers 503.",
+    "mode": "How the room queues: `fifo`, one line admitted at ratePerMinute; `passthrough`, "
+    "everyone admitted at once whatever the rate (still within capacity, still counted; a "
+    "switch admits those already waiting in their order at the next tick); `reject`, no new "
+    "entries (403 RoomClosed with the closedMessage) while those already waiting keep their "
+    "spots and are still admitted; `random`, each admission at ratePerMinute drawn at random "
+    "among the eligible waiting with the opening's secret seed (answers carry `odds`, the "
+    "chance of admission in the next minute, instead of a place). A switch never reorders "
+    "the line: back to fifo, it is in its order less those admitted.",
+    "notice": "News for the line, shown on every waiting page within one poll and announced to "
+    "screen readers: plain text (up to 500 characters), or such texts by page language "
+    '(`{"en": …, "de": …}`: a visitor gets theirs, else English, else the first); null: none.',
+    "closedMessage": 'Shown instead of the idle state when the room closes ("Sold out — thank '
+    'you for waiting"): plain text or texts by language, as `notice`; null: the default.',
+    "theme": "The hosted page's branding; null: none. `logoUrl`: an https image shown at "
+    "160 by 48 px with alt text (its origin is added to this room's CSP img-src, nothing else); "
+    "`accentColor`, `backgroundColor`: #rgb or #rrggbb, refused unless the accent reaches a "
+    "4.5:1 contrast on the background (defaults #2a5bd7 on #ffffff); `title`: shown instead of "
+    "`name` (1 to 200 characters). A PATCH replaces the whole theme: fields left out go back "
+    "to the defaults.",
+    "drawBeacon": "A public randomness beacon the draw of an opening scheduled from now on "
+    "takes (drand's HTTP API: `GET {url}/public/{round}`), or null: none. `url`: the beacon's "
+    "base URL: https, no credentials, a port of 1-65535, no host that is or resolves to a "
+    "private, loopback, link-local or otherwise internal address (checked again at each "
+    "fetch; plain http to this machine only with the operator's development setting); "
+    "fetched with one 5 s deadline, no redirect followed. `genesisTime` (epoch seconds) and "
+    "`period` "
+    "(seconds), as its /info gives them. Scheduling an opening names the first round emitted "
+    "at or after opensAt in the commitment; at opensAt the draw waits for that round's value "
+    "(nobody leaves the pre-queue meanwhile) and orders with it.",
+    "bypass": "Requests that pass without queueing, an ordered list of at most 50 rules: "
+    '`{"kind": "path-prefix", "value": "/static/"}` (the path or below it, matched on the '
+    "edge's one reading of a plain path), "
+    '`{"kind": "address-range", "value": "203.0.113.0/24"}` (the client address the edge '
+    "trusts, IPv4 or IPv6), "
+    '`{"kind": "header" | "cookie", "name": …, "secret": …}` (that header or cookie equal to '
+    "the secret, 16 to 256 printable ASCII characters). Secrets are stored hashed and never "
+    'shown again: an answer has `"secret": null` and a `secretId` that changes whenever the '
+    "secret is set. A PATCH replaces the whole list, so send the secrets again. The edge "
+    "middleware is given the same rules, secrets in clear, in its own configuration.",
+    "safetyNet": "Queue only when the site needs it; null: always the room's `mode`. While "
+    "`calm` the room admits everyone at once (passthrough, within capacity); it switches itself "
+    "to `queueing` (its own `mode`) as soon as its active sessions reach `activeSessions` or "
+    "its arrivals in the last minute reach `arrivalsPerMinute`, and back to `calm` once its line "
+    "(held spots too) has been empty and both measures below their thresholds for "
+    "`coolDownSec` (0 to 86,400). Nobody admitted loses the admission at a switch, nobody "
+    "waiting loses the place. Answers add `state` (`calm` or `queueing`) and `since` (room "
+    "clock ms of the last switch; null: never switched); a PATCH may send them back, they are "
+    "ignored. Each switch is in the audit log (keyId `safety-net`) and the series.",
+}
+_RULE_KINDS = {"kind": {"enum": ["path-prefix", "address-range"]}}
+_SECRET_KINDS = {"kind": {"enum": ["header", "cookie"]}}
+_RULE_NAME = {"type": "string", "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$"}
+_RULE_VALUE = {"type": "string", "minLength": 1, "maxLength": bypass_rules.MAX_VALUE_LENGTH}
+
+
+def _bypass_type(secret: dict[str, Any], secret_id: bool) -> Any:
+    """The bypass list: rules with a ``value``, or a ``name`` and a ``secret``."""
+    secret_rule = {"name": _RULE_NAME, "secret": secret}
+    if secret_id:
+        secret_rule["secretId"] = {"type": ["string", "null"]}
+    rules = [
+        {"properties": _RULE_KINDS | {"value": _RULE_VALUE}, "required": ["kind", "value"]},
+        {"properties": _SECRET_KINDS | secret_rule, "required": ["kind", *secret_rule]},
+    ]
+    items = {"oneOf": [r | {"type": "object", "additionalProperties": False} for r in rules]}
+    extra = {"maxItems": bypass_rules.MAX_RULES, "items": items}
+    return Annotated[list[Any], Field(json_schema_extra=extra)]
+
+
+# The bypass rules as written (secrets in clear) and as answered (no secret).
+BYPASS_IN = _bypass_type(
+    {
+        "type": "string",
+        "minLength": bypass_rules.MIN_SECRET_LENGTH,
+        "maxLength": bypass_rules.MAX_SECRET_LENGTH,
+    },
+    secret_id=False,
+)
+BYPASS_OUT = _bypass_type({"type": "null"}, secret_id=True)
+_NET_STATE = {
+    "state": {"enum": ["calm", "queueing"], "readOnly": True},
+    "since": {"type": ["integer", "null"], "readOnly": True},
+}
+
+
+def _safety_net_type(*, answer: bool) -> Any:
+    """The safety net: its thresholds (rooms.SAFETY_NET_LIMITS), and its state when answered."""
+    props: dict[str, Any] = {
+        name: {"type": "integer", "minimum": rule.lo, "maximum": rule.hi}
+        for name, rule in rooms.SAFETY_NET_LIMITS.items()
+    }
+    props |= _NET_STATE
+    required = [*rooms.SAFETY_NET_LIMITS, *(_NET_STATE if answer else ())]
+    extra = {"additionalProperties": False, "required": required, "properties": props}
+    return Annotated[dict[str, Any], Field(json_schema_extra=extra)] | None
+
+
+SAFETY_NET_OUT = _safety_net_type(answer=True)
+# The shape of each room rule that is not an integer range (a new field must be added here).
+FIELD_TYPES: dict[str, Any] = {
+    "slug": Annotated[str, Field(pattern=rooms.SLUG_PATTERN.pattern)],
+    "name": Annotated[str, Field(min_length=1, max_length=rooms.NAME_MAX_LENGTH, pattern=r"\S")],
+    "bindIp": bool,
+    "publicFairness": bool,
+    "sessionRenewal": bool,
+    "redirectUrl": Annotated[
+        str,
+        Field(
+            max_length=rooms.REDIRECT_URL_MAX_LENGTH,
+            pattern=rooms.REDIRECT_URL_PATTERN.pattern,
+            json_schema_extra={"format": "uri"},
+        ),
+    ],
+    "failMode": Literal[rooms.FAIL_MODES],  # type: ignore[valid-type]
+    "mode": Literal[rooms.MODES],  # type: ignore[valid-type]
+    "notice": VisitorText,
+    "closedMessage": VisitorText,
+    # Checked by rooms.theme_problem (which names the key at fault); the schema documents it.
+    "theme": Annotated[
+        dict[str, str],
+        Field(
+            min_length=1,
+            json_schema_extra={
+                "additionalProperties": False,
+                "properties": {
+                    "logoUrl": {"type": "string", "format": "uri", "pattern": "^https://"},
+                    "accentColor": {"type": "string", "pattern": rooms.COLOR_PATTERN.pattern},
+                    "backgroundColor": {"type": "string", "pattern": rooms.COLOR_PATTERN.pattern},
+                    "title": {"type": "string", "minLength": 1, "maxLength": rooms.NAME_MAX_LENGTH},
+                },
+            },
+        ),
+    ]
+    | None,
+    "bypass": BYPASS_IN,
+    # Checked by rooms.safety_net_problems (which _RoomBody.cross_check names part by part).
+    "safetyNet": _safety_net_type(answer=False),
+    # Checked by rooms.draw_beacon_problems (which _RoomBody.cross_check names part by part);
+    # the schema documents its shape, queue/draw/outbound_fetch.py what its URL may reach.
+    "drawBeacon": Annotated[
+        dict[str, Any],
+        Field(
+            json_schema_extra={
+                "additionalProperties": False,
+                "required": ["url", "genesisTime", "period"],
+                "properties": {
+                    "url": {"type": "string", "format": "uri"},
+                    "genesisTime": {"type": "integer", "minimum": 0},
+                    "period": {"type": "integer", "minimum": 1, "maximum": 3_600},
+                },
+            },
+        ),
+    ]
+    | None,
+}
+# Fields answered in another shape than they are written.
+ANSWER_TYPES: dict[str, Any] = {"bypass": BYPASS_OUT, "safetyNet": SAFETY_NET_OUT}
+
+
+def field_type(field: rooms.Field) -> Any:
+    """The type of one configuration field, with its constraints, read from its rule."""
+    rule = field.check
+    if isinstance(rule, rooms.IntRange):
+        number = Annotated[int, Field(ge=rule.lo, le=rule.hi)]
+        return number | None if rule.nullable else number
+    return FIELD_TYPES[field.api]
+
+
+def _room_fields(*, create: bool, answer: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in rooms.FIELDS:
+        if f.api == "slug" and not (create or answer):
+            continue  # fixed once the room is created: refused by RoomPatch.cross_check
+        kind = (
+            ANSWER_TYPES.get(f.api, field_type(f))
+            if answer
+            else Annotated[field_type(f), checked(f.check)]
+        )
+        if answer or (create and f.required):
+            default: Any = ...
+        else:
+            default = f.default if create else None  # PATCH: None only stands for "not sent"
+        out[f.api] = (kind, Field(default, description=FIELD_DOCS[f.api]))
+    return out
+
+
+class _RoomBody(Body):
+    messages: ClassVar[dict[str, Wording]] = {f.api: f.check for f in rooms.FIELDS}
+
+    @classmethod
+    def cross_check(cls, data: dict[str, Any], problems: dict[str, str]) -> None:
+        if "safetyNet" in problems and "safetyNet" in data:  # named part by part
+            del problems["safetyNet"]
+            problems.update(rooms.safety_net_problems(data["safetyNet"]))
+        if "drawBeacon" in problems and "drawBeacon" in data:  # named part by part, too
+            parts = rooms.draw_beacon_problems(data["drawBeacon"])
+            if parts:
+                del problems["drawBeacon"]
+                problems.update(parts)
+
+
+RoomCreate = create_model(
+    "RoomCreate", __base__=_RoomBody, **_room_fields(create=True, answer=False)
+)
+
+
+def _opens_at(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "must be an integer (epoch milliseconds)"
+    return "must be a positive epoch time in milliseconds"
+
+
+class _PatchRules(_RoomBody):
+    messages: ClassVar[dict[str, Wording]] = _RoomBody.messages | {
+        "action": 'must be "open", "pause", "close" or "reroll"',
+        "opensAt": _opens_at,
+    }
+    model_config = ConfigDict(
+        json_schema_extra=schema_extra(
+            minProperties=1,
+            dependentSchemas={
+                "opensAt": {"required": ["action"], "properties": {"action": {"const": "open"}}}
+            },
+        )
+    )
+
+    @classmethod
+    def cross_check(cls, data: dict[str, Any], problems: dict[str, str]) -> None:
+        super().cross_check(data, problems)
+        if "slug" in data:
+            problems["slug"] = "is fixed once the room is created"
+        action = data.get("action")
+        if data.get("opensAt") is not None and "opensAt" not in problems and action != "open":
+            problems["opensAt"] = 'is only taken with "action": "open"'
+        if not problems and action is None and not set(data) - {"action", "opensAt"}:
+            problems["body"] = "names no configuration field and no action"
+
+
+RoomPatch = create_model(
+    "RoomPatch",
+    __base__=_PatchRules,
+    **_room_fields(create=False, answer=False),
+    action=(
+        Literal[ACTIONS] | None,  # type: ignore[valid-type]
+        Field(
+            None,
+            description="open (resume a paused room), pause (only from open), close, reroll (a "
+            "new seed and commitment for a draw not yet made; the old one is listed withdrawn).",
+        ),
+    ),
+    opensAt=(
+        int | None,
+        Field(
+            None,
+            ge=1,
+            le=MAX_OPENS_AT,
+            description='Epoch ms, only with "action": "open" on an idle room; a past one is '
+            "taken as given.",
+        ),
+    ),
+)
+Room = create_model(
+    "Room",
+    __base__=Answer,
+    id=(str, Field(pattern=ROOM_ID.pattern)),
+    environment=(str, Field(pattern=keystore.ENV_PATTERN.pattern)),
+    **_room_fields(create=False, answer=True),
+    status=(Literal[ROOM_STATUSES], ...),  # type: ignore[valid-type]
+    opensAt=(int | None, Field(description="Epoch ms; null: not set.")),
+    draw=(
+        Draw | None,
+        Field(
+            None,
+            description="The opening's draw when it has a pre-queue (opened at a future "
+            "opensAt): its commitment at once, its seed, root and count once drawn.",
+        ),
+    ),
+)
+
+
+class Stats(Answer):
+    waiting: int = Field(ge=0)
+    held: int = Field(ge=0)
+    active: int = Field(ge=0)
+    admittedLastMinute: int = Field(ge=0)
+    dealtTotal: int = Field(ge=0)
+    opensAt: int | None
+
+
+class LineEntry(Answer):
+    ticket: int = Field(ge=1)
+    position: int = Field(ge=1)
+    visitor: str
+    score: int = Field(ge=0, le=100)
+
+
+class RoomDetail(Room):  # type: ignore[valid-type, misc]
+    stats: Stats
+    line: list[LineEntry] = Field(
+        default_factory=list,
+        max_length=200,
+        description="While open only: the first 200 waiting spots, in drain order.",
+    )
+
+
+MAX_INVITES = 1_000  # per call
+MAX_INVITE_USES = 1_000_000
+
+
+class InviteCreate(Body):
+    """``POST /queues/{id}/invites``: how many invites, until when, for how many, which lane."""
+
+    count: int = Field(ge=1, le=MAX_INVITES, description="Invites to sign (each its own id).")
+    expiresAt: int = Field(
+        ge=1, le=MAX_OPENS_AT, description="Epoch ms, on the room's clock; in the future."
+    )
+    uses: int = Field(
+        ge=1, le=MAX_INVITE_USES, description="Visitor identities each invite lets in, in all."
+    )
+    lane: Literal[tokens.INVITE_LANES] = Field(  # type: ignore[valid-type]
+        description="skip: admitted at once, within capacity (waits at the head of the line "
+        "while it is full); priority: ahead of the public line, in invite order."
+    )
+    messages: ClassVar[dict[str, Wording]] = {
+        "count": f"must be an integer from 1 to {MAX_INVITES}",
+        "expiresAt": "must be an epoch time in milliseconds, in the future",
+        "uses": f"must be an integer from 1 to {MAX_INVITE_USES}",
+        "lane": 'must be "skip" or "priority"',
+    }
+
+
+class InviteList(Answer):
+    invites: list[token_text(tokens.INVITE)] = Field(  # type: ignore[valid-type]
+        min_length=1,
+        max_length=MAX_INVITES,
+        description="Signed iv1 invites of the room, for links: /queue/<slug>?invite=….",
+    )
+
+
+class RoomList(Answer):
+    environment: str
+    queues: list[Room]  # type: ignore[valid-type]

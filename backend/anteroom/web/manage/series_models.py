@@ -1,0 +1,186 @@
+"""Shapes of ``GET /queues/{id}/series``: its query, the range rules, and its answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BeforeValidator, ConfigDict, Field
+
+from anteroom.queue.series import room_series as rs
+from anteroom.web.api.api_models import Answer, Body, Wording, problem
+from anteroom.web.serving import http_errors as errors
+
+MAX_POINTS = 1440
+DEFAULT_SPAN_MS = 3_600_000
+EPOCH_MS_DIGITS = 15
+
+
+def _epoch_ms(value: Any) -> Any:
+    """Query text to epoch ms: ASCII digits only."""
+    digits = isinstance(value, str) and value.isascii() and value.isdigit()
+    if digits and len(value) <= EPOCH_MS_DIGITS:
+        return int(value)
+    raise problem("must be a time in epoch milliseconds (digits only)")
+
+
+def _step_ms(value: Any) -> Any:
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 10:
+        number = int(value)
+        if number >= rs.FINE_MS and number % rs.FINE_MS == 0:
+            return number
+    raise problem(f"must be a multiple of {rs.FINE_MS} ms (10 s)")
+
+
+def _integer(minimum: int, multiple_of: int | None = None) -> Any:
+    """A parameter's schema as a query string carries it (absent: the default described)."""
+
+    def edit(schema: dict[str, Any]) -> None:
+        described = schema.get("description", "")
+        schema.clear()
+        schema.update(type="integer", minimum=minimum, description=described)
+        if multiple_of:
+            schema["multipleOf"] = multiple_of
+
+    return edit
+
+
+class SeriesQuery(Body):
+    """The query of ``GET /queues/{id}/series`` (texts, as a query string has them)."""
+
+    from_: Annotated[int | None, BeforeValidator(_epoch_ms)] = Field(
+        None,
+        alias="from",
+        description="Epoch ms (default: an hour before `to`).",
+        json_schema_extra=_integer(0),
+    )
+    to: Annotated[int | None, BeforeValidator(_epoch_ms)] = Field(
+        None,
+        description="Epoch ms, exclusive (default: now, by the room's clock).",
+        json_schema_extra=_integer(0),
+    )
+    step: Annotated[int | None, BeforeValidator(_step_ms)] = Field(
+        None,
+        description="Ms per point, a multiple of 10000 (60000 for ranges older than 24 h); "
+        f"default: the smallest giving at most {MAX_POINTS} points.",
+        json_schema_extra=_integer(rs.FINE_MS, rs.FINE_MS),
+    )
+    messages: ClassVar[dict[str, Wording]] = {}
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+@dataclass(frozen=True)
+class SeriesRange:
+    """A checked range: which stored series answers it, and in what steps."""
+
+    from_ms: int
+    to_ms: int
+    step_ms: int
+    coarse: bool
+
+
+def resolve(query: SeriesQuery, now_ms: int) -> SeriesRange:
+    """Defaults filled in and the range checked against what is kept; else a 400 naming why."""
+    to = query.to if query.to is not None else now_ms + 1
+    start = query.from_ if query.from_ is not None else to - DEFAULT_SPAN_MS
+    if start >= to:
+        raise errors.BadRequest(
+            "The range is empty.", fields={"from": "must be before to"}
+        )  # fmt: skip
+    if to - start > rs.COARSE_KEEP_MS:
+        raise errors.BadRequest(
+            "The range is too long.", fields={"from": "must be at most 14 days before to"}
+        )
+    coarse = start < now_ms - rs.FINE_KEEP_MS
+    resolution = rs.COARSE_MS if coarse else rs.FINE_MS
+    step = query.step
+    if step is None:
+        wanted = -(-(to - start) // MAX_POINTS)
+        step = max(resolution, -(-wanted // resolution) * resolution)
+    elif step % resolution:
+        why = "must be a multiple of 60000 ms (1 min) for a range older than 24 h"
+        raise errors.BadRequest("The step is finer than what is kept.", fields={"step": why})
+    if -(-(to - start) // step) > MAX_POINTS:
+        why = f"gives more than {MAX_POINTS} points for this range; take a larger one"
+        raise errors.BadRequest("Too many points.", fields={"step": why})
+    return SeriesRange(start, to, step, coarse)
+
+
+Ints = list[int | None]
+Floats = list[float | None]
+
+
+class SeriesMark(Answer):
+    """A moment the charts mark: a scheduled event's start or end (room_events)."""
+
+    at: int = Field(description="Epoch ms (room clock).")
+    kind: Literal["eventStarts", "eventEnds"]
+    event: str = Field(description="The event's id.")
+
+
+class Series(Answer):
+    """Column-wise (ready for a chart): the n-th value of each list belongs to ``times[n]``."""
+
+    id: str
+    from_: int = Field(alias="from", description="Epoch ms, as resolved.")
+    to: int = Field(description="Epoch ms, exclusive.")
+    step: int = Field(description="Ms per point.")
+    resolution: int = Field(description="Ms between stored samples: 10000 or 60000.")
+    now: int = Field(description="The room's clock when read.")
+    times: list[int] = Field(description="Start of each point's window (epoch ms).")
+    status: Ints = Field(description="0 idle, 1 open, 2 paused; null: no sample.")
+    waiting: Ints
+    held: Ints
+    active: Ints
+    rate: Ints = Field(description="Configured ratePerMinute.")
+    capacity: Ints
+    admitted: Ints = Field(description="Admissions dealt in the window.")
+    entries: Ints
+    refusedFull: Ints = Field(description="QueueFull refusals in the window.")
+    refusedDenied: Ints = Field(description="QueueDenied refusals in the window.")
+    refusedBusy: Ints = Field(description="Busy refusals in the window.")
+    leaves: Ints
+    abandoned: Ints = Field(description="Spots dropped as abandoned (swept) in the window.")
+    waitP50: Floats = Field(description="Seconds from ticket to admission, of those admitted.")
+    waitP90: Floats
+    waitP99: Floats
+    waitBuckets: list[str] = Field(description="Upper bounds (s) of the wait histogram.")
+    waits: list[list[int] | None] = Field(description="Admitted per wait bucket, per window.")
+    marks: list[SeriesMark] = Field(
+        default_factory=list,
+        description="Scheduled events' starts and ends within [from, to), in time order.",
+    )
+    safetyNet: list[Literal["calm", "queueing"] | None] = Field(
+        description="The safety net's state at the window's last sample; null: no safety net "
+        "(or no sample). A change from one window to the next is a switch."
+    )
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def marks_of(events: list[dict[str, Any]], rng: SeriesRange) -> list[dict[str, Any]]:
+    """The events' boundaries within ``rng``, in time order."""
+    out = [
+        {"at": event[edge], "kind": kind, "event": event["id"]}
+        for event in events
+        for edge, kind in (("startsAt", "eventStarts"), ("endsAt", "eventEnds"))
+        if rng.from_ms <= event[edge] < rng.to_ms
+    ]
+    return sorted(out, key=lambda m: (m["at"], m["kind"] == "eventStarts"))
+
+
+def answer(
+    room_id: str,
+    window: rs.SeriesWindow,
+    rng: SeriesRange,
+    now_ms: int,
+    events: list[dict[str, Any]] | None = None,
+) -> Series:
+    """The room's :class:`Series` over ``rng``, its scheduled events' boundaries marked."""
+    out: dict[str, Any] = {"id": room_id, "from": rng.from_ms, "to": rng.to_ms}
+    out |= {"step": rng.step_ms, "resolution": rs.COARSE_MS if rng.coarse else rs.FINE_MS}
+    out |= {"now": now_ms, "times": window.times, "status": window.status}
+    out |= window.gauges | window.counters | window.quantiles
+    out |= {"waitBuckets": list(rs.WAIT_BUCKETS), "waits": window.waits}
+    out["marks"] = marks_of(events or [], rng)
+    out["safetyNet"] = window.safety_net
+    return Series.model_validate(out)

@@ -1,0 +1,1 @@
+"""How the app serves: health probes, metrics, the request log, HTTP errors and JSON bodies."""

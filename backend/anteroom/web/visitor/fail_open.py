@@ -1,0 +1,77 @@
+"""Fail-open: admitting during a Redis outage in a room whose ``failMode`` is ``open``.
+
+Only from what is known without Redis (the room directory's rooms and revocations, what a
+token proves), as strictly as a normal admission; each new one is recorded so that its spot
+is booked once Redis is back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+from anteroom.queue.line.fail_open_ledger import FailOpenAdmission
+from anteroom.sdk import tokens
+from anteroom.service_container import Services
+from anteroom.web.serving import http_errors as errors
+from anteroom.web.visitor.queue_answers import Binding, admission_token, answer_body
+
+
+def usable_offline(room: dict[str, Any] | None) -> dict[str, Any]:
+    """``room`` when it admits during an outage (open, ``failMode: open``), else Unavailable.
+
+    Nobody is admitted in doubt anywhere else: an unknown, closed, paused or idle room answers
+    Unavailable, and no spot is touched, so everyone keeps their place for when Redis returns.
+    """
+    if room is None or room.get("failMode") != "open" or room.get("status") != "open":
+        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
+    return room
+
+
+def fail_open(
+    services: Services, room: dict[str, Any], binding: Binding
+) -> tuple[dict[str, Any], int | None]:
+    """Redis is unreachable and ``room`` fails open: admit (marked ``fo``), as strictly as ever.
+
+    The admission carries the session binding and, in a bindIp room, the network tag; a session
+    at or above the room's ``holdScore`` waits (Unavailable) and a revocation this instance has
+    read (see :class:`~anteroom.queue.rooms.room_directory.RoomDirectory`) is refused as it would be
+    normally.
+    """
+    room = usable_offline(room)
+    if not binding.session_jti:
+        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
+    if binding.score is not None and binding.score >= int(room["holdScore"]):
+        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
+    if services.directory.is_revoked(room["id"], binding.session_jti, binding.vid):
+        raise errors.SessionRevoked()
+    now = int(time.time())
+    jti = tokens.new_id()
+    known = binding.generation
+    generation = int(known if known is not None else room.get("generation", 0))
+    if binding.ticket is not None:
+        # The jti Redis gives this spot's admission: once booked, it refreshes like any other.
+        jti = spot_admission_jti(room["id"], generation, binding.ticket)
+    claims: dict[str, Any] = {"qj": binding.session_jti, "jti": jti, "fo": True}
+    claims |= {"iat": now, "exp": now + int(room["admissionTtlSec"])}
+    if binding.network_tag:
+        claims["qi"] = binding.network_tag
+    token = admission_token(services, room, binding.vid, claims)
+    if binding.score is not None:  # a new admission (a refresh's is booked already)
+        # Booked once Redis is back, so its spot is not dealt again: no ghost admission.
+        admission = FailOpenAdmission(binding.vid, binding.ticket, generation, claims["exp"])
+        services.fail_open.record(room["id"], admission)
+    body = answer_body(
+        room,
+        "admitted",
+        room_status=room.get("status", "open"),
+        opens_at=room.get("opensAt"),
+        token=token,
+    )
+    return body | {"failOpen": True}, None
+
+
+def spot_admission_jti(room_id: str, generation: int, ticket: int) -> str:
+    """The jti of a spot's admission: lua/_answer.lua's ``admission_jti``, the same rule."""
+    return hashlib.sha1(f"{room_id}:{generation}:{ticket}".encode()).hexdigest()[:16]

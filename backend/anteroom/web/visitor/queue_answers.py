@@ -1,0 +1,227 @@
+"""Queue answers: the JSON a visitor gets, the tokens it carries, what an outage admission
+is bound to, and engine refusals as API errors."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, fields
+from typing import Any
+
+from anteroom.queue.connection.storage_errors import StorageBusy
+from anteroom.queue.line import room_engine as eng
+from anteroom.queue.line.room_engine import QueueAnswer
+from anteroom.queue.rooms.room_config import queue_token_life
+from anteroom.sdk import tokens
+from anteroom.service_container import Services
+from anteroom.web.serving import http_errors as errors
+
+
+def engine_call(services: Services, fn: Any, room_id: str | None = None) -> Any:
+    """Run an engine call (on ``room_id``'s shard) through the breaker, mapping engine refusals
+    to API errors."""
+    key = services.keys.room(room_id) if room_id is not None else None
+    try:
+        return services.breaker.call(fn, key)
+    except (eng.EngineError, StorageBusy) as exc:
+        raise errors.from_domain(exc) from None
+
+
+def admission_token(
+    services: Services, room: dict[str, Any], vid: str, claims: dict[str, Any]
+) -> str:
+    """Sign an admission for ``vid`` in ``room`` with the given extra claims; a room with
+    ``sessionRenewal: false`` marks it not renewable."""
+    base = {"q": room["slug"], "qr": room["id"], "vid": vid, "env": room["environment"]}
+    if not room.get("sessionRenewal", True):
+        base[tokens.NOT_RENEWABLE] = 1
+    return tokens.sign(services.keyring, tokens.ADMISSION, base | claims)
+
+
+def check_renewable(room: dict[str, Any]) -> None:
+    """Raise NotRenewable once ``room``'s ``sessionRenewal`` is off: its admissions dealt
+    before then (not marked :data:`tokens.NOT_RENEWABLE`) end at their expiry too. Those marked
+    are refused from their claim alone, before this."""
+    if not room.get("sessionRenewal", True):
+        raise errors.NotRenewable()
+
+
+def queue_token(
+    room: dict[str, Any],
+    services: Services,
+    vid: str,
+    answer: QueueAnswer,
+    polled: tuple[str, tokens.TicketClaims] | None = None,
+) -> str:
+    """The signed ticket a visitor polls with (the ticket number alone authorizes nothing).
+
+    Besides naming the spot it carries what an outage admission needs, as Redis last saw the
+    spot: the session binding (``qj``), the network tag (``qi``, bindIp rooms) and the score.
+    ``polled`` is the ticket the answer is for and its claims: when the new ticket would say
+    the same and the old one has at least half its life left, it is answered again as it came.
+    Most far polls change nothing the ticket says (their last-seen booking lasts many polls),
+    and signing was the largest part of such a poll after the token's check.
+    """
+    now = int(time.time())
+    life = queue_token_life(room)
+    # The far poll's order key and kept-until (far_poll.py) go together or not at all.
+    far = answer.order_key is not None and answer.kept_until_ms is not None
+    values = {
+        "room_id": room["id"],
+        "visitor_id": vid,
+        "ticket": answer.ticket,
+        "generation": answer.generation,
+        "environment": room["environment"],
+        "session_id": answer.session_jti,
+        "score": answer.score,
+        "network_tag": answer.network_tag or None,
+        # near the head (or held): its next poll goes straight to the full poll
+        "near_head": answer.position is None or answer.position <= eng.NEAR_HEAD,
+        "order_key": answer.order_key if far else None,
+        "kept_until": answer.kept_until_ms if far else None,
+    }
+    if polled is not None and _says_the_same(polled[1], values, now + life // 2):
+        return polled[0]
+    claims = tokens.TicketClaims(**values, issued_at=now, expires_at=now + life)
+    return tokens.sign(services.keyring, tokens.TICKET, claims.to_wire())
+
+
+# Every claim of a ticket but its times, with its default: what a ticket reused must say.
+_SAID = {f.name: f.default for f in fields(tokens.TicketClaims)}
+del _SAID["issued_at"], _SAID["expires_at"]
+
+
+def _says_the_same(old: tokens.TicketClaims, values: dict[str, Any], lasts_until: int) -> bool:
+    """Whether a ticket says what ``values`` (claims by name) say, and lasts until then.
+
+    Compared by name rather than through a new TicketClaims: most far polls reuse their ticket,
+    and building the claims cost more than comparing them.
+    """
+    exp = old.expires_at
+    if type(exp) is not int or exp < lasts_until or old.issued_at is None:
+        return False
+    return all(getattr(old, name) == values.get(name, d) for name, d in _SAID.items())
+
+
+def render(
+    services: Services,
+    room: dict[str, Any],
+    vid: str,
+    answer: QueueAnswer,
+    polled: tuple[str, tokens.TicketClaims] | None = None,
+) -> tuple[dict[str, Any], int | None]:
+    """A queue answer as JSON, and the Retry-After it asks for (None when not waiting);
+    ``polled``: the ticket polled and its claims (see ``queue_token``)."""
+    body = answer_body(
+        room,
+        answer.status,
+        room_status=answer.room_status,
+        opens_at=answer.opens_at_ms,
+        ticket=answer.ticket,
+        position=answer.position,
+        eta_seconds=answer.eta_seconds,
+        poll_after_ms=answer.poll_after_ms or None,
+        generation=answer.generation,
+        odds=answer.odds,
+    )
+    if answer.status == "idle":
+        return body, None
+    body["queueToken"] = queue_token(room, services, vid, answer, polled)
+    receipt = services.receipts.receipt(room, vid, answer.order_key)
+    if receipt is not None:
+        body["receipt"] = receipt
+    if answer.admission is not None:
+        a = answer.admission
+        claims: dict[str, Any] = {"qj": a.session_jti, "jti": a.jti}
+        claims |= {"iat": a.issued_ms // 1000, "exp": a.expires_ms // 1000}
+        if a.network_tag:
+            claims["qi"] = a.network_tag
+        body["token"] = admission_token(services, room, vid, claims)
+        return body, None
+    return body, max(1, math.ceil(answer.poll_after_ms / 1000))
+
+
+def answer_body(
+    room: dict[str, Any],
+    status: str,
+    *,
+    room_status: str,
+    opens_at: int | None,
+    ticket: int | None = None,
+    position: int | None = None,
+    eta_seconds: int | None = None,
+    poll_after_ms: int | None = None,
+    token: str | None = None,
+    generation: int | None = None,
+    odds: float | None = None,
+) -> dict[str, Any]:
+    """The one builder of a queue answer, in the shape ``visitor_models.QueueAnswer`` documents.
+
+    A plain dict (no model validation on the poll path); ``queueToken`` is set by the caller
+    once it knows there is a spot to poll.
+    """
+    return {
+        "status": status,
+        "room": room["slug"],
+        "roomName": room["name"],
+        "redirectUrl": room["redirectUrl"],
+        "ticket": ticket,
+        "position": position,
+        "etaSeconds": eta_seconds,
+        # a random room's waiting spot: in the draw, its chance in the next minute, no place
+        "odds": odds,
+        "opensAt": opens_at,
+        "pollAfterMs": poll_after_ms,
+        "queueToken": None,
+        "token": token,
+        "roomStatus": room_status,
+        # The operator's texts for the line ride on every answer, so a change reaches every
+        # open page at its next poll (rooms are read from the room directory, a round at most old:
+        # RoomDirectory.current).
+        "notice": room.get("notice"),
+        # Only once the room has closed (each close starts a new generation): a room never
+        # opened is idle too, and has not sold out. The answer's generation is Redis's own,
+        # fresher than this process's cached room just after a close.
+        "closedMessage": room.get("closedMessage")
+        if max(int(room.get("generation", 1)), generation or 0) > 1
+        else None,
+    }
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What an outage admission is bound to, known without Redis.
+
+    ``score`` is None where the caller holds an admission already earned (a refresh, which a
+    normal refresh does not re-check against ``holdScore`` either).
+    """
+
+    session_jti: str
+    vid: str
+    score: int | None
+    network_tag: str
+    ticket: int | None = None  # the spot's, when a queue token named it
+    generation: int | None = None  # of that spot
+
+
+def ticket_binding(room: dict[str, Any], claims: tokens.TicketClaims, network_tag: str) -> Binding:
+    """The binding a queue token proves offline, or Unavailable / TicketGone when it proves none.
+
+    Only tokens that expire and carry the session binding and score count (older ones would be
+    replayable for ever). A ticket of an older generation than the room's is gone for sure.
+    """
+    if claims.expires_at is None or claims.session_id is None or claims.score is None:
+        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
+    generation = int(claims.generation)
+    if generation < int(room.get("generation", 0)):
+        raise errors.TicketGone()
+    # The network the spot entered from, like a normal admission; the poller's when unknown.
+    tag = str(claims.network_tag or network_tag)
+    return Binding(
+        str(claims.session_id),
+        str(claims.visitor_id),
+        int(claims.score),
+        tag,
+        int(claims.ticket),
+        generation,
+    )
