@@ -203,6 +203,30 @@ class LiveServer(ServerProcess):
         return pinned
 
 
+    def request_through_every_worker(
+        self, method: str, path: str, body: str, headers: dict[str, str]
+    ) -> dict[int, tuple[int, bytes]]:
+        """The same request answered once by each worker: ``{worker pid: (status, body)}``.
+
+        Each connection is used as soon as it is pinned: a connection left without a request
+        is closed by the worker after its keep-alive time (2 s), which a loaded machine may
+        spend while the others are pinned.
+        """
+        answered: dict[int, tuple[int, bytes]] = {}
+        for _ in range(200):
+            if len(answered) == len(self.workers()):
+                break
+            conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+            conn.connect()
+            worker = self.worker_holding(conn.sock)  # type: ignore[arg-type]
+            if worker is not None and worker not in answered:
+                conn.request(method, path, body, headers)
+                reply = conn.getresponse()
+                answered[worker] = (reply.status, reply.read())
+            conn.close()
+        return answered
+
+
 def _socket_inodes(port: int) -> dict[int, str]:
     """Server-side sockets of ``port`` on loopback: client port -> socket inode (Linux /proc)."""
     out = {}

@@ -252,10 +252,10 @@ def test_an_outage_spends_no_proof_and_a_session_is_admitted_fail_open(
     # would have done, so whichever worker takes its poll in the outage knows the room.
     poll = json.dumps({"apiKey": site.api_key, "ticket": returning.ticket})
     for server in live:
-        for conn in server.connection_per_worker().values():
-            conn.request("POST", "/api/v1/queue/poll", poll, {"Content-Type": "application/json"})
-            assert conn.getresponse().read()
-            conn.close()
+        answers = server.request_through_every_worker(
+            "POST", "/api/v1/queue/poll", poll, {"Content-Type": "application/json"}
+        )
+        assert len(answers) == 2 and {status for status, _ in answers.values()} == {200}, answers
     own_redis.stop()
     # A proof cannot be spent once without Redis: no session, no outage admission from it.
     for _ in range(2):  # both instances
