@@ -206,7 +206,8 @@ function errorText(code, tr) {
 
 /**
  * An operator's text for the line (a room's `notice` or `closedMessage`) in the page's
- * language: plain text as is; texts by language: the page's, else English, else the first.
+ * language: plain text as is; texts by language: the page's, else the one for every other
+ * language (`*`), else English, else the first.
  * @param {unknown} value
  * @param {string} lang
  * @returns {string | null}
@@ -226,9 +227,11 @@ export function localTextWithLanguage(value, lang) {
   if (typeof value === "string") return value ? { text: value, lang: null } : null;
   if (!value || typeof value !== "object") return null;
   const texts = /** @type {Record<string, unknown>} */ (value);
-  const code = lang in texts ? lang : "en" in texts ? "en" : Object.keys(texts)[0];
+  // The page's language, else the text for every other language ("*", its language unknown),
+  // else English, else the first.
+  const code = lang in texts ? lang : "*" in texts ? "*" : "en" in texts ? "en" : Object.keys(texts)[0];
   const chosen = texts[code];
-  return typeof chosen === "string" && chosen ? { text: chosen, lang: code } : null;
+  return typeof chosen === "string" && chosen ? { text: chosen, lang: code === "*" ? null : code } : null;
 }
 
 /**

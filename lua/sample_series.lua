@@ -7,6 +7,9 @@
 -- into s10 (trimmed to FINE_KEEP) and, when it is the minute's first, into s60 (COARSE_KEEP);
 -- each is given a TTL, so a deleted room's series vanish by themselves.
 -- Not a room operation (lua_scripts.STANDALONE): it builds its keys from the room's base.
+-- The rate and capacity sampled are those in force (a running event's, _in_force.lua), as the
+-- drain deals them, not the room's own.
+-- needs: _base, _event_state, _in_force
 -- KEYS[1]: the room's key base (KeySpace.room_base; the scripts add room, line, active, bks,
 --   b:<score>, waits, s10, s60).
 -- ARGV: fine step, coarse step, fine keep, coarse keep (ms), then the counter fields of the
@@ -21,7 +24,7 @@ local counters, buckets, i = {}, {}, 5
 while ARGV[i] ~= '|' do counters[#counters + 1] = ARGV[i]; i = i + 1 end
 for j = i + 1, #ARGV do buckets[#buckets + 1] = ARGV[j] end
 local head = redis.call('HMGET', ROOM, @{status, clockOffset, pinnedClock, ratePerMinute, capacity,
-  safetyNet, safetyNetState})
+  safetyNet, safetyNetState, mode, eventState})
 if not head[@status] then return {-1} end
 local clk, fix = tonumber(head[@clockOffset]) or 0, tonumber(head[@pinnedClock]) or 0
 local now
@@ -38,11 +41,14 @@ local held = 0
 for _, b in ipairs(redis.call('SMEMBERS', BASE .. 'bks')) do
   held = held + redis.call('ZCARD', BASE .. 'b:' .. b)
 end
-local function fmt(n) return string.format('%.0f', n) end
+local room = {safety_net = head[@safetyNet] or '', net_state = head[@safetyNetState] or ''}
+lay_over(room, {mode = head[@mode] or 'fifo', rate = tonumber(head[@ratePerMinute]) or 0,
+  capacity = tonumber(head[@capacity]) or 0, admission_ttl = 0},
+  head[@eventState] and parse_event_state(head[@eventState]))
 local codes = {idle = 0, open = 1, paused = 2}
 local row = {fmt(slot), codes[head[@status]] or 0, redis.call('ZCARD', BASE .. 'line'), held,
-  redis.call('ZCOUNT', BASE .. 'active', '(' .. fmt(now), '+inf'), head[@ratePerMinute] or 0,
-  head[@capacity] or 0}
+  redis.call('ZCOUNT', BASE .. 'active', '(' .. fmt(now), '+inf'), fmt(room.rate),
+  fmt(room.capacity)}
 local values = redis.call('HMGET', ROOM, unpack(counters))
 for k = 1, #counters do row[#row + 1] = values[k] or 0 end
 local waits = redis.call('HMGET', BASE .. 'waits', unpack(buckets))

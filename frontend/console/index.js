@@ -31,6 +31,17 @@ function el(tag, attrs = {}, children = []) {
 }
 
 /** @param {string} id @returns {HTMLElement} */
+/** "French (fr)": a page language by its name, in English, with its code. */
+function languageName(/** @type {string} */ code) {
+  let name = code;
+  try {
+    name = new Intl.DisplayNames(["en"], { type: "language" }).of(code) || code;
+  } catch {
+    // an engine without Intl.DisplayNames shows the code alone
+  }
+  return name === code ? code : `${name} (${code})`;
+}
+
 function byId(id) {
   return /** @type {HTMLElement} */ (document.getElementById(id));
 }
@@ -88,6 +99,8 @@ class RoomPage {
     /** @type {Record<string, HTMLInputElement>} */
     this.inputs = {};
     this.roomNow = 0;
+    /** How far the room's clock runs ahead of real time (0 unless moved for a rehearsal). */
+    this.clockAheadMs = 0;
     /** @type {(() => void)[]} fill the text and theme forms from the room, unless being edited */
     this.fillers = [];
     byId("range").addEventListener("change", () => {
@@ -115,7 +128,7 @@ class RoomPage {
     }
     this.room = detail.body;
     this.showFigures(detail.body);
-    this.showLine(detail.body.line || []);
+    this.showLine(detail.body.line || [], detail.body.status);
     if (series.status === 200) {
       this.roomNow = series.body.now; // the room's clock, which the next range is read against
       this.charts.update(series.body);
@@ -127,9 +140,10 @@ class RoomPage {
 
   /**
    * The room's events on a timeline (a bar per event, now marked) and as a list.
-   * @param {{now: number, activeEvent: string | null, events: import("./schedule.js").RoomEvent[]}} list
+   * @param {{now: number, clockAheadMs: number, activeEvent: string | null, events: import("./schedule.js").RoomEvent[]}} list
    */
   showSchedule(list) {
+    this.clockAheadMs = list.clockAheadMs || 0;
     const [from, to] = span(list.events, list.now);
     // Positions through the CSSOM: the console's CSP allows no style attribute.
     const bars = placed(list.events, from, to).map(({ event, left, width }) => {
@@ -185,8 +199,10 @@ class RoomPage {
     ]);
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      // Wall time as the browser reads it, moved onto the room's clock (the same in production).
-      const skew = this.roomNow ? this.roomNow - Date.now() : 0;
+      // The typed wall time, moved onto the room's clock by the server's own reading of how far
+      // that clock is ahead (0 in production): neither the page's last reading of the room's
+      // clock (up to a refresh old) nor the operator's own clock may shift what was typed.
+      const skew = this.clockAheadMs;
       const startsAt = new Date(starts.input.value).getTime() + skew;
       const endsAt = new Date(ends.input.value).getTime() + skew;
       /** @type {Record<string, any>} */
@@ -197,8 +213,13 @@ class RoomPage {
       /** @type {Record<string, any>} */
       const body = { startsAt, endsAt, overrides };
       if (prequeue.input.value) body.preQueueOpensAt = new Date(prequeue.input.value).getTime() + skew;
+      const changes = [
+        overrides.ratePerMinute ? `${count(overrides.ratePerMinute)} admitted a minute` : "",
+        overrides.capacity ? `at most ${count(overrides.capacity)} active at once` : "",
+        overrides.mode ? `the ${overrides.mode} mode` : "",
+      ].filter(Boolean);
       this.confirmThen(
-        `Schedule an event from ${when(startsAt)} to ${when(endsAt)}: ${Object.keys(overrides).join(", ") || "nothing"} change for its window, on the room's clock.`,
+        `Schedule an event from ${when(startsAt - skew)} to ${when(endsAt - skew)} (${zone()}): ${changes.length ? changes.join(", ") : "nothing changes"} while it runs.`,
         body, undefined, "POST", `/queues/${this.id}/events`,
       );
     });
@@ -221,7 +242,7 @@ class RoomPage {
       ["Waiting", count(stats.waiting)],
       ["Held", count(stats.held)],
       ["Active", count(stats.active) + (room.capacity ? ` of ${count(room.capacity)}` : "")],
-      ["Admitted last minute", `${count(stats.admittedLastMinute)} (rate ${count(room.ratePerMinute)} / min)`],
+      ["Admitted last minute", `${count(stats.admittedLastMinute)} (rate ${count(room.inForce?.ratePerMinute ?? room.ratePerMinute)} / min${room.inForce?.event ? ", the running event's" : ""})`],
       ["Admitted in all", count(stats.dealtTotal)],
       ["holdScore", String(room.holdScore)],
       ["Mode", room.mode],
@@ -234,8 +255,11 @@ class RoomPage {
     );
   }
 
-  /** @param {any[]} line */
-  showLine(line) {
+  /**
+   * @param {any[]} line
+   * @param {string} status the room's: a room that is not open nor paused has no line yet
+   */
+  showLine(line, status) {
     const rows = line.map((e) =>
       el("tr", {}, [
         el("td", {}, [String(e.position)]),
@@ -244,7 +268,8 @@ class RoomPage {
         el("td", {}, [String(e.score)]),
       ]),
     );
-    if (!rows.length) rows.push(el("tr", {}, [el("td", { colspan: "4" }, ["Nobody is waiting."])]));
+    const empty = status === "open" || status === "paused" ? "Nobody is waiting." : "The room is not open: its line forms when it opens.";
+    if (!rows.length) rows.push(el("tr", {}, [el("td", { colspan: "4" }, [empty])]));
     byId("line").querySelector("tbody")?.replaceChildren(...rows);
   }
 
@@ -438,8 +463,8 @@ class RoomPage {
   textForm(field, label, hint) {
     const languages = (main.dataset.languages || "en").split(" ").filter(Boolean);
     const select = /** @type {HTMLSelectElement} */ (el("select", { id: `${field}-lang` }, [
-      el("option", { value: "" }, ["Every language (one plain text)"]),
-      ...languages.map((code) => el("option", { value: code }, [code])),
+      el("option", { value: "" }, ["Every language (or every other, beside those set apart)"]),
+      ...languages.map((code) => el("option", { value: code }, [languageName(code)])),
     ]));
     const area = /** @type {HTMLTextAreaElement} */ (el("textarea", { id: `${field}-text`, maxlength: "500", dir: "auto" }));
     const save = el("button", { type: "submit" }, ["Save"]);
@@ -455,8 +480,9 @@ class RoomPage {
     const lower = label.toLowerCase();
     const show = () => {
       const value = this.room?.[field];
-      area.value = select.value === "" ? (typeof value === "string" ? value : "")
-        : value && typeof value === "object" ? value[select.value] ?? "" : "";
+      const texts = value && typeof value === "object" ? value : null;
+      area.value = select.value === "" ? (texts ? texts["*"] ?? "" : value ?? "")
+        : texts ? texts[select.value] ?? "" : "";
       area.dataset.edited = "";
     };
     select.addEventListener("change", show);
@@ -477,17 +503,26 @@ class RoomPage {
       /** @type {any} */
       let next;
       let said;
+      // Texts by language keep one for every other language under "*": setting one language
+      // never takes the text away from the others.
+      const texts = current && typeof current === "object" ? { ...current }
+        : typeof current === "string" && current ? { "*": current } : {};
+      const apart = Object.keys(texts).filter((k) => k !== "*").map(languageName);
       if (lang === "") {
-        next = text || null;
-        said = text ? `Show the ${lower} "${text}" in every language.` : `Withdraw the ${lower}.`;
+        if (text) texts["*"] = text;
+        else delete texts["*"];
+        said = text
+          ? `Show the ${lower} "${text}" in every language${apart.length ? ` but ${apart.join(", ")}, which keep their own` : ""}.`
+          : `Withdraw the ${lower}${apart.length ? ` for every language but ${apart.join(", ")}` : ""}.`;
       } else {
-        const texts = current && typeof current === "object" ? { ...current } : {};
         if (text) texts[lang] = text;
         else delete texts[lang];
-        next = Object.keys(texts).length ? texts : null;
-        said = text ? `Set the ${lower} in ${lang} to "${text}".` : `Remove the ${lower} in ${lang}.`;
-        if (typeof current === "string") said += ` This replaces the plain text shown in every language ("${current}").`;
+        const others = texts["*"] ? `; every other language keeps "${texts["*"]}"` : "; no other language shows one";
+        said = text ? `Set the ${lower} in ${languageName(lang)} to "${text}"${others}.`
+          : `Remove the ${lower} in ${languageName(lang)}${texts["*"] ? `: it shows "${texts["*"]}" as every other language does` : ""}.`;
       }
+      const keys = Object.keys(texts);
+      next = !keys.length ? null : keys.length === 1 && keys[0] === "*" ? texts["*"] : texts;
       this.confirmThen(`${said} Waiting visitors see it at their next poll.`, { [field]: next }, saved);
     });
     return form;

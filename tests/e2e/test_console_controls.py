@@ -48,13 +48,13 @@ def test_the_notice_is_set_per_language_and_withdrawn(room_page: tuple[Page, Eng
     form.get_by_label("Notice language").select_option("de")
     form.get_by_label("Notice", exact=True).fill("Größen S und M sind ausverkauft.")
     form.get_by_role("button", name="Save").click()
-    confirm(page, 'Set the notice in de to "Größen S und M sind ausverkauft."')
+    confirm(page, 'Set the notice in German (de) to "Größen S und M sind ausverkauft."')
     expect(page.locator("#room-status")).to_have_text("Done.")
     assert engine.get_room(room)["notice"] == {"de": "Größen S und M sind ausverkauft."}
     form.get_by_label("Notice language").select_option("en")
     form.get_by_label("Notice", exact=True).fill("Sizes S and M are sold out.")
     form.get_by_role("button", name="Save").click()
-    confirm(page, "in en")
+    confirm(page, "in English (en)")
     assert engine.get_room(room)["notice"] == {
         "de": "Größen S und M sind ausverkauft.",
         "en": "Sizes S and M are sold out.",

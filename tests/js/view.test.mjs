@@ -4,13 +4,27 @@ import { describe, test } from "node:test";
 import { readFileSync } from "node:fs";
 
 import { createTranslator } from "../../frontend/i18n.js";
-import { aheadText, countdownText, etaRange, etaText, observedRates, pageState, progressValue, shouldAnnounce, statusText, withAdmission } from "../../frontend/view.js";
+import { aheadText, countdownText, etaRange, etaText, observedRates, pageState, progressValue, shouldAnnounce, statusText, withAdmission, localText, localTextWithLanguage } from "../../frontend/view.js";
 
 const translator = (lang) =>
   createTranslator(JSON.parse(readFileSync(new URL(`../../translations/${lang}.json`, import.meta.url), "utf8")), lang);
 const en = translator("en");
 
 describe("the hosted page's view", () => {
+  test("an operator's text by language: the page's own, else the one for every other language", () => {
+    const notice = { "*": "Sizes S and M are sold out.", fr: "Les tailles S et M sont épuisées." };
+    assert.equal(localText(notice, "fr"), "Les tailles S et M sont épuisées.");
+    assert.equal(localText(notice, "en"), "Sizes S and M are sold out.");
+    assert.equal(localText(notice, "de"), "Sizes S and M are sold out.");
+    // the text for every other language is in no known language: the page marks none
+    assert.deepEqual(localTextWithLanguage(notice, "de"), { text: "Sizes S and M are sold out.", lang: null });
+    // without "*": English, else the first
+    assert.equal(localText({ de: "Hallo", en: "Hello" }, "fr"), "Hello");
+    assert.equal(localText({ de: "Hallo" }, "fr"), "Hallo");
+    assert.equal(localText("Plain", "ar"), "Plain");
+    assert.equal(localText(null, "en"), null);
+  });
+
   test("withAdmission keeps the query and puts the token before the fragment", () => {
     const cases = [
       ["https://shop.example/drop", "https://shop.example/drop?abq=ab1.x"],

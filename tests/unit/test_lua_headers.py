@@ -134,10 +134,14 @@ def test_an_operation_declares_only_room_keys(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", lua_scripts.STANDALONE)
-def test_a_standalone_script_carries_no_pieces_and_uses_none(name: str) -> None:
-    # Loaded as written: a piece's helper would be a nil global there.
-    assert lua_scripts._needs(text(name)) == []
-    assert used_pieces(name) == set()
+def test_a_standalone_script_carries_the_pieces_it_uses_and_they_touch_no_key(name: str) -> None:
+    # Its keys are built from what its caller passes, not a room's fixed keys: a piece that
+    # touches a room key would find its local unbound there.
+    assert used_pieces(name) <= set(lua_scripts._needs(text(name)))
+    pieces = lua_scripts._pieces(name)
+    assert {p: touched_keys(p) for p in pieces if touched_keys(p)} == {}
+    source = lua_scripts.standalone(name)
+    assert all(f"-- {piece}.lua" in source for piece in pieces)
 
 
 def test_enter_finds_the_address_counters_after_its_declared_keys() -> None:

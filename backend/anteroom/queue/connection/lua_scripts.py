@@ -306,11 +306,12 @@ def register(client: redis.Redis) -> dict[str, Script]:
 
 @cache
 def standalone(name: str) -> str:
-    """Source of standalone script ``name`` (``lua/<name>.lua`` as written, shared names
-    written in)."""
+    """Source of standalone script ``name``: the pieces its ``-- needs:`` line names, then
+    ``lua/<name>.lua`` as written, shared names written in."""
     if name not in STANDALONE:
         raise ValueError(f"not a standalone script: {name!r}")
-    return _expanded(name)
+    pieces = [f"-- {piece}.lua\n{_expanded(piece)}" for piece in _pieces(name)]
+    return "\n".join([*pieces, f"-- {name}.lua\n{_expanded(name)}"])
 
 
 def register_standalone(client: redis.Redis, name: str) -> Script:

@@ -156,17 +156,23 @@ def _plain_text(value: Any) -> str | None:
     return None
 
 
+# The key of a text shown in every language that has none of its own.
+EVERY_OTHER_LANGUAGE = "*"
+
+
 def visitor_text_problem(value: Any) -> str | None:
     """Why ``value`` is not a text for the waiting page: null, plain text of up to 500
-    characters, or an object of such texts by language (``{"en": …, "de": …}``)."""
+    characters, or an object of such texts by language (``{"en": …, "de": …}``), ``"*"``
+    naming the text for every language not named."""
     if value is None:
         return None
     if isinstance(value, dict):
         if not value:
             return "must name at least one language"
         for lang, text in value.items():
-            if lang not in PAGE_LANGUAGES:
-                return f"{lang!r} is not a language of the page ({', '.join(PAGE_LANGUAGES)})"
+            if lang not in PAGE_LANGUAGES and lang != EVERY_OTHER_LANGUAGE:
+                named = ", ".join(PAGE_LANGUAGES)
+                return f"{lang!r} is not a language of the page ({named}, or * for the others)"
             if why := _plain_text(text):
                 return f"{lang}: {why}"
         return None

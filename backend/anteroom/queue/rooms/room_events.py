@@ -184,13 +184,18 @@ def in_force(room: dict[str, Any], server_ms: int) -> dict[str, Any]:
     theme among them, ``activeEvent`` its id) and ``mode`` the mode in force under its safety
     net. lua/_in_force.lua is the same rule for the scripts. The same room when nothing changes
     it, so a room without events or safety net costs two lookups."""
-    events, net = room.get("events"), room.get("safetyNet")
-    if not events and net is None:
+    if not room.get("events") and room.get("safetyNet") is None:
         return room
+    offset, pinned = room.get("clock") or (0, 0)
+    return in_force_at(room, revocations.room_now_ms(server_ms, offset, pinned))
+
+
+def in_force_at(room: dict[str, Any], room_ms: int) -> dict[str, Any]:
+    """:func:`in_force` at ``room_ms`` of the room's own clock (as the engine's stats read it)."""
+    events, net = room.get("events"), room.get("safetyNet")
     out = room
     if events:
-        offset, pinned = room.get("clock") or (0, 0)
-        event = running(events, revocations.room_now_ms(server_ms, offset, pinned))
+        event = running(events, room_ms)
         if event is not None:
             out = room | dict(event["overrides"]) | {"activeEvent": event["id"]}
     own = out.get("mode") or "fifo"

@@ -210,13 +210,19 @@ class RoomSeries:
 
     def now_ms(self, room_id: str) -> int:
         """The room's clock (Redis TIME plus its test offset), as the engine reads it."""
+        return self.clock(room_id)[0]
+
+    def clock(self, room_id: str) -> tuple[int, int]:
+        """``(the room's clock, Redis TIME)`` read at one instant, in ms: the two differ only
+        in a room whose clock was moved or pinned (tests, rehearsals)."""
         with storage_errors():
             pipe = self.redis.pipeline(transaction=False)
             pipe.hmget(self.keys.room(room_id), stored("clockOffset"), stored("pinnedClock"))
             pipe.time()
             (clk, fix), (sec, usec) = pipe.execute()
         offset, pinned = int(clk or 0), int(fix or 0)
-        return pinned + offset if pinned > 0 else sec * 1000 + usec // 1000 + offset
+        real = sec * 1000 + usec // 1000
+        return (pinned + offset if pinned > 0 else real + offset), real
 
     def samples(self, room_id: str, from_ms: int, to_ms: int, coarse: bool) -> list[Sample]:
         """Stored samples in [from_ms, to_ms), plus the one before (for the first increase)."""

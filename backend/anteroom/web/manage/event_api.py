@@ -92,12 +92,13 @@ def list_events(call: Call[None], room_id: str) -> ResponseReturnValue:
     """The room's events, sorted by startsAt, each with its state now (room clock)."""
     room = load_room(call.key, room_id)
     with storage():
-        now = call.services.series.now_ms(room_id)
+        now, real = call.services.series.clock(room_id)
     active = room_events.running(room["events"], now)
     return EventList.model_validate(
         {
             "queue": room_id,
             "now": now,
+            "clockAheadMs": now - real,
             "activeEvent": active["id"] if active else None,
             "events": [shown(e, now) for e in room["events"]],
         }

@@ -113,6 +113,12 @@ class Event(Answer):
 class EventList(Answer):
     queue: str
     now: int = Field(description="The room's clock (epoch ms) the states are given at.")
+    clockAheadMs: int = Field(
+        description="How far the room's clock is ahead of the server's real time, in ms: 0 "
+        "unless the room's clock was moved for a rehearsal. A wall time meant for an event is "
+        "this much later on the room's clock.",
+        examples=[0],
+    )
     activeEvent: str | None = Field(description="The id of the event running now, or null.")
     events: list[Event] = Field(
         description="Sorted by startsAt; ended events stay listed for 14 days."

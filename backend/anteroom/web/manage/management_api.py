@@ -21,6 +21,7 @@ from anteroom.identity import revocation
 from anteroom.queue.connection.storage_errors import StorageBusy, StorageUnavailable
 from anteroom.queue.line import room_engine as eng
 from anteroom.queue.rooms import room_config as rooms
+from anteroom.queue.rooms import room_events
 from anteroom.queue.series.room_series import aggregate
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
@@ -214,7 +215,8 @@ def create_queue(call: Call[Any]) -> ResponseReturnValue:
 
 @management_call(routes.GET_QUEUE)
 def get_queue(call: Call[None], room_id: str) -> ResponseReturnValue:
-    """A room's configuration, status, live stats and, while open, the head of its line."""
+    """A room's configuration, the settings in force now, status, live stats and, while open
+    or paused, the head of its line."""
     room = load_room(call.key, room_id)
     s = call.services
     stats = engine_call(lambda: s.engine.stats(room_id))
@@ -227,7 +229,15 @@ def get_queue(call: Call[None], room_id: str) -> ResponseReturnValue:
         "dealtTotal": stats.dealt_total,
         "opensAt": stats.opens_at_ms,
     }
-    if stats.status == "open":
+    force = room_events.in_force_at(room, stats.now_ms)
+    out["inForce"] = {
+        "ratePerMinute": force["ratePerMinute"],
+        "capacity": force.get("capacity"),
+        "mode": force.get("mode") or "fifo",
+        "event": force.get("activeEvent"),
+    }
+    # A paused room's line is still the line, in the order it will be drained on resume.
+    if stats.status in ("open", "paused"):
         line = engine_call(lambda: s.engine.line(room_id))
         out["line"] = [
             {"ticket": e.ticket, "position": e.position, "visitor": e.visitor, "score": e.score}

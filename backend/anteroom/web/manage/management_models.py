@@ -350,12 +350,24 @@ class LineEntry(Answer):
     score: int = Field(ge=0, le=100)
 
 
+class InForce(Answer):
+    """What the room acts on now: a running event's overrides laid over its own settings, and
+    the mode under its safety net."""
+
+    ratePerMinute: int = Field(ge=1, description="Admissions a minute now.", examples=[300])
+    capacity: int | None = Field(description="Active sessions at most now; null: no limit.")
+    mode: str = Field(description="The queueing mode now.", examples=["fifo"])
+    event: str | None = Field(description="The running event's id; null: none runs.")
+
+
 class RoomDetail(Room):  # type: ignore[valid-type, misc]
     stats: Stats
+    inForce: InForce
     line: list[LineEntry] = Field(
         default_factory=list,
         max_length=200,
-        description="While open only: the first 200 waiting spots, in drain order.",
+        description="While open or paused: the first 200 waiting spots, in drain order (a "
+        "paused room drains them in this order when it resumes).",
     )
 
 

@@ -195,8 +195,10 @@ class Session(Answer):
 
 
 _Text = Annotated[str, Field(min_length=1, max_length=rooms.TEXT_MAX_LENGTH)]
-# A room's text for visitors: plain text, or texts by page language, or null.
-VisitorText = _Text | dict[Literal[rooms.PAGE_LANGUAGES], _Text] | None  # type: ignore[valid-type]
+# A room's text for visitors: plain text, or texts by page language ("*": every language not
+# named), or null.
+_TEXT_KEYS = (*rooms.PAGE_LANGUAGES, rooms.EVERY_OTHER_LANGUAGE)
+VisitorText = _Text | dict[Literal[_TEXT_KEYS], _Text] | None  # type: ignore[valid-type]
 
 
 class QueueAnswer(Answer):
