@@ -202,7 +202,6 @@ class LiveServer(ServerProcess):
                 pinned[worker] = conn
         return pinned
 
-
     def request_through_every_worker(
         self, method: str, path: str, body: str, headers: dict[str, str]
     ) -> dict[int, tuple[int, bytes]]:
