@@ -7,8 +7,6 @@ export const PATHS = {
   identify: "/api/v1/identify",
   enter: "/api/v1/queue/enter",
   poll: "/api/v1/queue/poll",
-  leave: "/api/v1/queue/leave",
-  refresh: "/api/v1/admission/refresh",
 };
 
 /**

@@ -1,4 +1,4 @@
-import { createApi, PATHS } from "../api.js";
+import { createApi } from "../api.js";
 import { AnteroomError } from "../errors.js";
 import { lead, notify } from "../journey.js";
 import { SLUG, checkClock, isAbortSignal, normalizeBaseUrl } from "../options.js";
@@ -6,6 +6,9 @@ import { realClock } from "../timers.js";
 import { openHeadlessSolver } from "./solver.js";
 import { checkStorage, createHeadlessStore, memoryStorage } from "./storage.js";
 
+// The calls only an app makes (the browser agent leaves a page, it does not leave the line).
+const LEAVE = "/api/v1/queue/leave";
+const REFRESH = "/api/v1/admission/refresh";
 // An admission this close to its expiry is not offered any more: the edge would refuse it on the way.
 const ADMISSION_MARGIN_MS = 5000;
 
@@ -147,7 +150,7 @@ export function createClient(input) {
       const record = await store.read();
       if (record.queueToken) {
         try {
-          await api.post(PATHS.leave, { ticket: record.queueToken }, signal);
+          await api.post(LEAVE, { ticket: record.queueToken }, signal);
         } catch (error) {
           // The spot is gone already, or its ticket is refused: either way it is not ours any more.
           if (!(error instanceof AnteroomError) || !(error.status === 410 || error.status === 401)) throw error;
@@ -161,7 +164,7 @@ export function createClient(input) {
       const { signal } = checkCall(call);
       const kept = await admission(room);
       if (!kept) throw new AnteroomError("No admission is kept for this room.", { code: "NoAdmission" });
-      const answer = await api.post(PATHS.refresh, { token: kept.token }, signal);
+      const answer = await api.post(REFRESH, { token: kept.token }, signal);
       if (answer?.status === "admitted" && typeof answer.token === "string") await storeOf(room).update({}, answer);
       broadcast(room, answer);
       return answer;
