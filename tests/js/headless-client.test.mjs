@@ -117,6 +117,20 @@ describe("state that survives a restart", () => {
     assert.equal(after.calls[0].at, clock.now() - 1000, "the kept spot is polled at once");
   });
 
+  test("a kept spot swept while the app slept (410) is entered again with the kept session, not arrived", async () => {
+    const clock = new FakeClock();
+    const items = new Map([[STORE_KEY, JSON.stringify({ sessionToken: "st1.k1.kept.sig", sessionExpiresAt: clock.now() + 3_600_000, queueToken: "qt1.k1.swept.sig" })]]);
+    const fake = server(clock, {
+      poll: (body) => (body.ticket === "qt1.k1.swept.sig"
+        ? { status: 410, body: { error: "TicketGone", message: "swept" } }
+        : queueAnswer({ status: "admitted", token: admissionToken(2e9) })),
+    });
+    const { value } = await clock.settle(client(clock, fake, { storage: asyncStorage(asyncStore(items)) }).enter(ROOM));
+    assert.equal(value.status, "admitted");
+    assert.deepEqual(fake.calls.map((c) => c.path), ["/api/v1/queue/poll", "/api/v1/queue/enter", "/api/v1/queue/poll"]);
+    assert.equal(fake.callsTo("/api/v1/queue/enter")[0].body.sessionToken, "st1.k1.kept.sig");
+  });
+
   test("a kept admission is answered at once after a restart, with no call; an expired one is not", async () => {
     const clock = new FakeClock();
     const items = new Map();
