@@ -1,5 +1,5 @@
 // Builds the browser bundles into static/: the agent as a classic script (window.anteroom) and
-// as an ES module, and the hosted page's script. `node frontend/build.mjs [--sourcemap]`.
+// as an ES module, the headless client as an ES module, and the hosted page's script. `node frontend/build.mjs [--sourcemap]`.
 import { build } from "esbuild";
 import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -26,6 +26,9 @@ export const bundles = [
   { entryPoints: ["frontend/index.js"], outfile: "static/anteroom.js", format: "iife", globalName: "anteroom" },
   { entryPoints: ["frontend/index.js"], outfile: "static/anteroom.mjs", format: "esm" },
   { entryPoints: ["frontend/hosted.js"], outfile: "static/hosted.js", format: "iife" },
+  // The headless client (frontend/headless/) for React Native, Node, service workers: an ES
+  // module built for no particular platform, so nothing browser-only is assumed.
+  { entryPoints: ["frontend/headless/index.js"], outfile: "static/anteroom-headless.js", format: "esm", platform: "neutral" },
   // The fairness page's in-browser check of the draw and of a receipt (frontend/draw-check.js).
   { entryPoints: ["frontend/fairness-page.js"], outfile: "static/fairness.js", format: "iife" },
   // The operator console with uPlot; its CSS (uPlot's and ours) lands beside it as console.css.

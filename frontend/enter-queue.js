@@ -1,24 +1,15 @@
-import { createApi, PATHS } from "./api.js";
-import { backoffDelay } from "./backoff.js";
+import { createApi } from "./api.js";
 import { AnteroomError } from "./errors.js";
-import { estimateAt, estimateTick } from "./estimate.js";
-import { openSolver, solveFitted } from "./pow.js";
+import { FINAL_STATUSES, lead, notify } from "./journey.js";
+import { SLUG, checkClock, isAbortSignal, normalizeBaseUrl } from "./options.js";
+import { openSolver } from "./pow.js";
 import { collectSignals } from "./signals.js";
 import { createRoomStore } from "./storage.js";
 import { joinTabs } from "./tabs.js";
-import { realClock, sleep } from "./timers.js";
+import { realClock } from "./timers.js";
 
-const SLUG = /^[a-z0-9-]{3,64}$/;
-const FINAL_STATUSES = new Set(["admitted", "idle"]);
-// A session this close to its expiry is renewed before entering rather than refused on entry.
-const SESSION_MARGIN_MS = 30_000;
-// Used when an answer carries no usable pollAfterMs; the floor guards against a hot loop.
-const DEFAULT_POLL_MS = 5000;
-const MIN_POLL_MS = 250;
-// Recoveries (re-enter, re-identify) in a row without a good answer before giving up.
-const MAX_RECOVERIES = 3;
-// Puzzles a challenge may be split into (the server's most): a short tail for the solve time.
-const MAX_PUZZLES = 16;
+export { retryDelay } from "./journey.js";
+
 
 /**
  * Takes a place in the room's line and waits to be let in. See index.d.ts for the contract.
@@ -60,59 +51,13 @@ function normalizeOptions(slug, input) {
   options.fetch ??= (/** @type {any[]} */ ...args) => globalThis.fetch(.../** @type {[any]} */ (args));
   if (typeof options.fetch !== "function") throw new TypeError("`fetch` must be a function.");
   options.clock ??= realClock;
-  const clock = options.clock;
-  const clockMethods = ["now", "setTimeout", "clearTimeout"];
-  if (typeof clock !== "object" || !clockMethods.every((name) => typeof clock[name] === "function")) {
-    throw new TypeError("`clock` must be an object with now(), setTimeout() and clearTimeout().");
-  }
+  checkClock(options.clock);
   if (options.invite != null && typeof options.invite !== "string") throw new TypeError("`invite` must be a string.");
   options.random ??= Math.random;
   options.estimates ??= true;
   if (typeof options.estimates !== "boolean") throw new TypeError("`estimates` must be true or false.");
   if (typeof options.random !== "function") throw new TypeError("`random` must be a function.");
   return options;
-}
-
-/** @param {unknown} baseUrl "" (same origin), a path, or an absolute http(s) URL; no trailing slash */
-function normalizeBaseUrl(baseUrl) {
-  if (typeof baseUrl !== "string") throw new TypeError("`baseUrl` must be a string URL.");
-  if (baseUrl === "" || baseUrl.startsWith("/")) return baseUrl.replace(/\/+$/, "");
-  let url;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    throw new TypeError("`baseUrl` must be an absolute http(s) URL, a path, or \"\".");
-  }
-  if (url.protocol !== "https:" && url.protocol !== "http:") {
-    throw new TypeError("`baseUrl` must be an http(s) URL.");
-  }
-  return baseUrl.replace(/\/+$/, "");
-}
-
-/** @param {any} value */
-function isAbortSignal(value) {
-  return typeof value === "object" && value !== null && typeof value.aborted === "boolean" &&
-    typeof value.addEventListener === "function" && typeof value.throwIfAborted === "function";
-}
-
-/**
- * How long to wait before repeating a failed call, or null when it must not be repeated.
- * 429: exactly Retry-After (no jitter; the spot is kept). Network errors, unreadable answers and
- * 5xx: exponential backoff (backoff.js), but never less than a Retry-After the server gave.
- *
- * @param {unknown} error
- * @param {number} failures consecutive transient failures so far
- * @param {() => number} random
- * @returns {number | null} milliseconds
- */
-export function retryDelay(error, failures, random) {
-  if (!(error instanceof AnteroomError)) return null;
-  const explicit = error.retryAfter === null ? null : error.retryAfter * 1000;
-  if (error.status === 429) return explicit ?? backoffDelay(failures, random);
-  if (error.code === "NetworkError" || error.code === "BadResponse" || error.status >= 500) {
-    return Math.max(backoffDelay(failures, random), explicit ?? 0);
-  }
-  return null;
 }
 
 /**
@@ -169,7 +114,7 @@ function run(slug, options) {
 
     tabs.publish({ type: "hello" });
     tabs.leadership
-      .then(() => lead({ slug, options, store, api, emit, signal: stop.signal }))
+      .then(() => lead({ slug, options, store, api, emit, signal: stop.signal, openSolver, collectSignals }))
       .then(
         (answer) => finish(() => resolve(answer)),
         (error) => {
@@ -181,189 +126,4 @@ function run(slug, options) {
         },
       );
   });
-}
-
-/**
- * What the leading tab does: arrive (two calls to a ticket) when it holds no live session, enter
- * with one it holds, or resume with the stored ticket; then poll at the server's pace until
- * admitted (or the room is idle).
- *
- * @param {{
- *   slug: string,
- *   options: any,
- *   store: ReturnType<typeof createRoomStore>,
- *   api: ReturnType<typeof createApi>,
- *   emit: (update: any) => void,
- *   signal: AbortSignal,
- * }} context
- */
-async function lead({ slug, options, store, api, emit, signal }) {
-  const { clock, random } = options;
-
-  /** Runs `call` until it answers, waiting out transient failures (see retryDelay). */
-  const retrying = async (/** @type {() => Promise<any>} */ call) => {
-    let failures = 0;
-    for (;;) {
-      signal.throwIfAborted();
-      try {
-        return await call();
-      } catch (error) {
-        signal.throwIfAborted();
-        const delay = retryDelay(error, failures, random);
-        if (delay === null) throw error;
-        const failure = /** @type {AnteroomError} */ (error);
-        if (!(failure.status === 429 && failure.retryAfter !== null)) failures += 1;
-        emit({ status: "error", error: failure.code, message: failure.message, retryAt: clock.now() + delay });
-        await sleep(delay, { clock, signal });
-      }
-    }
-  };
-
-  /**
-   * An arrival in two calls: a challenge this device fits to itself (arrive), then the proof,
-   * the session and the spot at once (join). A join retried with the same proof (a timeout, a
-   * 503) is answered as the first was: the same session, the same spot.
-   */
-  const arrive = async (/** @type {string | null} */ previousSession) => {
-    const signals = collectSignals();
-    // The workers start while the challenge is on its way.
-    const solver = openSolver({ signal, clock });
-    /** @type {Record<string, unknown>} */
-    let body;
-    try {
-      const ask = { room: slug, maxPuzzles: MAX_PUZZLES, signals };
-      const challenge = await retrying(() => api.post(PATHS.arrive, ask, signal));
-      body = { room: slug, challenge: challenge.challenge, solutions: await solveFitted(solver, challenge), signals };
-    } finally {
-      solver.close();
-    }
-    signal.throwIfAborted();
-    if (previousSession) body.previousSession = previousSession;
-    if (options.invite != null) body.invite = options.invite;
-    const joined = await retrying(() => api.post(PATHS.join, body, signal));
-    const session = joined?.session;
-    if (typeof session?.sessionToken !== "string") {
-      throw new AnteroomError("The waiting room sent no session.", { code: "BadResponse", status: 200 });
-    }
-    store.update({ sessionToken: session.sessionToken, sessionExpiresAt: toEpochMs(session.expiresAt) });
-    return joined.queue;
-  };
-
-  let recoveries = 0;
-  /** @param {AnteroomError} error */
-  const recover = (error) => {
-    recoveries += 1;
-    if (recoveries > MAX_RECOVERIES) throw error;
-  };
-
-  for (;;) {
-    signal.throwIfAborted();
-    const record = store.read();
-    let answer;
-    try {
-      if (record.queueToken) {
-        answer = await retrying(() => api.post(PATHS.poll, { ticket: record.queueToken }, signal));
-      } else if (isLive(record, clock.now())) {
-        // (no invite: undefined is left out of the JSON, null is taken as none)
-        const body = { room: slug, sessionToken: record.sessionToken, invite: options.invite };
-        answer = await retrying(() => api.post(PATHS.enter, body, signal));
-      } else {
-        answer = await arrive(record.sessionToken);
-      }
-    } catch (error) {
-      if (!(error instanceof AnteroomError)) throw error;
-      if (record.queueToken && (error.code === "TicketGone" || error.status === 401)) {
-        // The spot is gone (dropped, expired) or its ticket no longer verifies: take a new one.
-        recover(error);
-        store.update({ queueToken: null });
-        continue;
-      }
-      if (!record.queueToken && (error.code === "TokenExpired" || error.code === "TokenInvalid")) {
-        // An expired session still proves who we were (previousSession keeps the visitor id);
-        // an invalid one proves nothing.
-        recover(error);
-        const forget = error.code === "TokenExpired" ? { sessionExpiresAt: 0 } : { sessionToken: null, sessionExpiresAt: null };
-        store.update(forget);
-        continue;
-      }
-      if (error.code === "SessionRevoked") store.clear();
-      throw error;
-    }
-    if (answer === null || typeof answer !== "object" || typeof answer.status !== "string") {
-      throw new AnteroomError("The waiting room sent an unreadable answer.", { code: "BadResponse", status: 200 });
-    }
-    recoveries = 0;
-    if (FINAL_STATUSES.has(answer.status)) store.update({ queueToken: null });
-    else if (typeof answer.queueToken === "string") store.update({ queueToken: answer.queueToken });
-    emit(answer);
-    if (FINAL_STATUSES.has(answer.status)) return answer;
-    const pollAfter = Number.isFinite(answer.pollAfterMs) ? answer.pollAfterMs : DEFAULT_POLL_MS;
-    await waitMovingEstimates(answer, Math.max(MIN_POLL_MS, pollAfter), { clock, signal, emit, estimates: options.estimates });
-  }
-}
-
-/**
- * Waits `ms` until the next poll; meanwhile, unless `estimates` is false, emits the answer moved
- * at the room's pace (estimate.js) each time the place it shows changes. The poll stays due at
- * the same moment whatever the estimates do.
- * @param {any} answer the last answer
- * @param {number} ms
- * @param {{clock: import("./timers.js").Clock, signal: AbortSignal, emit: (update: any) => void, estimates: boolean}} context
- */
-async function waitMovingEstimates(answer, ms, { clock, signal, emit, estimates }) {
-  const receivedAt = clock.now();
-  const pollAt = receivedAt + ms;
-  let shown = answer.position;
-  for (;;) {
-    const left = pollAt - clock.now();
-    if (left <= 0) return;
-    const tick = estimates ? estimateTick(answer, clock.now()) : null;
-    await sleep(tick === null ? left : Math.min(left, tick), { clock, signal });
-    if (tick === null || clock.now() >= pollAt) continue;
-    const estimate = estimateAt(answer, receivedAt, clock.now());
-    if (estimate && estimate.position !== shown) {
-      shown = estimate.position;
-      emit(estimate);
-    }
-  }
-}
-
-/**
- * @param {import("./storage.js").RoomRecord} record
- * @param {number} now
- */
-function isLive(record, now) {
-  if (!record.sessionToken) return false;
-  return record.sessionExpiresAt === null || record.sessionExpiresAt - SESSION_MARGIN_MS > now;
-}
-
-/**
- * Expiries as epoch ms. The API speaks epoch ms; a number too small for that is read as epoch
- * seconds, an ISO string is parsed.
- * @param {unknown} value
- * @returns {number | null}
- */
-function toEpochMs(value) {
-  if (typeof value === "number" && Number.isFinite(value)) return value < 1e11 ? value * 1000 : value;
-  if (typeof value === "string") {
-    const parsed = Date.parse(value);
-    return Number.isNaN(parsed) ? null : parsed;
-  }
-  return null;
-}
-
-/**
- * Calls the integrator's onUpdate; an exception there is reported, not allowed to stop the queue.
- * @param {((update: any) => void) | undefined} onUpdate
- * @param {any} update
- */
-function notify(onUpdate, update) {
-  if (!onUpdate) return;
-  try {
-    onUpdate(update);
-  } catch (error) {
-    queueMicrotask(() => {
-      throw error;
-    });
-  }
 }

@@ -101,8 +101,7 @@ export function openSolver(options = {}) {
 
   /** @param {Puzzle[]} puzzles @returns {Promise<Solved>} */
   const solve = async (puzzles) => {
-    const usable = puzzles?.length > 0 && puzzles.every((p) => typeof p?.prefix === "string" && p.difficulty >= 0 && p.difficulty <= 64 && p.difficulty % 1 === 0);
-    if (!usable) throw new AnteroomError("The server sent an unusable challenge.", { code: "BadChallenge" });
+    checkPuzzles(puzzles);
     signal?.throwIfAborted();
     const threads = await ready;
     const started = clock.now();
@@ -124,6 +123,15 @@ export function openSolver(options = {}) {
     return { solutions: done, hashes: done.reduce((sum, s) => sum + Number(s) + 1, 0), elapsedMs: clock.now() - started };
   };
   return { solve, close };
+}
+
+/**
+ * Throws BadChallenge unless `puzzles` is a non-empty list of prefixes with 0–64 bits each.
+ * @param {Puzzle[]} puzzles
+ */
+export function checkPuzzles(puzzles) {
+  const usable = puzzles?.length > 0 && puzzles.every((p) => typeof p?.prefix === "string" && p.difficulty >= 0 && p.difficulty <= 64 && p.difficulty % 1 === 0);
+  if (!usable) throw new AnteroomError("The server sent an unusable challenge.", { code: "BadChallenge" });
 }
 
 /**
