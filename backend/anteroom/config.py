@@ -123,7 +123,14 @@ class Settings:
         "Branding the hosted page).",
     )
     metrics_token: str = _setting(
-        "", "When set, `GET /metrics` answers only `Authorization: Bearer <it>`."
+        "",
+        "`GET /metrics` on the service's address answers only `Authorization: Bearer <it>`. "
+        "With neither this nor `ANTEROOM_METRICS_LISTEN`, `/metrics` is not served (`404`).",
+    )
+    metrics_listen: str = _setting(
+        "",
+        "A second address (`host:port`, e.g. on a private network) on which only `GET /metrics` "
+        "is answered, without a token, for a Prometheus scraper.",
     )
     log_format: str = _setting(
         "text",
@@ -177,6 +184,10 @@ class Settings:
         if settings.redis_url or settings.redis_replicas:
             # A malformed URL fails at start-up, naming its variable, not at the first request.
             parse_target(settings.redis_url or "redis://", settings.redis_replicas)
+        if settings.metrics_listen and metrics_port(settings) is None:
+            raise ValueError(
+                f"{PREFIX}METRICS_LISTEN must be host:port, on a port other than ANTEROOM_BIND's"
+            )
         if settings.outbound_resolver and not _host_port(settings.outbound_resolver):
             raise ValueError(f"{PREFIX}OUTBOUND_RESOLVER must be host:port (an IP address)")
         return settings
@@ -189,3 +200,12 @@ class Settings:
     def demo_enabled(self) -> bool:
         """Demo mode: on only when asked for (``ANTEROOM_DEMO=1``; ``make serve`` asks)."""
         return self.demo
+
+
+def metrics_port(settings: Settings) -> int | None:
+    """The port of ``metrics_listen`` (None: not set, or not a port apart from ``bind``'s)."""
+    host, _, port = settings.metrics_listen.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return None
+    bound = settings.bind.rpartition(":")[2]
+    return None if bound == port else int(port)

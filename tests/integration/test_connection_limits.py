@@ -170,7 +170,12 @@ def test_one_address_holding_slow_bodies_is_capped_cut_and_delays_nobody(
 def test_behind_a_trusted_proxy_the_cap_counts_each_forwarded_visitor(
     live_server: LiveServers,
 ) -> None:
-    server = limited_server(live_server, ANTEROOM_WORKERS="1", ANTEROOM_TRUSTED_PROXIES="1")
+    server = limited_server(
+        live_server,
+        ANTEROOM_WORKERS="1",
+        ANTEROOM_TRUSTED_PROXIES="1",
+        ANTEROOM_METRICS_TOKEN="limits-metrics",
+    )
     # The proxy (127.0.0.1) carries many visitors, one slow body each: more than the cap in all;
     # and one visitor's many slow bodies.
     crowd = Crowd(server.port, "127.0.0.1", lambda i: f"198.51.100.{i}" if i < 3 * CAP else VISITOR)
@@ -204,7 +209,8 @@ def test_behind_a_trusted_proxy_the_cap_counts_each_forwarded_visitor(
     fields = json.loads(answer.partition(b"\r\n\r\n")[2])["fields"]
     assert fields == {"body": "is not valid chunked encoding"}
     # What the limits turned away is counted.
-    metrics = requests.get(server.url + "/metrics", timeout=5).text
+    scrape = {"Authorization": "Bearer limits-metrics"}
+    metrics = requests.get(server.url + "/metrics", headers=scrape, timeout=5).text
     counted = {
         s.labels["reason"]: s.value
         for family in text_string_to_metric_families(metrics)

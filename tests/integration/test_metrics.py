@@ -35,7 +35,16 @@ def value(found: Iterable[Any], name: str, **labels: str) -> float:
     )  # fmt: skip
 
 
+TOKEN = "scrape-token-1"  # the metrics token of this module's apps: /metrics is not public
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    return settings.with_overrides(metrics_token=TOKEN)
+
+
 def scrape(client: FlaskClient, **headers: str) -> list[Any]:
+    headers = {"Authorization": f"Bearer {TOKEN}"} | headers
     answer = client.get("/metrics", headers=headers)
     assert answer.status_code == 200, answer.data
     assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
@@ -108,6 +117,43 @@ def test_a_metrics_token_is_required_when_set(settings: Settings, redis_client: 
         close_app(app)
 
 
+def test_metrics_are_not_public_by_default(settings: Settings, redis_client: object) -> None:
+    app = create_app(settings.with_overrides(metrics_token=""), {"TESTING": True})
+    try:
+        answer = app.test_client().get("/metrics")
+        assert answer.status_code == 404 and answer.json["error"] == "NotFound"
+        assert "ANTEROOM_METRICS_TOKEN" in answer.json["message"]
+        assert "ANTEROOM_METRICS_LISTEN" in answer.json["message"]
+    finally:
+        close_app(app)
+
+
+def test_the_scrapers_own_address_answers_metrics_alone(live_server: Any) -> None:
+    port = free_port()
+    server = live_server(ANTEROOM_METRICS_LISTEN=f"127.0.0.1:{port}")
+    scraper = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    status, text = get(scraper, "/metrics")  # no token on the scraper's address
+    assert status == 200 and value(samples(text), "anteroom_http_requests_total") >= 0
+    for path in ("/healthz", "/console", "/api/v1/challenge", "/metrics/", "/METRICS"):
+        status, text = get(scraper, path)
+        assert status == 404 and "GET /metrics only" in text, (path, text)
+    scraper.close()
+    # The service's own address does not publish them: no token was set.
+    public = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    status, text = get(public, "/metrics")
+    assert status == 404 and "not public" in text
+    assert get(public, "/healthz")[0] == 200
+    public.close()
+
+
+def test_a_metrics_address_on_the_services_own_port_is_refused() -> None:
+    with pytest.raises(ValueError, match="METRICS_LISTEN must be host:port"):
+        Settings.from_env({"ANTEROOM_BIND": "127.0.0.1:8000", "ANTEROOM_METRICS_LISTEN": ":8000"})
+    with pytest.raises(ValueError, match="METRICS_LISTEN"):
+        Settings.from_env({"ANTEROOM_METRICS_LISTEN": "127.0.0.1:8000"})  # the default bind's
+    assert Settings.from_env({"ANTEROOM_METRICS_LISTEN": "10.0.0.5:9464"}).metrics_listen
+
+
 def get(conn: http.client.HTTPConnection, path: str) -> tuple[int, str]:
     conn.request("GET", path)
     response = conn.getresponse()
@@ -142,7 +188,7 @@ def test_breaker_and_redis_errors_during_an_outage(tmp_path: Path) -> None:
     own = EmbeddedRedis(tmp_path / "redis", port=free_port()).start()
     try:
         settings = Settings(redis_url=own.url, keys=TEST_KEYS, pow_difficulty=4,
-                            data_dir=str(tmp_path))  # fmt: skip
+                            data_dir=str(tmp_path), metrics_token=TOKEN)  # fmt: skip
         app = create_app(settings, {"TESTING": True})
         services: Services = app.extensions["anteroom"]
         client = app.test_client()

@@ -189,7 +189,10 @@ def _serve(settings: Settings) -> int:
             connection_limits = Limits.from_settings(settings)
 
             def load_config(self) -> None:
-                self.cfg.set("bind", settings.bind)
+                binds = [settings.bind]
+                if settings.metrics_listen:
+                    binds.append(settings.metrics_listen)  # the scraper's: /metrics alone
+                self.cfg.set("bind", binds)
                 self.cfg.set("workers", settings.workers)
                 # gevent (ops/gevent_worker.py): idle and slow clients hold no thread, so they
                 # delay nobody; gthread's few threads each waited on one such connection.

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import gevent
 from gunicorn.http.errors import ParseException
 
-from anteroom.config import Settings
+from anteroom.config import Settings, metrics_port
 from anteroom.web.serving import http_errors as errors
 from anteroom.web.serving import metrics, request_log
 from anteroom.web.visitor.visitor_api import ANSWER_HEADERS
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from flask import Flask
 
 KEY_LENGTH = 64  # a forwarded value is the client's to write: counted by its first characters
+METRICS_PATH, METRICS_LISTENER = metrics.PATH, metrics.LISTENER_KEY
 VISITOR_API = "/api/v1/"  # its answers carry its CORS headers, refusals here too
 WARN_EVERY_SEC = 60.0  # one log line per address over its cap per minute, not one per connection
 
@@ -58,12 +59,25 @@ class Limits:
     request_timeout: float = 10.0
     per_address: int = 256  # 0: no cap
     trusted_proxies: int = 0
+    metrics_port: int | None = None  # the scraper's own listener, which answers /metrics alone
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Limits:
         """The limits ``settings`` ask for."""
         return cls(
-            settings.request_timeout, settings.connections_per_address, settings.trusted_proxies
+            settings.request_timeout,
+            settings.connections_per_address,
+            settings.trusted_proxies,
+            metrics_port(settings),
+        )
+
+    def on_metrics_listener(self, listener: Any) -> bool:
+        """Whether a connection accepted by ``listener`` (its socket name) is the scraper's."""
+        return (
+            self.metrics_port is not None
+            and isinstance(listener, tuple)
+            and len(listener) >= 2
+            and listener[1] == self.metrics_port
         )
 
     def peer_key(self, addr: Any) -> str | None:
@@ -166,8 +180,10 @@ class RequestGuard:
         limits: Limits,
         deadline: Callable[[], float],
         close: Callable[[], None],
+        listener: Callable[[], Any] = lambda: None,
     ) -> None:
         self.app = app
+        self.listener = listener
         self.inner = inner
         self.limits = limits
         self.max_body = int(app.config["MAX_CONTENT_LENGTH"])
@@ -177,6 +193,12 @@ class RequestGuard:
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         started = time.perf_counter()
+        if self.limits.on_metrics_listener(self.listener()):
+            # The scraper's address answers /metrics alone, and /metrics there needs no token.
+            if environ.get("PATH_INFO") != METRICS_PATH:
+                refusal = errors.NotFound("This address serves GET /metrics only.")
+                return self._answer(environ, start_response, refusal, started)
+            environ[METRICS_LISTENER] = True
         key = self.limits.visitor_key(environ)
         if key is not None and not self.in_progress.take(key):
             self.close()  # its body is unread: the connection cannot carry another request

@@ -74,7 +74,9 @@ class Worker(GeventWorker):  # type: ignore[misc]
         own address and the body before anything reads it)."""
         super().load_wsgi()
         app = self.wsgi
-        app.wsgi_app = RequestGuard(app, app.wsgi_app, self.limits, self._deadline, self._close)
+        app.wsgi_app = RequestGuard(
+            app, app.wsgi_app, self.limits, self._deadline, self._close, self._listener
+        )
 
     def handle(self, listener: Any, client: Any, addr: Any) -> None:
         """Serve one accepted connection, unless its address holds its cap already: then it is
@@ -99,10 +101,15 @@ class Worker(GeventWorker):  # type: ignore[misc]
     def handle_request(self, listener_name: Any, req: Any, sock: Any, addr: Any) -> Any:
         """Serve one request (gunicorn's), the guard able to close its connection after it."""
         self.connection.request = req
+        self.connection.listener = listener_name
         try:
             return super().handle_request(listener_name, req, sock, addr)
         finally:
             self.connection.request = None
+
+    def _listener(self) -> Any:
+        """The socket name of the listener that accepted the current request's connection."""
+        return getattr(self.connection, "listener", None)
 
     def _deadline(self) -> float:
         """When the current request must be in whole (``time.monotonic()`` seconds)."""

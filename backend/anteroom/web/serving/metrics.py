@@ -32,6 +32,9 @@ from anteroom.web.api import api_routes as routes
 from anteroom.web.serving import http_errors as errors
 
 ROOM_GAUGES_TTL_SEC = 10.0
+PATH = "/metrics"
+# Set in a request's environ by the worker when it came in on ANTEROOM_METRICS_LISTEN.
+LISTENER_KEY = "anteroom.metrics_listener"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # The routes answering a queue answer, counted by its status too.
 QUEUE_ROUTES = frozenset(r.path for r in routes.ROUTES if r.answers.get(200) is routes.QUEUE_ANSWER)
@@ -233,20 +236,32 @@ def observe(
         TRIPS.inc()
 
 
-@bp.get("/metrics")
-def metrics() -> Response:
-    """The exposition text; with ``ANTEROOM_METRICS_TOKEN`` set, only for that bearer token."""
-    s: Services = current_app.extensions["anteroom"]
-    expected = s.settings.metrics_token
-    if expected:
-        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-        ok = scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode(), expected.encode()
+def _check_bearer(expected: str) -> None:
+    """Refuse a scrape of the service's own address without ``expected`` as its bearer token
+    (compared in constant time), and every scrape there when no token is set."""
+    if not expected:
+        raise errors.NotFound(
+            "Metrics are not public: set ANTEROOM_METRICS_TOKEN (scraped with that bearer "
+            "token) or ANTEROOM_METRICS_LISTEN (an address of their own)."
         )
-        if not ok:
-            challenge = {"WWW-Authenticate": 'Bearer realm="metrics"'}
-            raise errors.Unauthorized("Send Authorization: Bearer <metrics token>.",
-                                      headers=challenge)  # fmt: skip
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    ok = scheme.lower() == "bearer" and hmac.compare_digest(
+        given.strip().encode(), expected.encode()
+    )
+    if not ok:
+        challenge = {"WWW-Authenticate": 'Bearer realm="metrics"'}
+        raise errors.Unauthorized("Send Authorization: Bearer <metrics token>.",
+                                  headers=challenge)  # fmt: skip
+
+
+@bp.get(PATH)
+def metrics() -> Response:
+    """The exposition text: on the scraper's own address (``ANTEROOM_METRICS_LISTEN``) to
+    anyone who reaches it; on the service's, only for ``ANTEROOM_METRICS_TOKEN``'s bearer;
+    else to nobody, since room names, rates and refusals are nothing to publish."""
+    s: Services = current_app.extensions["anteroom"]
+    if not request.environ.get(LISTENER_KEY):
+        _check_bearer(s.settings.metrics_token)
     if multiprocess():
         shared = CollectorRegistry()
         MultiProcessCollector(shared)
