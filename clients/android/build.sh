@@ -1,0 +1,27 @@
+#!/bin/sh
+# Builds the Android client with the JDK alone (no Gradle, no Maven repository):
+#   ./build.sh          compile the library into build/classes
+#   ./build.sh test     also compile the tests into build/test-classes and run the JUnit 5 suite
+# Needs Debian's openjdk-17-jdk-headless, libandroid-json-java (org.json as Android ships it)
+# and junit5 (`make android` installs them).
+set -eu
+HERE=$(cd "$(dirname "$0")" && pwd)
+JSON_JAR=${ANDROID_JSON_JAR:-/usr/share/java/com.android.json.jar}
+JUNIT_JAR=${JUNIT_CONSOLE_JAR:-/usr/share/java/junit-platform-console-standalone.jar}
+BUILD="$HERE/build"
+
+rm -rf "$BUILD/classes" "$BUILD/test-classes"
+mkdir -p "$BUILD/classes" "$BUILD/test-classes"
+# Java 8 language and library level: what every Android toolchain takes without desugaring.
+javac --release 8 -Xlint:all -Xlint:-options -Werror -encoding UTF-8 \
+    -cp "$JSON_JAR" -d "$BUILD/classes" $(find "$HERE/src/main/java" -name '*.java')
+(cd "$BUILD/classes" && jar --create --file "$BUILD/anteroom-android.jar" .)
+
+if [ "${1:-}" = "test" ]; then
+    javac --release 17 -encoding UTF-8 -cp "$BUILD/classes:$JSON_JAR:$JUNIT_JAR" \
+        -d "$BUILD/test-classes" $(find "$HERE/src/test/java" -name '*.java')
+    cp -r "$HERE/src/test/resources/." "$BUILD/test-classes/"
+    java -Danteroom.src="$HERE/src/main/java" -jar "$JUNIT_JAR" --disable-banner --fail-if-no-tests --details=summary \
+        --class-path "$BUILD/classes:$BUILD/test-classes:$JSON_JAR" \
+        --select-package dev.anteroom.android --exclude-classname '.*Live.*'
+fi
