@@ -13,12 +13,12 @@ BUILD="$HERE/build"
 rm -rf "$BUILD/classes" "$BUILD/test-classes"
 mkdir -p "$BUILD/classes" "$BUILD/test-classes"
 # Java 8 language and library level: what every Android toolchain takes without desugaring.
-javac --release 8 -Xlint:all -Xlint:-options -Werror -encoding UTF-8 \
+javac -J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC --release 8 -Xlint:all -Xlint:-options -Werror -encoding UTF-8 \
     -cp "$JSON_JAR" -d "$BUILD/classes" $(find "$HERE/src/main/java" -name '*.java')
-(cd "$BUILD/classes" && jar --create --file "$BUILD/anteroom-android.jar" .)
+(cd "$BUILD/classes" && jar -J-XX:TieredStopAtLevel=1 --create --file "$BUILD/anteroom-android.jar" .)
 
 if [ "${1:-}" = "test" ]; then
-    javac --release 17 -encoding UTF-8 -cp "$BUILD/classes:$JSON_JAR:$JUNIT_JAR" \
+    javac -J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC --release 17 -encoding UTF-8 -cp "$BUILD/classes:$JSON_JAR:$JUNIT_JAR" \
         -d "$BUILD/test-classes" $(find "$HERE/src/test/java" -name '*.java')
     cp -r "$HERE/src/test/resources/." "$BUILD/test-classes/"
     java -Danteroom.src="$HERE/src/main/java" -jar "$JUNIT_JAR" --disable-banner --fail-if-no-tests --details=summary \

@@ -6,6 +6,8 @@ import org.json.JSONObject;
 /** One state of a visit, with what the screen needs for it; absent figures are null. */
 public final class QueueUpdate {
     public final QueueState state;
+    /** The visitor's number in the line (fixed once given; show it as "your number"), else null. */
+    public final Integer ticket;
     /** Place in line (WAITING in a fifo room), else null. */
     public final Integer position;
     /** Seconds to admission as the server estimates them, else null. */
@@ -29,10 +31,11 @@ public final class QueueUpdate {
     /** RETRYING: milliseconds until the call is repeated. */
     public final Long retryInMs;
 
-    QueueUpdate(QueueState state, Integer position, Integer etaSeconds, Double odds, Long opensAt,
+    QueueUpdate(QueueState state, Integer ticket, Integer position, Integer etaSeconds, Double odds, Long opensAt,
             String roomStatus, String admission, String redirectUrl, String closedMessage,
             String code, String message, Long retryInMs) {
         this.state = state;
+        this.ticket = ticket;
         this.position = position;
         this.etaSeconds = etaSeconds;
         this.odds = odds;
@@ -47,16 +50,16 @@ public final class QueueUpdate {
     }
 
     static QueueUpdate of(QueueState state) {
-        return new QueueUpdate(state, null, null, null, null, null, null, null, null, null, null, null);
+        return new QueueUpdate(state, null, null, null, null, null, null, null, null, null, null, null, null);
     }
 
     static QueueUpdate failure(QueueState state, AnteroomException e, Long retryInMs) {
-        return new QueueUpdate(state, null, null, null, null, null, null, null, null,
+        return new QueueUpdate(state, null, null, null, null, null, null, null, null, null,
                 e.code(), e.getMessage(), retryInMs);
     }
 
     static QueueUpdate admitted(String admission, String redirectUrl) {
-        return new QueueUpdate(QueueState.ADMITTED, null, null, null, null, null, admission, redirectUrl,
+        return new QueueUpdate(QueueState.ADMITTED, null, null, null, null, null, null, admission, redirectUrl,
                 null, null, null, null);
     }
 
@@ -71,7 +74,7 @@ public final class QueueUpdate {
             default: state = QueueState.CLOSED;
         }
         Object closed = a.opt("closedMessage");
-        return new QueueUpdate(state, intOrNull(a, "position"), intOrNull(a, "etaSeconds"),
+        return new QueueUpdate(state, intOrNull(a, "ticket"), intOrNull(a, "position"), intOrNull(a, "etaSeconds"),
                 a.opt("odds") instanceof Number ? a.optDouble("odds") : null,
                 a.opt("opensAt") instanceof Number ? a.optLong("opensAt") : null,
                 a.opt("roomStatus") instanceof String ? a.optString("roomStatus") : null,
@@ -90,6 +93,7 @@ public final class QueueUpdate {
         JSONObject o = new JSONObject();
         try {
             o.put("state", state.wireName());
+            o.putOpt("ticket", ticket);
             o.putOpt("position", position);
             o.putOpt("etaSeconds", etaSeconds);
             o.putOpt("odds", odds);

@@ -154,7 +154,7 @@ public final class RoomQueue {
             } catch (AnteroomException e) {
                 if (++recoveries <= MAX_RECOVERIES && recover(record, e)) continue;
                 if ("RoomClosed".equals(e.code())) {
-                    QueueUpdate closed = new QueueUpdate(QueueState.CLOSED, null, null, null, null, null, null, null,
+                    QueueUpdate closed = new QueueUpdate(QueueState.CLOSED, null, null, null, null, null, null, null, null,
                             null, e.code(), e.getMessage(), null);
                     emit.update(closed);
                     return closed;
