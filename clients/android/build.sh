@@ -2,6 +2,7 @@
 # Builds the Android client with the JDK alone (no Gradle, no Maven repository):
 #   ./build.sh          compile the library into build/classes
 #   ./build.sh test     also compile the tests into build/test-classes and run the JUnit 5 suite
+#   ./build.sh classes  compile the library and the tests, run nothing (bench/android_pow.py)
 # Needs Debian's openjdk-17-jdk-headless, libandroid-json-java (org.json as Android ships it)
 # and junit5 (`make android` installs them).
 set -eu
@@ -17,10 +18,12 @@ javac -J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC --release 8 -Xlint:all -Xlint
     -cp "$JSON_JAR" -d "$BUILD/classes" $(find "$HERE/src/main/java" -name '*.java')
 (cd "$BUILD/classes" && jar -J-XX:TieredStopAtLevel=1 --create --file "$BUILD/anteroom-android.jar" .)
 
-if [ "${1:-}" = "test" ]; then
+if [ "${1:-}" = "test" ] || [ "${1:-}" = "classes" ]; then
     javac -J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC --release 17 -encoding UTF-8 -cp "$BUILD/classes:$JSON_JAR:$JUNIT_JAR" \
         -d "$BUILD/test-classes" $(find "$HERE/src/test/java" -name '*.java')
     cp -r "$HERE/src/test/resources/." "$BUILD/test-classes/"
+fi
+if [ "${1:-}" = "test" ]; then
     java -Danteroom.src="$HERE/src/main/java" -jar "$JUNIT_JAR" --disable-banner --fail-if-no-tests --details=summary \
         --class-path "$BUILD/classes:$BUILD/test-classes:$JSON_JAR" \
         --select-package dev.anteroom.android --exclude-classname '.*Live.*'
