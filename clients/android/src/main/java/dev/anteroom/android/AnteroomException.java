@@ -11,6 +11,7 @@ public class AnteroomException extends Exception {
     private final int status;
     private final long retryAfterSec;
     private final String field;
+    private String closedMessage;
 
     public AnteroomException(String code, int status, String message, long retryAfterSec,
             String field, Throwable cause) {
@@ -38,6 +39,16 @@ public class AnteroomException extends Exception {
     /** Seconds the server asked to wait (Retry-After, else the body's retryAfter); -1: none. */
     public long retryAfterSec() {
         return retryAfterSec;
+    }
+
+    /** RoomClosed: the room's closed message as sent (text, or JSON of texts by language), else null. */
+    public String closedMessage() {
+        return closedMessage;
+    }
+
+    AnteroomException withClosedMessage(String message) {
+        this.closedMessage = message;
+        return this;
     }
 
     /** The first field the server named as wrong (e.g. {@code solutions}), or null. */

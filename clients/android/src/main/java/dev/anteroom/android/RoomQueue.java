@@ -26,6 +26,12 @@ public final class RoomQueue {
     static final long MIN_POLL_MS = 250;
     /** Recoveries (enter again, identify again) in a row without a good answer before giving up. */
     static final int MAX_RECOVERIES = 3;
+    /**
+     * Refusals that close the line to this visitor for good (the room takes no entries, this
+     * session may not enter, it was revoked): the visit ends CLOSED with the code, not ERROR.
+     */
+    static final java.util.Set<String> CLOSED_TO_VISITOR = new java.util.HashSet<>(
+            java.util.Arrays.asList("RoomClosed", "QueueDenied", "SessionRevoked"));
 
     private final AnteroomClient client;
     private final String slug;
@@ -153,13 +159,13 @@ public final class RoomQueue {
                 }
             } catch (AnteroomException e) {
                 if (++recoveries <= MAX_RECOVERIES && recover(record, e)) continue;
-                if ("RoomClosed".equals(e.code())) {
+                if (CLOSED_TO_VISITOR.contains(e.code())) {
+                    if ("SessionRevoked".equals(e.code())) reset();
                     QueueUpdate closed = new QueueUpdate(QueueState.CLOSED, null, null, null, null, null, null, null, null,
-                            null, e.code(), e.getMessage(), null);
+                            e.closedMessage(), e.code(), e.getMessage(), null);
                     emit.update(closed);
                     return closed;
                 }
-                if ("SessionRevoked".equals(e.code())) reset();
                 emit.update(QueueUpdate.failure(QueueState.ERROR, e, null));
                 throw e;
             }

@@ -96,7 +96,9 @@ public final class VisitorApi {
         String field = null;
         JSONObject fieldsOf = answer == null ? null : answer.optJSONObject("fields");
         if (fieldsOf != null && fieldsOf.keys().hasNext()) field = fieldsOf.keys().next();
-        throw new AnteroomException(code, status, message, retryAfter, field, null);
+        Object closed = answer == null ? null : answer.opt("closedMessage");
+        String closedText = closed == null || closed == JSONObject.NULL ? null : closed.toString();
+        throw new AnteroomException(code, status, message, retryAfter, field, null).withClosedMessage(closedText);
     }
 
     private static JSONObject parse(String text) {

@@ -153,18 +153,22 @@ class WalkTest {
     }
 
     @Test
-    void aClosedRoomEndsTheVisitAsClosedAndARefusalAsAnError() throws Exception {
-        Script closed = new Script().then(403, "{\"error\":\"RoomClosed\",\"message\":\"closed\",\"closedMessage\":null}", null);
+    void aClosedRoomOrARefusedVisitorEndsTheVisitAsClosed() throws Exception {
+        Script closed = new Script().then(403,
+                "{\"error\":\"RoomClosed\",\"message\":\"closed\",\"closedMessage\":\"Back at noon\"}", null);
         try (AnteroomClient c = client(closed, new RecordingClock(), new InMemoryStorage())) {
-            assertEquals(QueueState.CLOSED, c.room("drop").awaitOutcome(null, new Cancellation()).state);
+            QueueUpdate outcome = c.room("drop").awaitOutcome(null, new Cancellation());
+            assertEquals(QueueState.CLOSED, outcome.state);
+            assertEquals("Back at noon", outcome.closedMessage);
         }
         Script denied = new Script().then(200, CHALLENGE, null).then(403, error("QueueDenied"), null);
         List<QueueState> seen = new ArrayList<>();
         try (AnteroomClient c = client(denied, new RecordingClock(), new InMemoryStorage())) {
-            AnteroomException e = assertThrows(AnteroomException.class,
-                    () -> c.room("drop").awaitOutcome(u -> seen.add(u.state), new Cancellation()));
-            assertEquals("QueueDenied", e.code());
-            assertEquals(QueueState.ERROR, seen.get(seen.size() - 1));
+            QueueUpdate outcome = c.room("drop").awaitOutcome(u -> seen.add(u.state), new Cancellation());
+            assertEquals(QueueState.CLOSED, outcome.state);
+            assertEquals("QueueDenied", outcome.code);
+            assertEquals(QueueState.CLOSED, seen.get(seen.size() - 1));
+            assertEquals(2, denied.paths.size()); // no further calls
         }
     }
 
