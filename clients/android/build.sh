@@ -11,11 +11,18 @@ JSON_JAR=${ANDROID_JSON_JAR:-/usr/share/java/com.android.json.jar}
 JUNIT_JAR=${JUNIT_CONSOLE_JAR:-/usr/share/java/junit-platform-console-standalone.jar}
 BUILD="$HERE/build"
 
-rm -rf "$BUILD/classes" "$BUILD/test-classes"
-mkdir -p "$BUILD/classes" "$BUILD/test-classes"
+# Compiled beside the last build and swapped in whole: a driver started meanwhile (the
+# conformance kit's, the live tests') loads whole classes, old or new, never a mix.
+NEW="$BUILD/classes.new.$$"
+rm -rf "$NEW" "$BUILD/test-classes"
+mkdir -p "$NEW" "$BUILD/test-classes"
 # Java 8 language and library level: what every Android toolchain takes without desugaring.
 javac -J-XX:TieredStopAtLevel=1 -J-XX:+UseSerialGC --release 8 -Xlint:all -Xlint:-options -Werror -encoding UTF-8 \
-    -cp "$JSON_JAR" -d "$BUILD/classes" $(find "$HERE/src/main/java" -name '*.java')
+    -cp "$JSON_JAR" -d "$NEW" $(find "$HERE/src/main/java" -name '*.java')
+rm -rf "$BUILD/classes.old.$$"
+[ -d "$BUILD/classes" ] && mv "$BUILD/classes" "$BUILD/classes.old.$$"
+mv "$NEW" "$BUILD/classes"
+rm -rf "$BUILD/classes.old.$$"
 (cd "$BUILD/classes" && jar -J-XX:TieredStopAtLevel=1 --create --file "$BUILD/anteroom-android.jar" .)
 
 if [ "${1:-}" = "test" ] || [ "${1:-}" = "classes" ]; then

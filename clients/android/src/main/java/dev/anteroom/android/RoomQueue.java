@@ -112,7 +112,7 @@ public final class RoomQueue {
         if (token == null) throw new AnteroomException("NoAdmission", 0, "No admission is kept for this room.");
         try {
             JSONObject answer = client.api().post(VisitorApi.REFRESH, fields("token", token)).body;
-            String fresh = answer.optString("token", null);
+            String fresh = answer.opt("token") instanceof String ? answer.optString("token") : null;
             if (fresh == null) throw new AnteroomException("BadResponse", 200, "The refresh sent no admission.");
             keepAdmission(fresh);
             return fresh;
