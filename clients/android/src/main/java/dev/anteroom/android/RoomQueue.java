@@ -196,13 +196,14 @@ public final class RoomQueue {
      */
     private boolean recover(VisitRecord record, AnteroomException e) {
         VisitRecord r = VisitRecord.read(client.storage(), key);
-        if (record.queueToken != null && ("TicketGone".equals(e.code()) || e.status() == 401)) {
+        if (record.queueToken != null && ("TicketGone".equals(e.code()) || "TokenInvalid".equals(e.code())
+                || "TokenExpired".equals(e.code()))) {
             r.queueToken = null;
         } else if (record.queueToken == null && record.sessionLive(client.clock().nowMs(), SESSION_MARGIN_MS)
                 && ("TokenExpired".equals(e.code()) || "TokenInvalid".equals(e.code()))) {
             if ("TokenExpired".equals(e.code())) r.sessionExpiresAt = 0;
             else r.sessionToken = null;
-        } else if (record.queueToken == null && (e.status() == 401
+        } else if (record.queueToken == null && ("TokenExpired".equals(e.code()) || "TokenInvalid".equals(e.code())
                 || ("BadRequest".equals(e.code()) && ("solutions".equals(e.field()) || "challenge".equals(e.field()))))) {
             // the challenge expired or was spent, or the proof was refused: a new challenge
         } else {
