@@ -243,6 +243,22 @@ def test_a_restarted_app_polls_its_kept_place_instead_of_queueing_again(world: W
     assert world.tickets() == 1
 
 
+def test_a_kept_ticket_the_server_no_longer_accepts_is_replaced(world: World) -> None:
+    """A 401 TokenInvalid on poll (the ticket kept from before a key rotation, say) is read
+    from the real server's answer, and the client enters afresh instead of failing."""
+    key = f"anteroom:{world.anteroom.url}:{world.api_key}:{world.slug}"
+    stale = json.dumps({"queueToken": "qt1.gone.e30.c2ln"})
+    world.storage.write_text(json.dumps({key: stale}))
+    visit = world.java("dev.anteroom.android.LiveVisit", "until-admitted")
+    waiting = visit.until(is_state("waiting"))
+    assert waiting["position"] == 1
+    assert world.tickets() == 1
+    world.advance(2)
+    assert visit.until(lambda line: "outcome" in line)["outcome"] == "admitted"
+    assert visit.wait() == 0
+    assert visit.seen[0] == {"state": "entering"}
+
+
 def test_the_conformance_driver_queues_an_app_call_through_the_real_edge(world: World) -> None:
     resource = world.shop()
     driver = world.java(

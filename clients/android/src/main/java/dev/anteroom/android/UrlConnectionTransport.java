@@ -38,7 +38,8 @@ public final class UrlConnectionTransport implements Transport {
             byte[] body = request.body();
             if (body != null) {
                 c.setDoOutput(true);
-                c.setFixedLengthStreamingMode(body.length);
+                // Not setFixedLengthStreamingMode: in streaming mode the JDK's connection gives no
+                // error stream for a 401, and the visitor API's 401s (TokenExpired) say what to do.
                 try (OutputStream out = c.getOutputStream()) {
                     out.write(body);
                 }
