@@ -15,27 +15,37 @@ REDIS_SERVER := /usr/bin/redis-server
 PODMAN := /usr/bin/podman-compose
 NGINX := /usr/sbin/nginx
 WRK := /usr/bin/wrk
+# The Android client (clients/android) builds and tests with Debian's JDK 17, JUnit 5's console
+# launcher and Android's org.json for the JVM; no Gradle, no Maven repository.
+JAVAC := /usr/bin/javac
+JUNIT5 := /usr/share/java/junit-platform-console-standalone.jar
+ANDROID_JSON := /usr/share/java/com.android.json.jar
+JDK := $(JAVAC) $(JUNIT5) $(ANDROID_JSON)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: serve test lint pytest jstest bench clean
+.PHONY: serve test lint pytest jstest android bench clean
 
 serve: $(SERVE_STAMP) $(AGENT)
 	ANTEROOM_DEMO=1 $(BIN)/anteroom serve
 
-test: $(TEST_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) $(PODMAN) $(NGINX) lint pytest jstest
+test: $(TEST_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) $(PODMAN) $(NGINX) $(JDK) lint pytest jstest
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 
-pytest: $(TEST_STAMP) $(AGENT) $(REDIS_SERVER) $(PODMAN) $(NGINX)
+pytest: $(TEST_STAMP) $(AGENT) $(REDIS_SERVER) $(PODMAN) $(NGINX) $(JDK)
 	$(BIN)/pytest
 
 jstest: $(JS_STAMP)
 	@if [ -f package.json ]; then npm test; fi
 
-bench: $(TEST_STAMP) $(BENCH_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) $(WRK)
+# The Android client's library and JUnit suite alone (pytest runs it too, with its live tests).
+android: $(JDK)
+	clients/android/build.sh test
+
+bench: $(TEST_STAMP) $(BENCH_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) $(WRK) $(JDK)
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/http.py
 	$(BIN)/python bench/pow.py
@@ -43,6 +53,7 @@ bench: $(TEST_STAMP) $(BENCH_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) $(WRK)
 	$(BIN)/python bench/crowd.py
 	$(BIN)/python bench/arrivals.py
 	$(BIN)/python bench/servers.py
+	$(BIN)/python bench/android_pow.py
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -98,5 +109,17 @@ $(WRK):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk
 
+$(JAVAC):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq openjdk-17-jdk-headless
+
+$(JUNIT5):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq junit5
+
+$(ANDROID_JSON):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq libandroid-json-java
+
 clean:
-	rm -rf $(VENV) node_modules build dist
+	rm -rf $(VENV) node_modules build dist clients/android/build
