@@ -6,7 +6,8 @@ import { openSolver, solveFitted } from "./pow.js";
 import { collectSignals } from "./signals.js";
 import { createRoomStore } from "./storage.js";
 import { joinTabs } from "./tabs.js";
-import { realClock, sleep } from "./timers.js";
+import { realClock } from "./timers.js";
+import { sleepOrWake } from "./wake.js";
 
 const SLUG = /^[a-z0-9-]{3,64}$/;
 const FINAL_STATUSES = new Set(["admitted", "idle"]);
@@ -213,8 +214,10 @@ async function lead({ slug, options, store, api, emit, signal }) {
         if (delay === null) throw error;
         const failure = /** @type {AnteroomError} */ (error);
         if (!(failure.status === 429 && failure.retryAfter !== null)) failures += 1;
-        emit({ status: "error", error: failure.code, message: failure.message, retryAt: clock.now() + delay });
-        await sleep(delay, { clock, signal });
+        const retryAt = clock.now() + delay;
+        emit({ status: "error", error: failure.code, message: failure.message, retryAt });
+        // due by the wall clock: a wake (back online, shown again) after a sleep retries at once
+        while (clock.now() < retryAt) await sleepOrWake(retryAt - clock.now(), { clock, signal });
       }
     }
   };
@@ -305,7 +308,9 @@ async function lead({ slug, options, store, api, emit, signal }) {
 /**
  * Waits `ms` until the next poll; meanwhile, unless `estimates` is false, emits the answer moved
  * at the room's pace (estimate.js) each time the place it shows changes. The poll stays due at
- * the same moment whatever the estimates do.
+ * the same moment whatever the estimates do, by the wall clock: after a sleep (timers stopped)
+ * the page polls as soon as it wakes if the poll is overdue, so a spot still kept is polled
+ * again rather than lost to the rest of an interval the sleep did not count.
  * @param {any} answer the last answer
  * @param {number} ms
  * @param {{clock: import("./timers.js").Clock, signal: AbortSignal, emit: (update: any) => void, estimates: boolean}} context
@@ -318,7 +323,8 @@ async function waitMovingEstimates(answer, ms, { clock, signal, emit, estimates 
     const left = pollAt - clock.now();
     if (left <= 0) return;
     const tick = estimates ? estimateTick(answer, clock.now()) : null;
-    await sleep(tick === null ? left : Math.min(left, tick), { clock, signal });
+    // Woken (shown again, back online), the clock says whether the poll is due (wake.js).
+    await sleepOrWake(tick === null ? left : Math.min(left, tick), { clock, signal });
     if (tick === null || clock.now() >= pollAt) continue;
     const estimate = estimateAt(answer, receivedAt, clock.now());
     if (estimate && estimate.position !== shown) {
