@@ -49,7 +49,7 @@ FIELD_DOCS = {
     "polls (its pollAfterMs), and never sooner than this after its last poll: by the drain when "
     "it reaches it, and anywhere in the line by the room's sweep (a pass a minute); at most "
     "min(abandonAfterSec / 2, 150 s) later, as last-seen is booked ahead.",
-    "gracePeriodSec": "Seconds a quiet waiting spot is kept beyond that allowance (max("
+    "gracePeriodSec": "Seconds a quiet waiting spot is kept beyond its cadence's allowance (max("
     "abandonAfterSec, three of its polls) after its last poll), for visitors whose device cannot "
     "poll for a while: a phone asleep, an app in the background. 0 (the default): none. A "
     "visitor who polls again within it keeps the place; a change applies from each spot's next "
