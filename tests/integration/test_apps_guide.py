@@ -27,6 +27,7 @@ import redis
 
 from anteroom.edge import AnteroomMiddleware
 from anteroom.engine import Engine
+from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.store.keystore import KeyStore
 from helpers import TEST_KEYS, make_room
 from live_server import LiveServer, LiveServers
@@ -76,21 +77,30 @@ def assert_prints(output: list[str], expected: list[str]) -> None:
     assert at == len(patterns) - 1, f"stopped at {expected[at]!r}:\n" + "\n".join(output)
 
 
-class Line:
-    """A live server, a key and a room whose one slot is taken: newcomers wait at the front
-    until the test lets ``ahead`` leave."""
+class Served:
+    """One live server for the module's tests, its Redis and a public key of its environment."""
 
-    def __init__(self, server: LiveServer, redis_client: redis.Redis) -> None:
-        self.server, self.engine = server, Engine(redis_client)
-        self.key = KeyStore(redis_client, self.engine.keys).create("test")[0].public_key
+    def __init__(self, server: LiveServer, redis_url: str) -> None:
+        self.server = server
+        self.redis = redis.Redis.from_url(redis_url, decode_responses=True)
+        self.engine = Engine(self.redis)
+        self.key = KeyStore(self.redis, self.engine.keys).create("test")[0].public_key
+
+
+class Line:
+    """A room of its own whose one slot is taken: newcomers wait at the front until the test
+    lets ``ahead`` leave."""
+
+    def __init__(self, served: Served) -> None:
+        self.server, self.engine, self.key = served.server, served.engine, served.key
         self.slug = "app-" + secrets.token_hex(4)
         self.room = make_room(
             self.engine, slug=self.slug, ratePerMinute=60, capacity=1, admissionTtlSec=3_600,
-            redirectUrl=f"{server.url}/healthz",
+            redirectUrl=f"{self.server.url}/healthz",
         )  # fmt: skip
         self.engine.open(self.room)
         self.engine.shift_clock(self.room, 1_000)  # one admission earned
-        self.ahead = Visitor(server.url, self.key, "198.51.100.1")
+        self.ahead = Visitor(self.server.url, self.key, "198.51.100.1")
         self.ahead.admitted(self.slug)
 
     def env(self, **more: str) -> dict[str, str]:
@@ -104,9 +114,20 @@ class Line:
         assert self.ahead.leave().status_code == 204
 
 
+@pytest.fixture(scope="module")
+def served(module_live_server: LiveServers, redis_server: EmbeddedRedis) -> Iterator[Served]:
+    """Shared by the module (a server takes seconds to start); each test has its own room.
+    Its Redis is not flushed between these tests, which the server keeps using."""
+    redis_server_url = redis_server.url
+    redis.Redis.from_url(redis_server_url).flushall()
+    served = Served(module_live_server(), redis_server_url)
+    yield served
+    served.redis.close()
+
+
 @pytest.fixture
-def line(live_server: LiveServers, redis_client: redis.Redis) -> Line:
-    return Line(live_server(), redis_client)
+def line(served: Served) -> Line:
+    return Line(served)
 
 
 @pytest.fixture
