@@ -105,6 +105,8 @@ class Line:
 
     def env(self, **more: str) -> dict[str, str]:
         base = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+        # the shell example's python3: this one (any Python 3.10 or later would do)
+        base["PATH"] = str(Path(sys.executable).parent) + os.pathsep + base.get("PATH", "")
         return base | {
             "ANTEROOM_URL": self.server.url, "ANTEROOM_KEY": self.key,
             "ANTEROOM_ROOM": self.slug, "PYTHONUNBUFFERED": "1",
