@@ -29,6 +29,7 @@ from anteroom.edge import AnteroomMiddleware
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.store.keystore import KeyStore
+from anteroom.web.api.openapi_document import document
 from helpers import TEST_KEYS, make_room
 from live_server import LiveServer, LiveServers
 from visitor_client import Visitor
@@ -263,3 +264,22 @@ def test_the_client_resumes_its_ticket_after_a_restart_and_enters_again_after_41
     line.free_the_slot()
     lines = woken.finish()
     assert_prints(lines, printed("docs/examples/apps/client.py", "woken"))
+
+
+def test_the_guide_says_what_to_do_for_every_error_an_app_can_get() -> None:
+    """Every error code the visitor calls an app makes may answer (the OpenAPI document's own
+    list) has its row in the guide's table of answers, under its status."""
+    doc = document()
+    calls = ("arrive", "queue/join", "queue/poll", "queue/enter", "queue/leave")
+    calls += ("admission/refresh",)
+    expected: set[tuple[str, str]] = set()
+    for call in calls:
+        for status, ref in doc["paths"][f"/api/v1/{call}"]["post"]["responses"].items():
+            reply = doc["components"]["responses"][ref["$ref"].rsplit("/", 1)[-1]]
+            schema = reply.get("content", {}).get("application/json", {}).get("schema", {})
+            for code in schema.get("properties", {}).get("error", {}).get("enum", []):
+                expected.add((status, code))
+    rows = re.findall(r"^\| (\d{3}) \| ([^|]+) \|", GUIDE.read_text(), re.M)
+    told = {(status, code) for status, codes in rows for code in re.findall(r"`(\w+)`", codes)}
+    assert expected, "the document lists no error codes"
+    assert expected - told == set()
