@@ -14,6 +14,7 @@ CHROMIUM := /usr/bin/chromium
 REDIS_SERVER := /usr/bin/redis-server
 PODMAN := /usr/bin/podman-compose
 NGINX := /usr/sbin/nginx
+CURL := /usr/bin/curl
 WRK := /usr/bin/wrk
 # The Android client (clients/android) builds and tests with Debian's JDK 17, JUnit 5's console
 # launcher and Android's org.json for the JVM; no Gradle, no Maven repository.
@@ -28,14 +29,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 serve: $(SERVE_STAMP) $(AGENT)
 	ANTEROOM_DEMO=1 $(BIN)/anteroom serve
 
-test: $(TEST_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) $(PODMAN) $(NGINX) $(JDK) lint pytest jstest
+test: $(TEST_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) $(PODMAN) $(NGINX) $(JDK) $(CURL) lint pytest jstest
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 
-pytest: $(TEST_STAMP) $(AGENT) $(REDIS_SERVER) $(PODMAN) $(NGINX) $(JDK)
+pytest: $(TEST_STAMP) $(AGENT) $(REDIS_SERVER) $(PODMAN) $(NGINX) $(JDK) $(CURL)
 	$(BIN)/pytest
 
 jstest: $(JS_STAMP)
@@ -103,6 +104,11 @@ $(PODMAN):
 $(NGINX):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nginx
+
+# tests/integration/test_apps_guide.py runs the apps guide's curl example (docs/examples/apps).
+$(CURL):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq curl
 
 # bench/servers.py drives Debian's wrk against each HTTP server.
 $(WRK):

@@ -7,6 +7,8 @@ and visitor operations (from the app's OpenAPI document), the Redis key layout
 benchmark
 results (``bench/results/*.json``). An unknown marker, a setting without a description or a
 results file without a command fails the build, so ``mkdocs build --strict`` keeps them honest.
+A page may also show an example file whole (``<!-- example: docs/examples/… -->`` before a fenced
+block): the build fails when the copy differs from the file, which the tests run.
 """
 
 from __future__ import annotations
@@ -345,6 +347,30 @@ def render(markdown: str) -> str:
     return MARKER.sub(one, markdown)
 
 
+# -- examples shown whole -----------------------------------------------------------------------
+
+# A page shows an example file whole, readable on GitHub too, as a fenced block right after
+# ``<!-- example: docs/examples/… -->``; the build fails when the block and the file differ, and
+# tests/integration/test_apps_guide.py runs the files.
+EXAMPLE = re.compile(r"^<!-- example: (\S+) -->\n```[a-z]*\n(.*?)^```$", re.M | re.S)
+
+
+def shown_examples(markdown: str) -> dict[str, str]:
+    """Each example file a page shows, by path, with the text it shows."""
+    return {match.group(1): match.group(2) for match in EXAMPLE.finditer(markdown)}
+
+
+def check_examples(markdown: str) -> None:
+    """DocsError if a shown example differs from its file (or the file is missing)."""
+    for path, shown in shown_examples(markdown).items():
+        file = ROOT / path
+        if not file.is_file():
+            raise DocsError(f"the example {path} a page shows does not exist")
+        if file.read_text() != shown:
+            raise DocsError(f"the page's copy of {path} differs from the file: copy it again")
+
+
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    """MkDocs hook: fill in the generated parts of a page."""
+    """MkDocs hook: fill in the generated parts of a page, check the examples it shows."""
+    check_examples(markdown)
     return render(markdown)

@@ -7,6 +7,7 @@ import { collectSignals } from "./signals.js";
 import { createRoomStore } from "./storage.js";
 import { joinTabs } from "./tabs.js";
 import { realClock } from "./timers.js";
+import { sleepOrWake } from "./wake.js";
 
 export { retryDelay } from "./journey.js";
 
@@ -114,7 +115,7 @@ function run(slug, options) {
 
     tabs.publish({ type: "hello" });
     tabs.leadership
-      .then(() => lead({ slug, options, store, api, emit, signal: stop.signal, openSolver, collectSignals }))
+      .then(() => lead({ slug, options, store, api, emit, signal: stop.signal, openSolver, collectSignals, wait: sleepOrWake }))
       .then(
         (answer) => finish(() => resolve(answer)),
         (error) => {

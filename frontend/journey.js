@@ -53,6 +53,10 @@ export function retryDelay(error, failures, random) {
  */
 
 /**
+ * @typedef {(ms: number, options: {clock: import("./timers.js").Clock, signal: AbortSignal}) => Promise<void>} Wait
+ */
+
+/**
  * What the leading tab (or the headless client) does: arrive (two calls to a ticket) when it holds no live session, enter
  * with one it holds, or resume with the stored ticket; then poll at the server's pace until
  * admitted (or the room is idle).
@@ -66,9 +70,10 @@ export function retryDelay(error, failures, random) {
  *   signal: AbortSignal,
  *   openSolver: (options: {signal: AbortSignal, clock: import("./timers.js").Clock}) => import("./pow.js").Solver,
  *   collectSignals: () => Record<string, unknown>,
- * }} context
+ *   wait?: Wait,
+ * }} context `wait`: how a wait is made (default: a timer alone; the browser's ends on waking)
  */
-export async function lead({ slug, options, store, api, emit, signal, openSolver, collectSignals }) {
+export async function lead({ slug, options, store, api, emit, signal, openSolver, collectSignals, wait = sleep }) {
   const { clock, random } = options;
 
   /** Runs `call` until it answers, waiting out transient failures (see retryDelay). */
@@ -84,8 +89,10 @@ export async function lead({ slug, options, store, api, emit, signal, openSolver
         if (delay === null) throw error;
         const failure = /** @type {AnteroomError} */ (error);
         if (!(failure.status === 429 && failure.retryAfter !== null)) failures += 1;
-        emit({ status: "error", error: failure.code, message: failure.message, retryAt: clock.now() + delay });
-        await sleep(delay, { clock, signal });
+        const retryAt = clock.now() + delay;
+        emit({ status: "error", error: failure.code, message: failure.message, retryAt });
+        // due by the wall clock: a wake (back online, shown again) after a sleep retries at once
+        while (clock.now() < retryAt) await wait(retryAt - clock.now(), { clock, signal });
       }
     }
   };
@@ -169,19 +176,21 @@ export async function lead({ slug, options, store, api, emit, signal, openSolver
     emit(answer);
     if (FINAL_STATUSES.has(answer.status)) return answer;
     const pollAfter = Number.isFinite(answer.pollAfterMs) ? answer.pollAfterMs : DEFAULT_POLL_MS;
-    await waitMovingEstimates(answer, Math.max(MIN_POLL_MS, pollAfter), { clock, signal, emit, estimates: options.estimates });
+    await waitMovingEstimates(answer, Math.max(MIN_POLL_MS, pollAfter), { clock, signal, emit, estimates: options.estimates, wait });
   }
 }
 
 /**
  * Waits `ms` until the next poll; meanwhile, unless `estimates` is false, emits the answer moved
  * at the room's pace (estimate.js) each time the place it shows changes. The poll stays due at
- * the same moment whatever the estimates do.
+ * the same moment whatever the estimates do, by the wall clock: after a sleep (timers stopped)
+ * a `wait` that ends on waking (wake.js) lets the poll go as soon as it is overdue, so a spot
+ * still kept is polled again rather than lost to the rest of an interval the sleep did not count.
  * @param {any} answer the last answer
  * @param {number} ms
- * @param {{clock: import("./timers.js").Clock, signal: AbortSignal, emit: (update: any) => void, estimates: boolean}} context
+ * @param {{clock: import("./timers.js").Clock, signal: AbortSignal, emit: (update: any) => void, estimates: boolean, wait: Wait}} context
  */
-async function waitMovingEstimates(answer, ms, { clock, signal, emit, estimates }) {
+async function waitMovingEstimates(answer, ms, { clock, signal, emit, estimates, wait }) {
   const receivedAt = clock.now();
   const pollAt = receivedAt + ms;
   let shown = answer.position;
@@ -189,7 +198,7 @@ async function waitMovingEstimates(answer, ms, { clock, signal, emit, estimates 
     const left = pollAt - clock.now();
     if (left <= 0) return;
     const tick = estimates ? estimateTick(answer, clock.now()) : null;
-    await sleep(tick === null ? left : Math.min(left, tick), { clock, signal });
+    await wait(tick === null ? left : Math.min(left, tick), { clock, signal });
     if (tick === null || clock.now() >= pollAt) continue;
     const estimate = estimateAt(answer, receivedAt, clock.now());
     if (estimate && estimate.position !== shown) {

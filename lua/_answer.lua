@@ -96,10 +96,12 @@ local function answer(room, vid, spot, now)
     keptUntil = fmt(spot.seen + room.abandon_after * 1000)}
 end
 
--- After answering a waiting (or held) spot: keep it as long as its cadence asks (see seen_lead).
--- Only spots told to poll less often than abandonAfterSec / 3 write here.
+-- After answering a waiting (or held) spot: keep it as long as its cadence asks, and the room's
+-- gracePeriodSec beyond (see seen_lead). Only spots told to poll less often than
+-- abandonAfterSec / 3, or in a room with a grace, write here.
 local function keep_for_cadence(room, vid, spot, reply, now)
-  if spot.state == 'w' and mark_seen(room.abandon_after, spot, now, reply[@ANSWER.pollAfterMs]) then
+  local interval = reply[@ANSWER.pollAfterMs]
+  if spot.state == 'w' and mark_seen(room.abandon_after, spot, now, interval, room.grace) then
     put_spot(vid, spot)
     if reply[@ANSWER.keptUntil] ~= '' then
       reply[@ANSWER.keptUntil] = fmt(spot.seen + room.abandon_after * 1000)

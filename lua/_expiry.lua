@@ -17,12 +17,15 @@ local function admission_gone(expires, now) return now > expires + ADMISSION_GRA
 -- A far poll answered from a snapshot (queue/line/far_poll.py) books max(min(abandonAfterSec / 2,
 -- 150 s), 2 I) beyond the lead instead, through book_seen_many: every other poll, and a spot
 -- is then dropped at most about 5 I after its last poll (plus a sweep pass).
+-- A room's gracePeriodSec (a phone asleep cannot poll) is added to the lead: such a spot is kept
+-- max(abandonAfterSec, 3 I) + gracePeriodSec after its last poll, and since the grace is booked
+-- into `seen`, the drain, the sweep and keptUntil (seen + abandonAfterSec) honour it unchanged.
 -- These constants are written in from Python (far_poll.SEEN_BOOKING_MAX_MS,
 -- poll_cadence.MISSED_POLLS) by the assembler (queue/connection/lua_scripts.py).
 local SEEN_BOOKING_MAX = $SEEN_BOOKING_MAX -- ms
 local MISSED_POLLS = $MISSED_POLLS -- a spot is dropped after missing about this many of its own polls
-local function seen_lead(interval, abandon_after)
-  return math.max(0, MISSED_POLLS * (interval or 0) - abandon_after * 1000)
+local function seen_lead(interval, abandon_after, grace)
+  return math.max(0, MISSED_POLLS * (interval or 0) - abandon_after * 1000) + (grace or 0) * 1000
 end
 local function seen_booking(abandon_after, now, lead)
   return now + (lead or 0) + math.min(abandon_after * 500, SEEN_BOOKING_MAX)

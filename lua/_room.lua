@@ -12,14 +12,15 @@ local function load_room()
     admissionTtlSec, holdScore, maxWaiting, abandonAfterSec, clockOffset, pinnedClock, bank,
     accruedAt, ticketsTaken, admitted, generation, peakActive, sweepStartedAt, sweepCursor,
     releasing, convictFrom, pollBudgetPerSecond, drawState, mode, eventState, safetyNet,
-    safetyNetState, prequeueState})
+    safetyNetState, prequeueState, gracePeriodSec})
   if not v[@status] then return nil end
   local n = tonumber
   local room = {status = v[@status], seed = v[@seed], id = v[@id],
     opens_at = n(v[@opensAt]) or 0, rate = n(v[@ratePerMinute]) or 0,
     capacity = n(v[@capacity]) or 0, admission_ttl = n(v[@admissionTtlSec]) or 0,
     hold_score = n(v[@holdScore]) or 0, max_waiting = n(v[@maxWaiting]) or 0,
-    abandon_after = n(v[@abandonAfterSec]) or 0, clock_offset = n(v[@clockOffset]) or 0,
+    abandon_after = n(v[@abandonAfterSec]) or 0, grace = n(v[@gracePeriodSec]) or 0,
+    clock_offset = n(v[@clockOffset]) or 0,
     pinned_clock = n(v[@pinnedClock]) or 0, bank = n(v[@bank]) or 0,
     accrued_at = n(v[@accruedAt]) or 0, tickets = n(v[@ticketsTaken]) or 0,
     dealt = n(v[@admitted]) or 0, generation = n(v[@generation]) or 0,

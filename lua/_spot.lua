@@ -17,10 +17,10 @@ end
 local function put_spot(vid, spot) redis.call('HSET', SPOTS, vid, spot_record(spot)) end
 
 -- Books `seen` ahead when it falls short of the lead of the spot's cadence `interval` (ms; nil
--- before the answer is known: no lead), see seen_booking; returns whether the spot must be
--- written.
-local function mark_seen(abandon_after, spot, now, interval)
-  local lead = seen_lead(interval, abandon_after)
+-- before the answer is known: no lead) and the room's `grace` (s; nil: none), see seen_booking;
+-- returns whether the spot must be written.
+local function mark_seen(abandon_after, spot, now, interval, grace)
+  local lead = seen_lead(interval, abandon_after, grace)
   if not seen_due(spot.seen, now, lead) then return false end
   spot.seen = seen_booking(abandon_after, now, lead)
   return true

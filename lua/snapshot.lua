@@ -8,11 +8,12 @@
 --   counts its blocks), rvn, line length, live admissions, admitted last minute,
 --   blocks as field, count, ... , revocations as field, until, ... or 0 when rvn is the caller's,
 --   the mode in force (_in_force.lua), the next scheduled event's boundary (ms, 0:
---   none; rate, capacity and mode are the running event's, until then)}
+--   none; rate, capacity and mode are the running event's, until then), gracePeriodSec}
 -- or {} when the room does not exist.
 local v = redis.call('HMGET', ROOM, @{generation, status, pinnedClock, clockOffset, opensAt,
   ratePerMinute, capacity, holdScore, abandonAfterSec, pollBudgetPerSecond, releasing,
-  convictFrom, blocksCounted, revocationCount, mode, eventState, safetyNet, safetyNetState})
+  convictFrom, blocksCounted, revocationCount, mode, eventState, safetyNet, safetyNetState,
+  gracePeriodSec})
 if not v[@generation] then return {} end
 local n = tonumber
 local pinned = n(v[@pinnedClock]) or 0
@@ -33,4 +34,5 @@ return @SNAPSHOT{now = fmt(now), pinned = pinned > 0 and 1 or 0, generation = v[
   regrouping = regrouping, counted = v[@blocksCounted] == '1' and 1 or 0, revocationCount = rvn,
   line = redis.call('ZCARD', LINE), active = active_count(now),
   admittedLastMinute = admitted_last_minute(now), blocks = redis.call('HGETALL', BLOCKS),
-  revocations = revocations, mode = room.mode, boundary = fmt(state and state.boundary or 0)}
+  revocations = revocations, mode = room.mode, boundary = fmt(state and state.boundary or 0),
+  gracePeriodSec = v[@gracePeriodSec] or '0'}

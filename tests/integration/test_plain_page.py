@@ -95,9 +95,12 @@ def test_the_visitor_can_turn_the_refresh_off_and_check_by_a_link(
     client: FlaskClient, services: Services, api_key: str
 ) -> None:
     """A page reloading itself takes a screen reader back to its top: the visitor may stop it
-    and check by hand, told how often keeps the place (the room's abandonAfterSec), and start
-    it again; the links keep the page's key, language and return address."""
-    room = make_room(services.engine, env="shop", slug="drop", abandonAfterSec=600)
+    and check by hand, told how often keeps the place (the room's abandonAfterSec and its
+    gracePeriodSec), and start it again; the links keep the page's key, language and return
+    address."""
+    room = make_room(
+        services.engine, env="shop", slug="drop", abandonAfterSec=600, gracePeriodSec=1_200
+    )
     services.engine.open(room)
     query = f"key={api_key}&lang=de&return=https://shop.example/cart"
     first = client.get(f"/queue/drop/plain?{query}", headers=HUMAN).get_data(as_text=True)
@@ -111,7 +114,7 @@ def test_the_visitor_can_turn_the_refresh_off_and_check_by_a_link(
     html = manual.get_data(as_text=True)
     assert manual.status_code == 200 and "Retry-After" in manual.headers
     assert '<meta http-equiv="refresh"' not in html
-    assert "mindestens alle 10 Min." in html
+    assert "mindestens alle 30 Min." in html
     assert [entry.score for entry in services.engine.line(room)] == [69]  # the same one spot
     check = re.search(r'<a id="check-again" href="([^"]+)"', html)
     auto = re.search(r'<a id="auto-refresh" href="([^"]+)"', html)

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, test } from "node:test";
 import { AnteroomError, enterQueue } from "../../frontend/index.js";
 import { backoffDelay } from "../../frontend/backoff.js";
 import { storageKey } from "../../frontend/storage.js";
-import { FakeClock, FakeFetch, installBrowser } from "./fakes.mjs";
+import { FakeClock, FakeFetch, flush, installBrowser } from "./fakes.mjs";
 
 const KEY = "pk_test_123";
 const ROOM = "spring-drop";
@@ -488,5 +488,93 @@ describe("an unusable arrival", () => {
     assert.ok(error instanceof AnteroomError);
     assert.equal(error.code, "BadChallenge");
     assert.deepEqual(fake.calls.map((call) => call.path), ["/api/v1/arrive"]);
+  });
+});
+
+describe("waking from a sleep", () => {
+  // A phone or laptop asleep runs no timers, and on waking they count on from where they
+  // stopped: a poll due 5 minutes after the last one is, by the wall clock, long overdue.
+  let saved;
+  let page;
+  beforeEach(() => {
+    saved = Object.getOwnPropertyDescriptor(globalThis, "document");
+    page = Object.assign(new EventTarget(), { visibilityState: "visible" });
+    Object.defineProperty(globalThis, "document", { value: page, configurable: true, writable: true });
+  });
+  afterEach(() => {
+    if (saved) Object.defineProperty(globalThis, "document", saved);
+    else delete globalThis.document;
+  });
+
+  const far = queueAnswer({ position: 900, etaSeconds: 900, pollAfterMs: 300_000, queueToken: "qt1.k1.kept.sig" });
+  const sleep = (ms) => {
+    page.visibilityState = "hidden";
+    page.dispatchEvent(new Event("visibilitychange"));
+    clock.time += ms; // the wall clock moves on; the timers, asleep, do not fire
+  };
+  const wake = async (type = "visibilitychange") => {
+    page.visibilityState = "visible";
+    page.dispatchEvent(new Event(type));
+    await flush();
+  };
+
+  for (const estimates of [false, true]) {
+    test(`an overdue poll goes at once when the page is shown again (estimates ${estimates})`, async () => {
+      store({ ...liveSession(), queueToken: "qt1.k1.kept.sig" });
+      const fake = server(clock, { poll: [far, far, admitted()] });
+      const waiting = start(fake, { estimates });
+      await flush();
+      assert.equal(pollTimes(fake).length, 1);
+      sleep(20 * 60_000);
+      await flush();
+      assert.equal(pollTimes(fake).length, 1, "nothing is sent while asleep");
+      await wake();
+      assert.deepEqual(gaps(pollTimes(fake)), [20 * 60_000], "polled the moment it woke");
+      assert.deepEqual(fake.calls.map((call) => call.path), ["/api/v1/queue/poll", "/api/v1/queue/poll"]);
+      assert.equal(fake.calls[1].body.ticket, "qt1.k1.kept.sig", "the kept ticket, not a new arrival");
+      const { value } = await clock.settle(waiting);
+      assert.equal(value.status, "admitted");
+    });
+  }
+
+  test("a wake before the poll is due does not poll sooner than told", async () => {
+    store({ ...liveSession(), queueToken: "qt1.k1.kept.sig" });
+    const fake = server(clock, { poll: [far, admitted()] });
+    const waiting = start(fake, { estimates: false });
+    await flush();
+    sleep(60_000);
+    await wake();
+    await wake("resume");
+    assert.equal(pollTimes(fake).length, 1);
+    await clock.settle(waiting);
+    assert.deepEqual(gaps(pollTimes(fake)), [300_000]);
+  });
+});
+
+describe("waking from a sleep while retrying", () => {
+  // Node's global object is no EventTarget: a browser window's is (its "online" event).
+  const window = new EventTarget();
+  beforeEach(() => {
+    globalThis.addEventListener = window.addEventListener.bind(window);
+    globalThis.removeEventListener = window.removeEventListener.bind(window);
+  });
+  afterEach(() => {
+    delete globalThis.addEventListener;
+    delete globalThis.removeEventListener;
+  });
+
+  test("back online after a sleep, an overdue retry goes at once, not a backoff later", async () => {
+    store({ ...liveSession(), queueToken: "qt1.k1.kept.sig" });
+    const fake = server(clock, { poll: ["network", "network", admitted()] });
+    const waiting = start(fake, { random: () => 0 });
+    await flush();
+    await clock.advance(500); // the first retry, after 0.5 s: fails again; the next is 1 s away
+    assert.equal(pollTimes(fake).length, 2);
+    clock.time += 10 * 60_000; // asleep: no timer fires
+    window.dispatchEvent(new Event("online"));
+    await flush();
+    assert.equal(pollTimes(fake).length, 3, "retried the moment the network came back");
+    const { value } = await clock.settle(waiting);
+    assert.equal(value.status, "admitted");
   });
 });

@@ -111,6 +111,18 @@ def test_a_results_file_without_a_known_command_fails() -> None:
         hooks.bench_command(ROOT / "bench" / "results" / "nowhere.json", {})
 
 
+def test_an_example_shown_otherwise_than_its_file_fails_the_build() -> None:
+    hooks = _hooks()
+    path = "docs/examples/apps/solve.py"
+    whole = (ROOT / path).read_text()
+    page = f"<!-- example: {path} -->\n```python\n{{}}```\n"
+    hooks.check_examples(page.format(whole))
+    with pytest.raises(hooks.DocsError, match=r"solve\.py differs"):
+        hooks.check_examples(page.format(whole.replace("hashlib", "hashlib2", 1)))
+    with pytest.raises(hooks.DocsError, match="does not exist"):
+        hooks.check_examples(page.replace("solve.py", "nowhere.py").format(whole))
+
+
 def test_the_key_layout_and_the_claims_come_from_the_code(site: Path) -> None:
     page = (site / "queue" / "index.html").read_text()
     assert "anteroom:r:{&lt;room_id&gt;}:room" in page

@@ -58,6 +58,7 @@ SNAPSHOT = (
     "revocations",
     "mode",
     "boundary",
+    "gracePeriodSec",
 )
 # Replies a script builds by name (``@NAME{…}``, ``reply[@NAME.slot]``), for the assembler.
 REPLIES = {"ANSWER": ANSWER, "SNAPSHOT": SNAPSHOT}

@@ -21,9 +21,10 @@ The position is 1 + the spots ahead from block counts (line_blocks.py): never be
 exact rank by more than the admissions made since the snapshot (≤ a second's worth), never
 worse by more than the spots of its own block that left or stand behind it. Last-seen is booked
 in batches (seen_bookings.py); a spot is booked when its ticket's ``qu`` falls short of what its
-cadence asks (3 intervals I, at least ``abandonAfterSec``), two further intervals ahead, so a far
-visitor books every other poll and one that left is swept at most about 5 I after its last poll
-(at least ``abandonAfterSec`` + min(``abandonAfterSec`` / 2, 150 s)), plus a sweep pass.
+cadence asks (3 intervals I, at least ``abandonAfterSec``, plus the room's ``gracePeriodSec``),
+two further intervals ahead, so a far visitor books every other poll and one that left is swept
+at most about 5 I after its last poll (at least ``abandonAfterSec`` + min(``abandonAfterSec`` /
+2, 150 s)), plus the grace and a sweep pass.
 """
 
 from __future__ import annotations
@@ -104,12 +105,13 @@ def answer_far(
             eta = math.ceil((delay + position * 60_000 / snapshot.rate) / 1000)
     interval = poll_after(position, pace, delay, snapshot.line, snapshot.poll_budget)
     abandon_ms = snapshot.abandon_after_sec * 1000
+    grace = snapshot.grace_period_sec
     book = 0
-    if kept_until - now_ms < max(abandon_ms, 3 * interval):
+    if kept_until - now_ms < max(abandon_ms, 3 * interval) + grace * 1000:
         # Booked two further intervals ahead: kept 3 I + 2 I, so the next poll (about I later,
         # even a late one) still finds 3 I ahead and books nothing, and the one after books.
         # One interval ahead, the second's margin made every poll of a far visitor book.
-        book = seen_lead_ms(interval, snapshot.abandon_after_sec) + max(
+        book = seen_lead_ms(interval, snapshot.abandon_after_sec, grace) + max(
             min(abandon_ms // 2, SEEN_BOOKING_MAX_MS), BOOK_INTERVALS_AHEAD * interval
         )
         kept_until = now_ms + book + abandon_ms - KEPT_MARGIN_MS

@@ -19,7 +19,8 @@ minute) 100,000 make 14 + 328. A cap of 120 s alone would mean 8,300 polls a sec
 million.
 
 Abandonment follows the cadence: a spot told to poll every I ms is kept max(abandonAfterSec,
-3 I) after its last poll (lua/_expiry.lua, ``seen_lead``).
+3 I) after its last poll, and the room's gracePeriodSec beyond that, for a device that cannot
+poll for a while (a phone asleep) (lua/_expiry.lua, ``seen_lead``).
 """
 
 from __future__ import annotations
@@ -65,9 +66,10 @@ def poll_after(position: int, pace: float, delay_ms: float, line: int, budget: i
     return math.floor(interval * cadence_stretch(line, pace, front, budget))
 
 
-def seen_lead_ms(interval_ms: int, abandon_after_sec: int) -> int:
-    """How far beyond ``abandonAfterSec`` a spot polling every ``interval_ms`` is kept."""
-    return max(0, MISSED_POLLS * interval_ms - abandon_after_sec * 1000)
+def seen_lead_ms(interval_ms: int, abandon_after_sec: int, grace_sec: int = 0) -> int:
+    """How far beyond ``abandonAfterSec`` a spot polling every ``interval_ms`` is kept
+    (``grace_sec``: the room's gracePeriodSec)."""
+    return max(0, MISSED_POLLS * interval_ms - abandon_after_sec * 1000) + grace_sec * 1000
 
 
 def longest_unpolled_ms(room: dict[str, Any]) -> int:

@@ -55,6 +55,8 @@ class RoomSnapshot:
     # The next scheduled event's boundary (room clock ms, 0: none): from then on the rate,
     # capacity and mode above may be another's, so Redis answers until the next read.
     boundary_ms: int = 0
+    # gracePeriodSec: how long beyond its cadence's allowance a quiet spot is kept.
+    grace_period_sec: int = 0
 
     def clock(self, monotonic: float) -> int:
         """The room's clock now (ms), from the clock when read and the time since."""
@@ -106,6 +108,7 @@ def decode(raw: list[Any], read_at: float, known: RoomSnapshot | None) -> RoomSn
         passthrough=mode == "passthrough",
         random=mode == "random",
         boundary_ms=int(raw[s.boundary]) if len(raw) > s.boundary else 0,
+        grace_period_sec=int(raw[s.gracePeriodSec] or 0) if len(raw) > s.gracePeriodSec else 0,
     )
 
 

@@ -396,6 +396,8 @@ FIELDS: tuple[Field, ...] = (
     Field("redirectUrl", None, redirect_url_problem, required=True),
     Field("maxWaiting", 100_000, IntRange(1, 10_000_000)),
     Field("abandonAfterSec", 300, IntRange(60, 86_400)),
+    # Seconds a quiet spot (a phone asleep) is kept beyond what its own cadence allows; 0: none.
+    Field("gracePeriodSec", 0, IntRange(0, 86_400)),
     Field("pollBudgetPerSecond", DEFAULT_POLL_BUDGET, IntRange(100, 1_000_000)),
     Field("failMode", "closed", _fail_mode),
     Field("mode", "fifo", _mode),
@@ -489,6 +491,12 @@ def from_stored(raw: Mapping[str, str]) -> dict[str, Any]:
     return out
 
 
+def quiet_spot_kept_sec(room: Mapping[str, Any]) -> int:
+    """The least a waiting spot of ``room`` is kept after its last poll, whatever its cadence:
+    ``abandonAfterSec`` and the room's ``gracePeriodSec`` beyond."""
+    return int(room.get("abandonAfterSec") or 300) + int(room.get("gracePeriodSec") or 0)
+
+
 QUEUE_TOKEN_GRACE_SEC = 60  # a slow poller at the edge of abandonAfterSec keeps a valid ticket
 QUEUE_TOKEN_MAX_SEC = 86_400
 
@@ -497,12 +505,15 @@ def queue_token_life(room: dict[str, Any]) -> int:
     """Seconds a queue token lives: as long as its spot can go unpolled, plus a minute.
 
     A spot is dropped once it has missed about three of its own polls, never sooner than
-    ``abandonAfterSec`` (queue/line/poll_cadence.py), and every poll hands out a token with at
-    least half this life left (web/queue_answers.queue_token), so a waiting visitor never holds
-    an expired one; a stolen or kept ticket cannot be replayed for
-    ever (above all into an outage admission). Never more than a day.
+    ``abandonAfterSec``, and kept ``gracePeriodSec`` beyond that (queue/line/poll_cadence.py);
+    every poll hands out a token with at least half this life left
+    (web/queue_answers.queue_token), so a waiting visitor never holds an expired one; a stolen
+    or kept ticket cannot be replayed for ever (above all into an outage admission). Never more
+    than a day: a visitor whose spot outlives its ticket finds it again by entering with its
+    session (the same visitor id).
     """
     unpolled = max(int(room["abandonAfterSec"]), -(-longest_unpolled_ms(room) // 1000))
+    unpolled += int(room.get("gracePeriodSec") or 0)
     return min(QUEUE_TOKEN_MAX_SEC, unpolled + QUEUE_TOKEN_GRACE_SEC)
 
 

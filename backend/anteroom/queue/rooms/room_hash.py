@@ -37,6 +37,7 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("redirectUrl", "url", "where an admitted visitor is sent"),
     RoomField("maxWaiting", "maxw", "longest line before QueueFull"),
     RoomField("abandonAfterSec", "aban", "seconds unpolled before a spot may be dropped"),
+    RoomField("gracePeriodSec", "grace", "seconds a quiet spot is kept beyond its cadence's due"),
     RoomField("pollBudgetPerSecond", "pbud", "polls a second the line behind the front may cost"),
     RoomField("failMode", "fm", "what the web tier does when Redis is down: closed or open"),
     RoomField("notice", "ntc", "waiting page notice, JSON ('' for none)"),

@@ -49,6 +49,13 @@ FIELD_DOCS = {
     "polls (its pollAfterMs), and never sooner than this after its last poll: by the drain when "
     "it reaches it, and anywhere in the line by the room's sweep (a pass a minute); at most "
     "min(abandonAfterSec / 2, 150 s) later, as last-seen is booked ahead.",
+    "gracePeriodSec": "Seconds a quiet waiting spot is kept beyond its cadence's allowance (max("
+    "abandonAfterSec, three of its polls) after its last poll), for visitors whose device cannot "
+    "poll for a while: a phone asleep, an app in the background. 0 (the default): none. A "
+    "visitor who polls again within it keeps the place; a change applies from each spot's next "
+    "poll (a lower grace never drops a spot sooner than its last poll promised). The line's "
+    "positions count such quiet spots meanwhile, and one the drain reaches is admitted, so its "
+    "admission may expire unused.",
     "pollBudgetPerSecond": "Polls a second the whole line may make beyond its front (the first "
     "max(100, 10 s of admissions), which polls every 1-2 s): further back, pollAfterMs grows with "
     "the expected wait up to 5 minutes, and is stretched beyond when the line is so long that "

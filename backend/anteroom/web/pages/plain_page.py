@@ -156,7 +156,7 @@ def _page(
         manual=request.args.get("refresh") == "off",
         manual_url=url_for("plain.plain_page", **(args | {"refresh": "off"})),
         auto_url=url_for("plain.plain_page", **args),
-        keep_minutes=max(1, int(room.get("abandonAfterSec") or 300) // 60),
+        keep_minutes=max(1, rooms.quiet_spot_kept_sec(room) // 60),
         **context,
     )
     response = pages.secure(Response(html, status=status, mimetype="text/html"))
