@@ -9,6 +9,10 @@ once, with the admission in ``Anteroom-Admission``. Each state change is printed
 the exit code is the contract's (0: the resource answered 200, 2: the room closed or refused us,
 1: anything else).
 
+With ``CONFORMANCE_CDP`` set (a running Chromium's DevTools WebSocket URL) it opens a fresh
+browser context in that Chromium instead of starting one: the kit's tests start one for all
+the cases, which saves a browser start per case.
+
 The browser says what a visitor's would (a desktop user agent, no ``navigator.webdriver``): the
 signal rules rightly refuse a headless one.
 """
@@ -45,7 +49,8 @@ async ({resource, apiKey, final}) => {
   try {
     entered = await anteroom.enterQueue(refusal.room, {apiKey, baseUrl, estimates: false,
       onUpdate: (a) => {
-        if (a.status === "waiting" || a.status === "held") say({state: "waiting", position: a.position});
+        const waiting = a.status === "waiting" || a.status === "held";
+        if (waiting) say({state: "waiting", position: a.position});
         else if (a.status === "error") say({state: "error", code: a.error});
       }});
   } catch (error) {
@@ -71,12 +76,16 @@ def say(state: Any) -> None:
 
 def main() -> int:
     base = os.environ["ANTEROOM_URL"]
+    shared = os.environ.get("CONFORMANCE_CDP")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
+        if shared:
+            browser = playwright.chromium.connect_over_cdp(shared)
+        else:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+            )
+        context = browser.new_context(user_agent=USER_AGENT, locale="en-GB")
         try:
-            context = browser.new_context(user_agent=USER_AGENT, locale="en-GB")
             page = context.new_page()
             page.expose_function("say", say)
             page.goto(f"{base}/kit/page")
@@ -85,7 +94,9 @@ def main() -> int:
                          "apiKey": os.environ["ANTEROOM_ROOM"], "final": FINAL}  # fmt: skip
             result = page.evaluate(QUEUE_THROUGH, arguments)
         finally:
-            browser.close()
+            context.close()  # a shared browser stays up for the next case
+            if not shared:
+                browser.close()
     return int(result["exit"])
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 
 from anteroom.ops import conformance
 from anteroom.ops.conformance_server import KitServer
+from helpers import CHROMIUM, CHROMIUM_ARGS
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON_DRIVER = [sys.executable, str(ROOT / "tests" / "conformance_python_driver.py")]
@@ -39,13 +41,46 @@ def kit() -> Iterator[KitServer]:
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def shared_chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One headless Chromium for every case's browser driver (a context each): its DevTools
+    URL, which the driver reads from CONFORMANCE_CDP."""
+    profile = tmp_path_factory.mktemp("chromium")
+    command = [CHROMIUM, "--headless=new", "--remote-debugging-port=0",
+               f"--user-data-dir={profile}", *CHROMIUM_ARGS, "about:blank"]  # fmt: skip
+    browser = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)  # fmt: skip
+    assert browser.stderr is not None
+    url = None
+    for line in browser.stderr:  # it says where it listens once it does
+        if line.startswith("DevTools listening on "):
+            url = line.split(" on ", 1)[1].strip()
+            break
+    assert url, "Chromium did not start its DevTools server"
+    drain = threading.Thread(target=browser.stderr.read, daemon=True)
+    drain.start()
+    yield url
+    browser.terminate()
+    browser.wait(15)
+    drain.join(5)
+    browser.stderr.close()
+
+
 def run(kit: KitServer, command: list[str], case: str) -> dict[str, object]:
     found = next(c for c in conformance.load_cases() if c["name"] == case)
     return conformance.run_case(kit, found, command, DEADLINE_SEC)
 
 
+@pytest.fixture
+def driver_env(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The browser driver's shared Chromium, when the test runs it."""
+    if request.node.callspec.params.get("driver") == "browser-agent":
+        monkeypatch.setenv("CONFORMANCE_CDP", request.getfixturevalue("shared_chromium"))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("driver", list(DRIVERS))
+@pytest.mark.usefixtures("driver_env")
 def test_a_client_we_ship_passes_every_case(kit: KitServer, driver: str) -> None:
     """The reference client (the site SDK's queue-through over requests) and the browser agent
     (in Chromium) wait as told, back off, enter again only when their spot is gone, use their

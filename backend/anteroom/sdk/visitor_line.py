@@ -185,6 +185,7 @@ class VisitorLine:
         self.sleep = sleep
         self.rng = rng
         self.session: str | None = None
+        self.previous: str | None = None  # an expired session, named when joining again
         self.ticket: str | None = None
 
     # -- what to wait: the decisions a client can get wrong ------------------------------------
@@ -235,6 +236,9 @@ class VisitorLine:
                 answer = self.call("queue/enter", body)
                 if answer.status == 401:  # the session expired or no longer verifies
                     recoveries = self.recover(recoveries, answer)
+                    # An expired session still says who we were (the next join names it); an
+                    # invalid one says nothing.
+                    self.previous = self.session if answer.error == "TokenExpired" else None
                     self.session = None
                     continue
             else:
@@ -274,8 +278,8 @@ class VisitorLine:
         solutions = [solve_puzzle(str(p["prefix"]), int(p["difficulty"])) for p in puzzles[:floor]]
         body = {"apiKey": self.public_key, "room": room, "challenge": challenge,
                 "solutions": solutions}  # fmt: skip
-        if self.session:
-            body["previousSession"] = self.session
+        if self.previous:
+            body["previousSession"] = self.previous
         joined = self.call("queue/join", body)  # the same body again answers the same spot
         if joined.status != 200:
             return joined
