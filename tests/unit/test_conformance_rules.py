@@ -97,3 +97,12 @@ def test_the_outcome_is_judged_by_exit_code_state_and_the_resource() -> None:
         "never got the resource: no 200 from it (retry it with the admission)",
     ]
     assert judge(case, [], Outcome(None, [], 25.0)) == ["did not finish within 25 s (killed)"]
+
+
+def test_a_case_that_expects_a_new_spot_needs_the_loss_and_the_entry_after_it() -> None:
+    case = {"expect": {"exit": [0], "reenter": True}}
+    gone = rec("poll", 1.0, 410, error="TicketGone")
+    assert judge(case, [gone, rec("enter", 1.1)], Outcome(0)) == []
+    assert judge(case, [rec("enter", 0.5), rec("poll", 1.0)], Outcome(0)) == [
+        "never took a new spot after a 410 or 401 on its poll"
+    ]

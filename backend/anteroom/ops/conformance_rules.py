@@ -227,6 +227,13 @@ def expected_outcome(case: dict[str, Any], records: Sequence[Record], done: Outc
         r.kind == "resource" and r.status == 200 for r in records
     ):
         broken.append("never got the resource: no 200 from it (retry it with the admission)")
+    if expect.get("reenter") and not any(
+        p.kind == "poll"
+        and p.status in (401, 410)
+        and any(e.kind in ENTRIES and e.at >= p.done for e in records)
+        for p in records
+    ):
+        broken.append("never took a new spot after a 410 or 401 on its poll")
     return broken
 
 

@@ -302,6 +302,11 @@ class KitServer:
         answer = self.recorded(state, kind, environ, start_response, self.app, **extra)
         if step is not None and step.get("then") == "close-room":
             self.engine.close(state.room_id)
+        elif step is not None and step.get("then") == "fall-silent":
+            # The app slept: the room's clock moves past the time a silent spot is kept, so
+            # the line drops it (a real 410 at the next poll), as a phone asleep would find.
+            kept = int(self.engine.get_room(state.room_id)["abandonAfterSec"])
+            self.engine.shift_clock(state.room_id, (kept + 120) * 1000)
         return answer
 
     def recorded(
