@@ -106,3 +106,13 @@ def test_a_case_that_expects_a_new_spot_needs_the_loss_and_the_entry_after_it() 
     assert judge(case, [rec("enter", 0.5), rec("poll", 1.0)], Outcome(0)) == [
         "never took a new spot after a 410 or 401 on its poll"
     ]
+
+
+def test_calling_the_resource_more_than_the_call_and_its_retry_is_named() -> None:
+    case = {"expect": {"exit": [1], "resourceCalls": 2}}
+    calls = [rec("resource", t, 429, admission=str(t) if t else None) for t in (0.0, 1.0, 2.0)]
+    assert judge(case, calls[:2], Outcome(1)) == []
+    assert judge(case, calls, Outcome(1)) == [
+        "called the resource 3 times (at most 2: the call, then one retry with the admission; "
+        "a refused retry is the app's answer)"
+    ]

@@ -227,6 +227,13 @@ def expected_outcome(case: dict[str, Any], records: Sequence[Record], done: Outc
         r.kind == "resource" and r.status == 200 for r in records
     ):
         broken.append("never got the resource: no 200 from it (retry it with the admission)")
+    most = expect.get("resourceCalls")
+    calls = sum(1 for r in records if r.kind == "resource")
+    if most is not None and calls > most:
+        broken.append(
+            f"called the resource {calls} times (at most {most}: the call, then one retry "
+            f"with the admission; a refused retry is the app's answer)"
+        )
     if expect.get("reenter") and not any(
         p.kind == "poll"
         and p.status in (401, 410)

@@ -211,7 +211,8 @@ class KitServer:
         # Pinned: the line moves only when the kit moves the room's clock (see ``scripted``), so
         # a client that starts slowly (a JVM, a browser) finds the line as one that starts fast.
         self.engine.set_clock(room_id, self.engine.stats(room_id).now_ms)
-        self.case = CaseState(case, room_id, slug, self.resource_app(slug))
+        ahead = float(case.get("edgeClockAheadSec", 0))
+        self.case = CaseState(case, room_id, slug, self.resource_app(slug, ahead))
         return {
             "ANTEROOM_URL": self.url,
             "ANTEROOM_ROOM": PUBLIC_KEY,
@@ -225,8 +226,11 @@ class KitServer:
         assert state is not None, "end() without begin()"
         return state
 
-    def resource_app(self, slug: str) -> WSGIApp:
-        """The app's own protected API call, behind the real edge; counts each admission."""
+    def resource_app(self, slug: str, ahead: float = 0.0) -> WSGIApp:
+        """The app's own protected API call, behind the real edge; counts each admission.
+
+        ``ahead``: seconds the edge's clock runs ahead of the service's (its injected clock),
+        so an admission is already past its expiry when the client shows it."""
 
         def resource(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
             claims = environ.get(ADMISSION_ENVIRON) or {}
@@ -244,6 +248,7 @@ class KitServer:
         edge = AnteroomMiddleware(
             resource, keys=self.keys, base_url=self.url, public_key=PUBLIC_KEY,
             routes={f"/kit/{slug}": slug}, secure_cookie=False,
+            clock=lambda: time.time() + ahead,
         )  # fmt: skip
         # The edge's own calls to Anteroom (a ticket's poll, a renewal) go past the fault layer
         # and the record: they are the edge's, not the client's.
