@@ -166,6 +166,16 @@ def test_the_command_refuses_an_unknown_case_and_a_missing_client_by_name() -> N
     missing = cli("--case", "admitted")
     assert missing.returncode == 2
     assert "--client is required" in missing.stderr
+    absent = cli("--client", "/nonexistent/driver --flag", "--case", "denied")
+    assert absent.returncode == 2
+    assert "cannot start the client '/nonexistent/driver': No such file" in absent.stderr
+
+
+@pytest.mark.slow
+def test_a_driver_past_its_deadline_is_killed_and_fails() -> None:
+    done = cli("--client", "sleep 60", "--case", "denied", "--deadline", "1")
+    assert done.returncode == 1
+    assert "did not finish within 1 s (killed)" in done.stdout
 
 
 def test_every_case_of_the_table_is_listed_with_what_it_says() -> None:

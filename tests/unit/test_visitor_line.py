@@ -4,6 +4,7 @@ Anteroom's answers given in order and the sleeps recorded instead of slept."""
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -171,3 +172,19 @@ def test_bad_options_are_refused_by_name() -> None:
         VisitorLine("queue.example", "pk_x")
     with pytest.raises(ValueError, match="public_key"):
         VisitorLine(API, "sk_secret")
+
+
+@pytest.mark.parametrize("library", ["requests", "httpx"])
+def test_an_app_without_the_library_gets_a_hook_error_naming_it(
+    library: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK imports requests and httpx only for their hooks: without them it still loads,
+    and asking for the hook says what to install."""
+    from anteroom.sdk import queue_through
+
+    monkeypatch.setitem(sys.modules, library, None)  # as if not installed
+    hook = (
+        queue_through.requests_session if library == "requests" else queue_through.httpx_transport
+    )
+    with pytest.raises(ImportError, match=f"needs {library}: pip install {library}"):
+        hook(QueueThrough("pk_x"))

@@ -53,15 +53,18 @@ def run_driver(
     command: list[str], env: dict[str, str], deadline: float
 ) -> tuple[int | None, str, str]:
     """Run the driver to its end or the deadline: (exit code or None if killed, out, err)."""
-    process = subprocess.Popen(
-        command,
-        env=os.environ | env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own group: a browser it starts is stopped with it
-    )
+    try:
+        process = subprocess.Popen(
+            command,
+            env=os.environ | env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # its own group: a browser it starts is stopped with it
+        )
+    except OSError as exc:
+        raise ValueError(f"cannot start the client {command[0]!r}: {exc.strerror}") from None
     try:
         out, err = process.communicate(timeout=deadline)
         code: int | None = process.returncode
@@ -181,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         results = run(command, args.cases, args.deadline, show)
-    except (ValueError, FileNotFoundError) as exc:
+    except ValueError as exc:
         print(f"anteroom conformance: {exc}", file=sys.stderr)
         return 2
     failed = [r["case"] for r in results if not r["passed"]]
