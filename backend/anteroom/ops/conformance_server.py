@@ -264,6 +264,8 @@ class KitServer:
         path = str(environ.get("PATH_INFO", ""))
         if path.startswith("/_kit/anteroom/"):
             environ["PATH_INFO"] = path[len("/_kit/anteroom") :]
+            if environ["PATH_INFO"] == API_PREFIX + "queue/poll" and self.case is not None:
+                self.app_polled(self.case)  # a client queueing through with Anteroom-Ticket
             return self.app(environ, start_response)
         if path == "/kit/page":
             start_response("200 OK", [("Content-Type", "text/html; charset=utf-8"),
@@ -299,11 +301,7 @@ class KitServer:
             return self.recorded(state, kind, environ, start_response,
                                  _canned(step["answer"]), scripted=True, **extra)  # fmt: skip
         if kind == "poll":
-            with state.lock:
-                state.app_polls += 1
-                due = state.app_polls == state.case.get("admitOnAppPoll", 1)
-            if due:  # the line moves: the room's clock on by two seconds of its rate
-                self.engine.shift_clock(state.room_id, ADMIT_SHIFT_MS)
+            self.app_polled(state)
         answer = self.recorded(state, kind, environ, start_response, self.app, **extra)
         if step is not None and step.get("then") == "close-room":
             self.engine.close(state.room_id)
@@ -313,6 +311,15 @@ class KitServer:
             kept = int(self.engine.get_room(state.room_id)["abandonAfterSec"])
             self.engine.shift_clock(state.room_id, (kept + 120) * 1000)
         return answer
+
+    def app_polled(self, state: CaseState) -> None:
+        """A poll the app answers (the client's, or the edge's for an Anteroom-Ticket): the line
+        moves at the case's ``admitOnAppPoll``-th, by two seconds of the room's clock."""
+        with state.lock:
+            state.app_polls += 1
+            due = state.app_polls == state.case.get("admitOnAppPoll", 1)
+        if due:
+            self.engine.shift_clock(state.room_id, ADMIT_SHIFT_MS)
 
     def recorded(
         self,
