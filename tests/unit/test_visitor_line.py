@@ -137,6 +137,18 @@ def test_the_journey_gives_up_after_max_wait() -> None:
     assert failed.value.code == "Timeout"
 
 
+def test_an_outage_longer_than_max_wait_ends_the_journey() -> None:
+    now = [0.0]
+    down = Answer(503, {"error": "Unavailable"}, 5)
+    script = Script(ARRIVAL, joined(waiting()), *[down] * 10)
+    line = VisitorLine(API, "pk_x", post=script.post, clock=lambda: now[0], max_wait=12,
+                       sleep=lambda s: now.__setitem__(0, now[0] + s))  # fmt: skip
+    with pytest.raises(LineError) as failed:
+        line.admission("drop")
+    assert failed.value.code == "Timeout"
+    assert script.paths.count("queue/poll") == 3  # at 1 s, 6 s and 11 s; not one more
+
+
 def test_the_puzzle_solver_meets_the_difficulty() -> None:
     solution = solve_puzzle("abc.1", 8)
     assert hashlib.sha256(f"abc.1:{solution}".encode()).digest()[0] == 0

@@ -187,6 +187,7 @@ class VisitorLine:
         self.session: str | None = None
         self.previous: str | None = None  # an expired session, named when joining again
         self.ticket: str | None = None
+        self.deadline = float("inf")  # set by admission()
 
     # -- what to wait: the decisions a client can get wrong ------------------------------------
 
@@ -220,11 +221,10 @@ class VisitorLine:
     def admission(self, room: str) -> str:
         """Queue for ``room`` until admitted; the admission token. Raises ``LineClosed`` when
         the room is closed or refuses us, ``LineError`` when the journey cannot go on."""
-        deadline = self.clock() + self.max_wait
+        self.deadline = self.clock() + self.max_wait
         recoveries = 0
         while True:
-            if self.clock() > deadline:
-                raise LineError("Timeout", "still waiting after max_wait")
+            self.check_deadline()
             if self.ticket:
                 answer = self.call("queue/poll", {"apiKey": self.public_key, "ticket": self.ticket})
                 if answer.status != 200 and self.spot_lost(answer):
@@ -305,6 +305,12 @@ class VisitorLine:
                 failures += 1
             self.tell({"state": "error", "code": answer.error or f"HTTP{answer.status}"})
             self.sleep(wait)
+            self.check_deadline()  # an outage that outlasts the journey's bound ends it
+
+    def check_deadline(self) -> None:
+        """Raise ``LineError("Timeout")`` once the journey has taken ``max_wait``."""
+        if self.clock() > self.deadline:
+            raise LineError("Timeout", "still waiting after max_wait")
 
     def recover(self, recoveries: int, answer: Answer) -> int:
         """Count one lost spot or session; too many in a row end the journey."""
