@@ -70,9 +70,13 @@ async function main() {
     return 1;
   } catch (error) {
     if (error instanceof AnteroomError) {
-      if (error.code === "RoomClosed") say({ state: "closed" });
-      else say({ state: "error", code: error.code });
-      return FOR_GOOD.has(error.code) ? 2 : 1;
+      // A refusal for good closes the line to this visitor: the screen says so, with its code.
+      if (FOR_GOOD.has(error.code)) {
+        say({ state: "closed", code: error.code });
+        return 2;
+      }
+      say({ state: "error", code: error.code });
+      return 1;
     }
     say({ state: "error", code: stop.signal.aborted ? "Deadline" : "NetworkError" });
     return 1;

@@ -1,4 +1,4 @@
-"""The `anteroom` command line: serve, keys, rehearse, verify-draw and --version."""
+"""The `anteroom` command line: serve, keys, rehearse, verify-draw, conformance and --version."""
 
 from __future__ import annotations
 
@@ -348,6 +348,10 @@ def main(argv: list[str] | None = None) -> int:
         return rehearse(argv[1:])
     if argv[:1] == ["verify-draw"]:  # standard library only: no settings, no Redis
         return verify_draw.main(argv[1:])
+    if argv[:1] == ["conformance"]:  # its own options; starts its own Redis and app
+        from anteroom.ops import conformance
+
+        return conformance.main(argv[1:])
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     parser = argparse.ArgumentParser(prog="anteroom", description="Anteroom waiting room")
     parser.add_argument("--version", action="version", version=version_text())
@@ -360,6 +364,11 @@ def main(argv: list[str] | None = None) -> int:
         add_help=False,
     )
     sub.add_parser("verify-draw", help="check a published draw and a receipt", add_help=False)
+    sub.add_parser(
+        "conformance",
+        help="run a client's driver against scripted answers and judge it (--client CMD)",
+        add_help=False,
+    )
     args = parser.parse_args(argv)
     try:
         settings = Settings.from_env()
