@@ -134,10 +134,18 @@ class LiveServer(ServerProcess):
     """``anteroom serve`` (gunicorn, 4 workers) on a free port, against ``redis_url``.
 
     ``env`` overrides its ANTEROOM_* settings; inherited ANTEROOM_* variables are dropped, so a
-    developer's own settings never leak into a test.
+    developer's own settings never leak into a test. ``command`` runs another installation's
+    ``anteroom serve`` (a previous release, tests/previous_release.py).
     """
 
-    def __init__(self, redis_url: str, data_dir: Path | str, **env: str) -> None:
+    def __init__(
+        self,
+        redis_url: str,
+        data_dir: Path | str,
+        *,
+        command: Sequence[str] = SERVE,
+        **env: str,
+    ) -> None:
         port = free_port()
         self.data_dir = Path(data_dir)
         inherited = {k: v for k, v in os.environ.items() if not k.startswith("ANTEROOM_")}
@@ -150,7 +158,7 @@ class LiveServer(ServerProcess):
             "ANTEROOM_DEMO": "0",
         }
         super().__init__(
-            SERVE,
+            command,
             port,
             self.data_dir / "server.log",
             env=inherited | settings | env,

@@ -11,7 +11,7 @@ from pkgutil import extend_path
 
 __path__ = extend_path(__path__, __name__)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["__version__"]
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
