@@ -11,6 +11,7 @@ and its draw are the enter script's; an outage at the entry is the fail-open roo
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -75,7 +76,7 @@ def arrive(
 
 def _proof(
     s: Services, env: str, challenge: str, solutions: str | list[str]
-) -> dict[str, Any] | Refused:
+) -> tokens.ChallengeClaims | Refused:
     """The claims of a challenge ``solutions`` solve (offline: nothing written), or Refused."""
     try:
         claims = identity.solved_challenge(s.identity, env, challenge, solutions)
@@ -114,7 +115,7 @@ def _identify_solved(
     door: Door,
     env: str,
     caller: Caller,
-    claims: dict[str, Any],
+    claims: tokens.ChallengeClaims,
     solutions: str | list[str],
     signals: Mapping[str, Any],
     previous_session: str | None,
@@ -136,7 +137,7 @@ def _identify_solved(
     return _session(s, session)
 
 
-def _session(s: Services, session: dict[str, Any]) -> Session:
+def _session(s: Services, session: tokens.SessionClaims) -> Session:
     answer = identity.session_answer(s.identity, session)
     return Session(
         token=answer["sessionToken"],
@@ -230,8 +231,7 @@ def enter(
     session = _identify_solved(s, door, env, caller, proof, solutions, signals, previous_session)
     if isinstance(session, Refused):
         return session
-    claims = tokens.SessionClaims.from_wire(session.claims)
-    spot = take_spot(s, door, env, caller, slug, claims, invite_token)
+    spot = take_spot(s, door, env, caller, slug, session.claims, invite_token)
     if isinstance(spot, Refused):
         return spot
     return Entered(session, spot)
@@ -242,7 +242,7 @@ class Join:
     """A join's request, its proof checked offline."""
 
     room: dict[str, Any]
-    challenge: dict[str, Any]  # the solved challenge's claims
+    challenge: tokens.ChallengeClaims  # the solved challenge's claims
     solutions: str | list[str]
     signals: Mapping[str, Any]
     previous_session: str | None
@@ -280,9 +280,9 @@ def _join_in_one_call(
     except (StorageUnavailable, StorageBusy) as exc:
         return _storage_refusal(exc)
     score, sig = assess(caller.evidence(ask.signals, BUSY_NETWORK_PER_MINUTE + 1))
-    busy = calm | {"score": score, "sig": sig}
+    busy = dataclasses.replace(calm, score=score, signals=tuple(sig))
     counters = door.enter_counters() or ()
-    jti = ask.challenge["jti"]
+    jti = ask.challenge.challenge_id
     minute = int(time.time() // 60)
     who = eng.JoinIdentify(
         counters=identify_counters,
@@ -291,10 +291,10 @@ def _join_in_one_call(
         busy_above=BUSY_NETWORK_PER_MINUTE,
         marker_key=s.keys.challenge_spent(jti),
         mark=identity.proof_fingerprint(jti, ask.solutions),
-        life_ms=max(1, int(ask.challenge["exp"]) - int(time.time()) + 1) * 1000,
-        vid=calm["vid"],
-        calm=(_json(calm), int(calm["score"]), "bot" in calm["sig"]),
-        busy=(_json(busy), score, "bot" in sig),
+        life_ms=max(1, int(ask.challenge.expires_at) - int(time.time()) + 1) * 1000,
+        vid=calm.visitor_id,
+        calm=(identity.session_json(calm), int(calm.score), "bot" in calm.signals),
+        busy=(identity.session_json(busy), score, "bot" in sig),
     )
     through = invite is None and bypass.matches(room, caller.address, caller.headers, caller.cookie)
 
@@ -315,19 +315,17 @@ def _join_in_one_call(
         return _storage_refusal(exc)
     except eng.EngineError as exc:
         return _engine_refusal(exc, room)
-    wire = {"calm": calm, "busy": busy}.get(joined.which) or json.loads(joined.earned)
+    session = {"calm": calm, "busy": busy}.get(joined.which) or tokens.SessionClaims.from_wire(
+        json.loads(joined.earned)
+    )
     if joined.entered is None:  # convicted: the proof is spent, the entry refused
         s.series.tally(room["id"], "ndenied")
         return Refused("QueueDenied")
-    if int(wire["score"]) >= int(room.get("holdScore") or 100):
+    if int(session.score) >= int(room.get("holdScore") or 100):
         with contextlib.suppress(StorageError, ValueError):
             work_inputs.count_refusal(s.identity, room["id"], address)
-    spot = spot_of(*door.render(room, str(wire["vid"]), joined.entered))
-    return Entered(_session(s, wire), spot)
-
-
-def _json(claims: dict[str, Any]) -> str:
-    return json.dumps(claims, separators=(",", ":"))
+    spot = spot_of(*door.render(room, session.visitor_id, joined.entered))
+    return Entered(_session(s, session), spot)
 
 
 def enter_without_script(

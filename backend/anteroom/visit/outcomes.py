@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from anteroom.sdk.tokens import SessionClaims
+
 
 @dataclass(frozen=True)
 class Refused:
@@ -32,7 +34,7 @@ class Session:
     expires_at_ms: int
     score: int
     signals: tuple[str, ...]
-    claims: dict[str, Any]
+    claims: SessionClaims
 
     def body(self) -> dict[str, Any]:
         """As the API answers a session."""

@@ -53,14 +53,14 @@ def fail_open(
     if binding.ticket is not None:
         # The jti Redis gives this spot's admission: once booked, it refreshes like any other.
         jti = spot_admission_jti(room["id"], generation, binding.ticket)
-    claims: dict[str, Any] = {"qj": binding.session_jti, "jti": jti, "fo": True}
-    claims |= {"iat": now, "exp": now + int(room["admissionTtlSec"])}
-    if binding.network_tag:
-        claims["qi"] = binding.network_tag
-    token = admission_token(services, room, binding.vid, claims)
+    expires_at = now + int(room["admissionTtlSec"])
+    token = admission_token(
+        services, room, binding.vid, admission_id=jti, session_id=binding.session_jti,
+        network_tag=binding.network_tag, issued_at=now, expires_at=expires_at, fail_open=True,
+    )  # fmt: skip
     if binding.score is not None:  # a new admission (a refresh's is booked already)
         # Booked once Redis is back, so its spot is not dealt again: no ghost admission.
-        admission = FailOpenAdmission(binding.vid, binding.ticket, generation, claims["exp"])
+        admission = FailOpenAdmission(binding.vid, binding.ticket, generation, expires_at)
         services.fail_open.record(room["id"], admission)
     body = answer_body(
         room,

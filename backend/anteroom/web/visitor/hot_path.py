@@ -277,11 +277,14 @@ def _poll(services: Services, fields: tuple[str, str]) -> Answer:
 
 def _refresh(services: Services, fields: tuple[str, str]) -> Answer:
     """As ``visitor_api.refresh``, while Redis answers."""
-    claims = _checked(services, *fields, tokens.ADMISSION)
-    if claims.get(tokens.NOT_RENEWABLE):
+    try:
+        claims = tokens.AdmissionClaims.from_wire(_checked(services, *fields, tokens.ADMISSION))
+    except tokens.TokenError:
+        raise HandOver() from None  # the views word the refusal
+    if claims.not_renewable:
         raise HandOver()  # refused by the view: the edges never ask, so this is rare
-    qr, vid, jti, qj = claims["qr"], claims["vid"], claims["jti"], str(claims.get("qj", ""))
-    renew = lambda: services.engine.refresh(qr, vid, None, jti, qj)  # noqa: E731
+    qr, vid, jti = claims.room_id, claims.visitor_id, claims.admission_id
+    renew = lambda: services.engine.refresh(qr, vid, None, jti, claims.session_id or "")  # noqa: E731
     return _answer(services, qr, vid, renew, renewing=True)
 
 

@@ -28,14 +28,33 @@ def engine_call(services: Services, fn: Any, room_id: str | None = None) -> Any:
 
 
 def admission_token(
-    services: Services, room: dict[str, Any], vid: str, claims: dict[str, Any]
+    services: Services,
+    room: dict[str, Any],
+    vid: str,
+    *,
+    admission_id: str,
+    session_id: str | None,
+    network_tag: str | None,
+    issued_at: int,
+    expires_at: int,
+    fail_open: bool = False,
 ) -> str:
-    """Sign an admission for ``vid`` in ``room`` with the given extra claims; a room with
-    ``sessionRenewal: false`` marks it not renewable."""
-    base = {"q": room["slug"], "qr": room["id"], "vid": vid, "env": room["environment"]}
-    if not room.get("sessionRenewal", True):
-        base[tokens.NOT_RENEWABLE] = 1
-    return tokens.sign(services.keyring, tokens.ADMISSION, base | claims)
+    """Sign an admission for ``vid`` in ``room``; a room with ``sessionRenewal: false`` marks it
+    not renewable."""
+    claims = tokens.AdmissionClaims(
+        room_slug=room["slug"],
+        room_id=room["id"],
+        visitor_id=vid,
+        environment=room["environment"],
+        admission_id=admission_id,
+        session_id=session_id,
+        network_tag=network_tag or None,
+        fail_open=fail_open,
+        not_renewable=not room.get("sessionRenewal", True),
+        issued_at=issued_at,
+        expires_at=expires_at,
+    )
+    return tokens.issue(services.keyring, claims)
 
 
 def check_renewable(room: dict[str, Any]) -> None:
@@ -83,7 +102,7 @@ def queue_token(
     if polled is not None and _says_the_same(polled[1], values, now + life // 2):
         return polled[0]
     claims = tokens.TicketClaims(**values, issued_at=now, expires_at=now + life)
-    return tokens.sign(services.keyring, tokens.TICKET, claims.to_wire())
+    return tokens.issue(services.keyring, claims)
 
 
 # Every claim of a ticket but its times, with its default: what a ticket reused must say.
@@ -132,11 +151,11 @@ def render(
         body["receipt"] = receipt
     if answer.admission is not None:
         a = answer.admission
-        claims: dict[str, Any] = {"qj": a.session_jti, "jti": a.jti}
-        claims |= {"iat": a.issued_ms // 1000, "exp": a.expires_ms // 1000}
-        if a.network_tag:
-            claims["qi"] = a.network_tag
-        body["token"] = admission_token(services, room, vid, claims)
+        body["token"] = admission_token(
+            services, room, vid, admission_id=a.jti, session_id=a.session_jti,
+            network_tag=a.network_tag, issued_at=a.issued_ms // 1000,
+            expires_at=a.expires_ms // 1000,
+        )  # fmt: skip
         return body, None
     return body, max(1, math.ceil(answer.poll_after_ms / 1000))
 

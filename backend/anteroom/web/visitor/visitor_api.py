@@ -117,12 +117,21 @@ def visitor_call(
                 claims = identity.decode_or_raise(s.identity, getattr(body, token), kind)
                 if claims.get("env") != env:
                     raise errors.TokenInvalid(f"The {name} belongs to another environment.")
-                g.log_room = claims.get("qr")  # the request log's room (web/serving/request_log.py)
+                g.log_room = _room_of(token, claims)
             return view(Call(s, env, body, claims))
 
         return routes.view(bp, route)(run)
 
     return wrap
+
+
+def _room_of(token: str, claims: dict[str, Any]) -> str | None:
+    """The room a ticket or an admission names: the request log's (web/serving/request_log.py)."""
+    kind = {"ticket": tokens.TicketClaims, "token": tokens.AdmissionClaims}.get(token)
+    try:
+        return kind.from_wire(claims).room_id if kind is not None else None
+    except tokens.MalformedToken:
+        return None
 
 
 def reply(body: dict[str, Any], retry_after: int | None) -> ResponseReturnValue:
