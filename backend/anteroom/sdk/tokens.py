@@ -481,7 +481,7 @@ class TicketClaims(_Claims):
     """A queue ticket (``qt1``): the visitor's spot, and what an outage admission needs.
 
     ``session_id``, ``score`` and ``expires_at`` are absent from tickets issued before they
-    were added: such a ticket proves no binding offline (see web/queue_answers.ticket_binding).
+    were added: such a ticket proves no binding offline (see visit/answers.ticket_binding).
     """
 
     TOKEN_TYPE: ClassVar[str] = TICKET

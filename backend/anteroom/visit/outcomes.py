@@ -90,6 +90,11 @@ Spot = Waiting | InDraw | Held | Admitted | Idle
 
 
 @dataclass(frozen=True)
+class Left:
+    """The spot was given up (or was gone already: leaving twice is no error)."""
+
+
+@dataclass(frozen=True)
 class Entered:
     """An arrival's second call: the session opened and the spot it took, together."""
 

@@ -492,7 +492,7 @@ def queue_token_life(room: dict[str, Any]) -> int:
 
     A spot is dropped once it has missed about three of its own polls, never sooner than
     ``abandonAfterSec`` (queue/line/poll_cadence.py), and every poll hands out a token with at
-    least half this life left (web/queue_answers.queue_token), so a waiting visitor never holds
+    least half this life left (visit/answers.queue_token), so a waiting visitor never holds
     an expired one; a stolen or kept ticket cannot be replayed for
     ever (above all into an outage admission). Never more than a day.
     """

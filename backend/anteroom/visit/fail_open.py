@@ -14,18 +14,20 @@ from typing import Any
 from anteroom.queue.line.fail_open_ledger import FailOpenAdmission
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.web.serving import http_errors as errors
-from anteroom.web.visitor.queue_answers import Binding, admission_token, answer_body
+from anteroom.visit.answers import Binding, admission_token, answer_body
+from anteroom.visit.outcomes import Refused
+from anteroom.visit.refusals import Refusal, unavailable
 
 
 def usable_offline(room: dict[str, Any] | None) -> dict[str, Any]:
-    """``room`` when it admits during an outage (open, ``failMode: open``), else Unavailable.
+    """``room`` when it admits during an outage (open, ``failMode: open``), else refused
+    (Unavailable).
 
     Nobody is admitted in doubt anywhere else: an unknown, closed, paused or idle room answers
     Unavailable, and no spot is touched, so everyone keeps their place for when Redis returns.
     """
     if room is None or room.get("failMode") != "open" or room.get("status") != "open":
-        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
+        raise Refusal(unavailable())
     return room
 
 
@@ -41,11 +43,11 @@ def fail_open(
     """
     room = usable_offline(room)
     if not binding.session_jti:
-        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
+        raise Refusal(unavailable())
     if binding.score is not None and binding.score >= int(room["holdScore"]):
-        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
+        raise Refusal(unavailable())
     if services.directory.is_revoked(room["id"], binding.session_jti, binding.vid):
-        raise errors.SessionRevoked()
+        raise Refusal(Refused("SessionRevoked"))
     now = int(time.time())
     jti = tokens.new_id()
     known = binding.generation

@@ -1,5 +1,5 @@
-"""Queue answers: the JSON a visitor gets, the tokens it carries, what an outage admission
-is bound to, and engine refusals as API errors."""
+"""Queue answers: the JSON a visitor gets, the tickets and admissions it carries (signed
+here, from their typed claims), and what an outage admission is bound to."""
 
 from __future__ import annotations
 
@@ -8,23 +8,13 @@ import time
 from dataclasses import dataclass, fields
 from typing import Any
 
-from anteroom.queue.connection.storage_errors import StorageBusy
 from anteroom.queue.line import room_engine as eng
 from anteroom.queue.line.room_engine import QueueAnswer
 from anteroom.queue.rooms.room_config import queue_token_life
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.web.serving import http_errors as errors
-
-
-def engine_call(services: Services, fn: Any, room_id: str | None = None) -> Any:
-    """Run an engine call (on ``room_id``'s shard) through the breaker, mapping engine refusals
-    to API errors."""
-    key = services.keys.room(room_id) if room_id is not None else None
-    try:
-        return services.breaker.call(fn, key)
-    except (eng.EngineError, StorageBusy) as exc:
-        raise errors.from_domain(exc) from None
+from anteroom.visit.outcomes import Refused
+from anteroom.visit.refusals import Refusal, unavailable
 
 
 def admission_token(
@@ -58,11 +48,11 @@ def admission_token(
 
 
 def check_renewable(room: dict[str, Any]) -> None:
-    """Raise NotRenewable once ``room``'s ``sessionRenewal`` is off: its admissions dealt
+    """Refuse (NotRenewable) once ``room``'s ``sessionRenewal`` is off: its admissions dealt
     before then (not marked :data:`tokens.NOT_RENEWABLE`) end at their expiry too. Those marked
     are refused from their claim alone, before this."""
     if not room.get("sessionRenewal", True):
-        raise errors.NotRenewable()
+        raise Refusal(Refused("NotRenewable"))
 
 
 def queue_token(
@@ -230,10 +220,10 @@ def ticket_binding(room: dict[str, Any], claims: tokens.TicketClaims, network_ta
     replayable for ever). A ticket of an older generation than the room's is gone for sure.
     """
     if claims.expires_at is None or claims.session_id is None or claims.score is None:
-        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
+        raise Refusal(unavailable())
     generation = int(claims.generation)
     if generation < int(room.get("generation", 0)):
-        raise errors.TicketGone()
+        raise Refusal(Refused("TicketGone"))
     # The network the spot entered from, like a normal admission; the poller's when unknown.
     tag = str(claims.network_tag or network_tag)
     return Binding(
