@@ -1,6 +1,7 @@
-"""The visitor API's one fast entrance: ``POST /api/v1/queue/poll``, ``/admission/refresh`` and
-``/queue/leave`` (what a waiting crowd sends all day), ``/arrive`` and ``/queue/join`` (what an
-arriving crowd sends once each), answered by a small WSGI function in front of the Flask app.
+"""The visitor API's one fast entrance: every visitor call (``POST /api/v1/queue/poll``,
+``/admission/refresh`` and ``/queue/leave``, what a waiting crowd sends all day; ``/arrive`` and
+``/queue/join``, what an arriving crowd sends once each; the older ``/challenge``, ``/identify``
+and ``/queue/enter``) answered by a small WSGI function in front of the Flask app.
 
 Most of a poll's cost was Flask's request cycle (request and response objects, context locals,
 hooks, header objects), not the poll. Here the body is read and parsed once (orjson), handed to
@@ -8,11 +9,10 @@ the call's one adapter (visitor_calls.py: the key and the token checked, the use
 anteroom.visit called, its answer serialised), encoded once and counted cheaply. The Flask views
 take only what the adapters' parsing would not word as json_body does, body untouched: a body
 missing, chunked, too large, not JSON, not the call's exact fields as ASCII strings (a poll,
-refresh or leave), or refused by the call's request model (an arrival). Every other answer,
+refresh or leave), or refused by the call's request model (the others). Every other answer,
 refusals and the room's fail mode during an outage included, is given here, with the same JSON,
 headers and CORS as the views'. The API tests (``tests/integration/test_visitor_api.py`` and
-others) run through this path unchanged.
-"""
+others) run through this path unchanged."""
 
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ from werkzeug.http import HTTP_STATUS_CODES
 
 from anteroom.queue.connection.storage_errors import StorageError
 from anteroom.service_container import Services
+from anteroom.visit.ports import Caller
 from anteroom.web.api import api_routes as routes
-from anteroom.web.api.api_models import MAX_STRING_LENGTH
+from anteroom.web.api.api_models import MAX_STRING_LENGTH, Body
 from anteroom.web.pages import public_front
 from anteroom.web.serving import http_errors as errors
 from anteroom.web.serving import metrics, request_log
@@ -38,14 +39,22 @@ from anteroom.web.visitor import visitor_calls as calls
 from anteroom.web.visitor.visit_door import WebDoor, caller_of
 from anteroom.web.visitor.visitor_api import ANSWER_HEADERS
 from anteroom.web.visitor.visitor_calls import Answer
-from anteroom.web.visitor.visitor_models import ArriveRequest, JoinRequest
+from anteroom.web.visitor.visitor_models import (
+    ArriveRequest,
+    ChallengeRequest,
+    EnterRequest,
+    IdentifyRequest,
+    JoinRequest,
+)
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
     from flask import Flask
 
 log = logging.getLogger("anteroom")
-M = TypeVar("M", ArriveRequest, JoinRequest)
+M = TypeVar("M", bound=Body)
+# An adapter of visitor_calls.py for a call whose body is parsed by its request model.
+Adapter = Callable[[Services, WebDoor, Caller, Any], Answer]
 POLL, REFRESH = routes.POLL_QUEUE.path, routes.REFRESH_ADMISSION.path
 LEAVE = routes.LEAVE_QUEUE.path
 ARRIVE, JOIN = routes.ARRIVE.path, routes.JOIN_QUEUE.path
@@ -74,10 +83,14 @@ class HotPath:
             REFRESH: lambda s, address, f: calls.refresh(s, WebDoor(s), address, *f),
             LEAVE: lambda s, address, f: calls.leave(s, *f),
         }
-        # An arrival's calls: the whole body (a JSON object) and the request's environ.
-        self.arrivals: dict[str, Callable[[HotPath, Services, Any, WSGIEnvironment], Answer]] = {
-            ARRIVE: _arrive,
-            JOIN: _join,
+        # The calls of a body with more in it (an arrival's, the older journey's): the body's
+        # request model and the call's adapter, given the request's address limits and facts.
+        self.arrivals: dict[str, tuple[type[Any], Adapter]] = {
+            ARRIVE: (ArriveRequest, calls.arrive),
+            JOIN: (JoinRequest, calls.join),
+            routes.CREATE_CHALLENGE.path: (ChallengeRequest, calls.challenge),
+            routes.IDENTIFY.path: (IdentifyRequest, calls.identify),
+            routes.ENTER_QUEUE.path: (EnterRequest, calls.enter),
         }
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
@@ -102,7 +115,12 @@ class HotPath:
                 fields = _fields(body, TOKEN_FIELDS[route])
                 answer = handler(services, environ.get("REMOTE_ADDR"), fields)
             else:
-                answer = arriving(self, services, _object(body), environ)  # type: ignore[misc]
+                model, adapter = arriving  # type: ignore[misc]
+                parsed = _request(model, _object(body))
+                door = _door(self, services, environ)
+                answer = adapter(services, door, caller_of(environ), parsed)
+                if route in request_log.ROOM_BODY_ROUTES:  # logged by the slug it names
+                    answer.room = parsed.room
         except HandOver:
             environ["wsgi.input"] = io.BytesIO(body)  # Flask reads the body afresh
             return self.inner(environ, start_response)
@@ -184,16 +202,6 @@ def _request(model: type[M], data: dict[str, Any]) -> M:
 def _door(path: HotPath, services: Services, environ: WSGIEnvironment) -> WebDoor:
     address = environ.get("REMOTE_ADDR") or "127.0.0.1"  # as address_limits.charge
     return WebDoor(services, address_limits.Limits.of(path.app.extensions, address))
-
-
-def _arrive(path: HotPath, services: Services, data: Any, environ: WSGIEnvironment) -> Answer:
-    body = _request(ArriveRequest, data)
-    return calls.arrive(services, _door(path, services, environ), caller_of(environ), body)
-
-
-def _join(path: HotPath, services: Services, data: Any, environ: WSGIEnvironment) -> Answer:
-    body = _request(JoinRequest, data)
-    return calls.join(services, _door(path, services, environ), caller_of(environ), body)
 
 
 def _fields(body: bytes, token_field: str) -> tuple[str, str]:

@@ -14,13 +14,24 @@ from typing import Any, TypeVar
 from anteroom.identity import sessions as identity
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.visit import arrival, outcomes, waiting
+from anteroom.visit import arrival, challenges, outcomes, waiting
 from anteroom.visit.ports import Caller
 from anteroom.web.api import api_routes as routes
 from anteroom.web.serving import http_errors as errors
 from anteroom.web.visitor import room_lookup
 from anteroom.web.visitor.visit_door import WebDoor
-from anteroom.web.visitor.visitor_models import Arrival, ArriveRequest, Joined, JoinRequest
+from anteroom.web.visitor.visitor_models import (
+    Arrival,
+    ArriveRequest,
+    Challenge,
+    ChallengeRequest,
+    EnterRequest,
+    IdentifyRequest,
+    Joined,
+    JoinRequest,
+    QueueAnswer,
+    Session,
+)
 
 C = TypeVar("C", tokens.SessionClaims, tokens.TicketClaims, tokens.AdmissionClaims)
 
@@ -136,3 +147,53 @@ def join(s: Services, door: WebDoor, caller: Caller, body: JoinRequest) -> Answe
     joined = Joined.model_validate({"session": answer.session.body(), "queue": spot.body})
     headers = [] if spot.retry_after is None else [("Retry-After", str(spot.retry_after))]
     return Answer(200, routes.model_json(joined), headers, None)
+
+
+# -- the older calls (challenge, identify, enter), kept for the clients that use them ---------
+
+
+def challenge(s: Services, door: WebDoor, caller: Caller, body: ChallengeRequest) -> Answer:
+    """``POST /api/v1/challenge``."""
+    m = body.measurement
+    measured = m and challenges.Measured(m.challenge, m.solutions, m.hashesPerSecond)
+    try:
+        env = room_lookup.environment_of(s, body.apiKey)
+        answer = challenges.challenge(
+            s, door, env, caller, body.room, body.signals, body.maxPuzzles,
+            measure=body.measure, measured=measured,
+        )  # fmt: skip
+    except errors.ApiError as exc:
+        return error(exc)
+    if isinstance(answer, outcomes.Refused):
+        return refused(answer)
+    return Answer(200, routes.model_json(Challenge.model_validate(answer.body)), [], None)
+
+
+def identify(s: Services, door: WebDoor, caller: Caller, body: IdentifyRequest) -> Answer:
+    """``POST /api/v1/identify``: a solved challenge traded for a session."""
+    solutions = body.solutions if body.solutions is not None else str(body.solution)
+    try:
+        env = room_lookup.environment_of(s, body.apiKey)
+        answer = arrival.identify(
+            s, door, env, caller, body.challenge, solutions, body.signals, body.previousSession
+        )
+    except errors.ApiError as exc:
+        return error(exc)
+    if isinstance(answer, outcomes.Refused):
+        return refused(answer)
+    return Answer(200, routes.model_json(Session.model_validate(answer.body())), [], None)
+
+
+def enter(s: Services, door: WebDoor, caller: Caller, body: EnterRequest) -> Answer:
+    """``POST /api/v1/queue/enter``: the session's spot taken (or found again)."""
+    try:
+        env = room_lookup.environment_of(s, body.apiKey)
+        session = claims_of(s, body.apiKey, body.sessionToken, tokens.SessionClaims, "session")
+        answer = arrival.take_spot(s, door, env, caller, body.room, session, body.invite)
+    except errors.ApiError as exc:
+        return error(exc)
+    if isinstance(answer, outcomes.Refused):
+        return refused(answer)
+    queue = routes.model_json(QueueAnswer.model_validate(answer.body))
+    headers = [] if answer.retry_after is None else [("Retry-After", str(answer.retry_after))]
+    return Answer(200, queue, headers, None)
