@@ -13,7 +13,7 @@ from anteroom.queue.line.room_engine import QueueAnswer
 from anteroom.queue.rooms.room_config import queue_token_life
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.visit.outcomes import Refused
+from anteroom.visit.outcomes import Admitted, Held, Idle, InDraw, Refused, Spot, Waiting
 from anteroom.visit.refusals import Refusal, unavailable
 
 
@@ -118,9 +118,10 @@ def render(
     vid: str,
     answer: QueueAnswer,
     polled: tuple[str, tokens.TicketClaims] | None = None,
-) -> tuple[dict[str, Any], int | None]:
-    """A queue answer as JSON, and the Retry-After it asks for (None when not waiting);
-    ``polled``: the ticket polled and its claims (see ``queue_token``)."""
+) -> Spot:
+    """A queue answer as the visitor's tagged outcome: its JSON body and the Retry-After it
+    asks for (None when not waiting); ``polled``: the ticket polled and its claims (see
+    ``queue_token``)."""
     body = answer_body(
         room,
         answer.status,
@@ -134,7 +135,7 @@ def render(
         odds=answer.odds,
     )
     if answer.status == "idle":
-        return body, None
+        return Idle(body)
     body["queueToken"] = queue_token(room, services, vid, answer, polled)
     receipt = services.receipts.receipt(room, vid, answer.order_key)
     if receipt is not None:
@@ -146,8 +147,26 @@ def render(
             network_tag=a.network_tag, issued_at=a.issued_ms // 1000,
             expires_at=a.expires_ms // 1000,
         )  # fmt: skip
-        return body, None
-    return body, max(1, math.ceil(answer.poll_after_ms / 1000))
+        return Admitted(body)
+    retry_after = max(1, math.ceil(answer.poll_after_ms / 1000))
+    return tagged(answer, body, retry_after)
+
+
+def tagged(answer: QueueAnswer, body: dict[str, Any], retry_after: int | None) -> Spot:
+    """The outcome the engine's answer is, by its status: a waiting spot of a random room's
+    draw (which the engine answers with its odds, no place) is InDraw."""
+    match answer.status:
+        case "admitted":
+            return Admitted(body, retry_after)
+        case "held":
+            return Held(body, retry_after)
+        case "idle":
+            return Idle(body, retry_after)
+        case "waiting" if answer.odds is not None:
+            return InDraw(body, retry_after)
+        case "waiting":
+            return Waiting(body, retry_after)
+    raise ValueError(f"no outcome for status {answer.status!r}")
 
 
 def answer_body(

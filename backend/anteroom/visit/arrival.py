@@ -29,7 +29,7 @@ from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.visit import answers, bypass
 from anteroom.visit.fail_open import fail_open
-from anteroom.visit.outcomes import Challenge, Entered, Refused, Session, Spot, spot_of
+from anteroom.visit.outcomes import Challenge, Entered, Refused, Session, Spot
 from anteroom.visit.ports import Caller, Door
 from anteroom.visit.refusals import (
     STORAGE_RETRY_SEC,
@@ -180,7 +180,7 @@ def take_spot(
     except StorageUnavailable:
         binding = answers.Binding(session.session_id, session.visitor_id, score, tag)
         try:
-            return spot_of(*fail_open(s, room, binding))
+            return fail_open(s, room, binding)
         except Refusal as refusal:
             return refusal.refused
     except StorageBusy:
@@ -188,7 +188,7 @@ def take_spot(
         return Refused("Busy", retry_after=STORAGE_RETRY_SEC)
     except eng.EngineError as exc:
         return engine_refusal(exc, room)
-    return spot_of(*answers.render(s, room, session.visitor_id, answer))
+    return answers.render(s, room, session.visitor_id, answer)
 
 
 def enter(
@@ -313,7 +313,7 @@ def _join_in_one_call(
     if int(session.score) >= int(room.get("holdScore") or 100):
         with contextlib.suppress(StorageError, ValueError):
             work_inputs.count_refusal(s.identity, room["id"], address)
-    spot = spot_of(*answers.render(s, room, session.visitor_id, joined.entered))
+    spot = answers.render(s, room, session.visitor_id, joined.entered)
     return Entered(_session(s, session), spot)
 
 
@@ -355,7 +355,7 @@ def enter_without_script(
         return storage_refusal(exc)
     except eng.EngineError as exc:
         return engine_refusal(exc, room)
-    return spot_of(*answers.render(s, room, vid, answer))
+    return answers.render(s, room, vid, answer)
 
 
 def _invite(s: Services, room: dict[str, Any], token: str | None) -> tokens.InviteClaims | None:

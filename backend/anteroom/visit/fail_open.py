@@ -15,7 +15,7 @@ from anteroom.queue.line.fail_open_ledger import FailOpenAdmission
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.visit.answers import Binding, admission_token, answer_body
-from anteroom.visit.outcomes import Refused
+from anteroom.visit.outcomes import Admitted, Refused
 from anteroom.visit.refusals import Refusal, unavailable
 
 
@@ -31,9 +31,7 @@ def usable_offline(room: dict[str, Any] | None) -> dict[str, Any]:
     return room
 
 
-def fail_open(
-    services: Services, room: dict[str, Any], binding: Binding
-) -> tuple[dict[str, Any], int | None]:
+def fail_open(services: Services, room: dict[str, Any], binding: Binding) -> Admitted:
     """Redis is unreachable and ``room`` fails open: admit (marked ``fo``), as strictly as ever.
 
     The admission carries the session binding and, in a bindIp room, the network tag; a session
@@ -71,7 +69,7 @@ def fail_open(
         opens_at=room.get("opensAt"),
         token=token,
     )
-    return body | {"failOpen": True}, None
+    return Admitted(body | {"failOpen": True})
 
 
 def spot_admission_jti(room_id: str, generation: int, ticket: int) -> str:

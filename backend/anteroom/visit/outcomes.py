@@ -100,17 +100,3 @@ class Entered:
 
     session: Session
     spot: Spot
-
-
-def spot_of(body: dict[str, Any], retry_after: int | None) -> Spot:
-    """The tagged outcome of a rendered queue answer."""
-    status = body["status"]
-    if status == "admitted":
-        return Admitted(body, retry_after)
-    if status == "held":
-        return Held(body, retry_after)
-    if status == "idle":
-        return Idle(body, retry_after)
-    if body.get("odds") is not None:
-        return InDraw(body, retry_after)
-    return Waiting(body, retry_after)

@@ -20,7 +20,7 @@ from anteroom.service_container import Services
 from anteroom.visit import answers
 from anteroom.visit.answers import Binding
 from anteroom.visit.fail_open import fail_open, usable_offline
-from anteroom.visit.outcomes import Left, Refused, Spot, spot_of
+from anteroom.visit.outcomes import Left, Refused, Spot
 from anteroom.visit.ports import Door
 from anteroom.visit.refusals import (
     Refusal,
@@ -68,7 +68,7 @@ def poll(
     except eng.EngineError as exc:
         return engine_refusal(exc)
     again = (polled, ticket) if polled is not None else None
-    return spot_of(*answers.render(s, room, ticket.visitor_id, answer, again))
+    return answers.render(s, room, ticket.visitor_id, answer, again)
 
 
 def refresh(
@@ -107,7 +107,7 @@ def refresh(
         return storage_refusal(exc)
     except eng.EngineError as exc:
         return engine_refusal(exc)
-    return spot_of(*answers.render(s, room, vid, answer))
+    return answers.render(s, room, vid, answer)
 
 
 def leave(s: Services, ticket: tokens.TicketClaims) -> Left | Refused:
@@ -133,6 +133,6 @@ def _offline(
     """Redis is unreachable: the room's fail mode decides (fail_open.py)."""
     try:
         room = usable_offline(room)
-        return spot_of(*fail_open(s, room, binding(room)))
+        return fail_open(s, room, binding(room))
     except Refusal as refusal:
         return refusal.refused
