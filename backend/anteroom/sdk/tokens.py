@@ -456,8 +456,8 @@ class ChallengeClaims(_Claims):
     bits: int = _claim("d")  # each puzzle's difficulty
     issued_at: int = _claim("iat")
     expires_at: int = _claim("exp")
-    puzzles: int | None = _claim("k", None)
-    least: int | None = _claim("kl", None)
+    puzzles: int | None = _claim("k", None)  # absent: one puzzle, the token its prefix
+    least: int | None = _claim("kl", None)  # the fewest of them that solve it (fitted)
     measure: bool = _claim("m", False, flag=1)  # a measurement: buys no session
 
 
