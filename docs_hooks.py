@@ -200,7 +200,8 @@ def token_claims() -> str:
     from anteroom.sdk import tokens
 
     out = []
-    kinds = (tokens.SessionClaims, tokens.TicketClaims, tokens.AdmissionClaims, tokens.InviteClaims)
+    kinds = (tokens.ChallengeClaims, tokens.SessionClaims, tokens.TicketClaims,
+             tokens.AdmissionClaims, tokens.InviteClaims)  # fmt: skip
     for cls in kinds:
         notes = {}
         for line in inspect.getsource(cls).splitlines():

@@ -80,7 +80,7 @@ from anteroom.ops.rehearsal_report import order_inversions  # noqa: E402
 from anteroom.queue.connection.script_replies import queue_answer  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
 from anteroom.store.keystore import KeyStore  # noqa: E402
-from anteroom.web.visitor.queue_answers import queue_token  # noqa: E402
+from anteroom.visit.answers import queue_token  # noqa: E402
 from live_server import LiveServer  # noqa: E402
 
 PREFIX = "benchcrowd:"

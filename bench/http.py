@@ -66,8 +66,8 @@ from anteroom.queue.line.far_poll import EXACT_WITHIN  # noqa: E402
 from anteroom.sdk import verification as verify  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
 from anteroom.store.keystore import KeyStore  # noqa: E402
+from anteroom.visit.answers import queue_token  # noqa: E402
 from anteroom.web.app_factory import create_app  # noqa: E402
-from anteroom.web.visitor.queue_answers import queue_token  # noqa: E402
 from live_server import LiveServer  # noqa: E402
 from visitor_client import HUMAN, SIGNALS, HttpTransport, Visitor, solve  # noqa: E402
 

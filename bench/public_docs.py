@@ -56,7 +56,7 @@ from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
 from anteroom.sdk.tokens import Keyring  # noqa: E402
 from anteroom.store.keystore import KeyStore  # noqa: E402
-from anteroom.web.visitor.queue_answers import queue_token  # noqa: E402
+from anteroom.visit.answers import queue_token  # noqa: E402
 from live_server import LiveServer  # noqa: E402
 
 MINUTE = 60_000

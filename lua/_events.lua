@@ -26,15 +26,18 @@ local function event_state_at(t)
     end
   end
   if next_boundary == 0 then return '' end
-  if not running then return fmt(next_boundary) .. '||||||' .. prequeue end
+  if not running then
+    return encode_event_state({boundary = fmt(next_boundary), prequeue = prequeue})
+  end
   local o = running.overrides or {}
   local function setting(value)
     if value == nil then return '' end
     if value == cjson.null then return '0' end -- capacity null: no bound
     return tostring(value)
   end
-  return table.concat({fmt(next_boundary), running.id, setting(o.mode), setting(o.ratePerMinute),
-    setting(o.capacity), setting(o.admissionTtlSec), prequeue}, '|')
+  return encode_event_state({boundary = fmt(next_boundary), id = running.id,
+    mode = setting(o.mode), rate = setting(o.ratePerMinute), capacity = setting(o.capacity),
+    ttl = setting(o.admissionTtlSec), prequeue = prequeue})
 end
 
 -- An event's own pre-queue (docs/operators.md, "Scheduled events"). It collects the newcomers of

@@ -2,11 +2,12 @@
 -- needs: _base, _room, _spot, _admissions
 -- KEYS: room spots line active adm bks blk waits
 -- ARGV: none.
--- Reply: status, waiting, held, active, admittedLastMinute, dealtTotal, opensAt ms, tickets
---   dealt, peak active, now ms; or {'ERR', 'RoomNotFound', 0}.
+-- Reply: script_replies.STATS, built by name: status, waiting, held, active, admittedLastMinute,
+--   dealtTotal, opensAt ms, tickets dealt, peak active, now ms; or {'ERR', 'RoomNotFound', 0}.
 local room = load_room()
 if not room then return err('RoomNotFound') end
 local now = clock(room)
 local eligible, held = waiting_counts()
-return {room.status, eligible, held, active_count(now), admitted_last_minute(now), room.dealt,
-  fmt(room.opens_at), room.tickets, room.peak, fmt(now)}
+return @STATS{status = room.status, waiting = eligible, held = held, active = active_count(now),
+  admittedLastMinute = admitted_last_minute(now), dealtTotal = room.dealt,
+  opensAt = fmt(room.opens_at), tickets = room.tickets, peakActive = room.peak, now = fmt(now)}

@@ -5,7 +5,8 @@
 -- needs: _base, _room, _events, _drain, _sweep, _regroup, _clock, _safety_net
 -- KEYS: room spots line active adm rvk bks waits blk
 -- ARGV: interval (ms).
--- Reply: {ran (1 when this call worked, else 0), now (ms, room clock), dealt, swept, draw due
+-- Reply: script_replies.TICK, built by name: {ran (1 when this call worked, else 0), now (ms, room
+--   clock), dealt, swept, draw due
 --   (1 when opensAt has come and the pool waits for its draw: queue/draw.py makes it),
 --   the safety net's switches since the last tick that worked ("q@ms;c@ms;", '' for none:
 --   the ticker audits them, so each once), 1 when an event's pre-queue waits for its draw
@@ -13,11 +14,15 @@
 local every = tonumber(ARGV[1]) or 1000
 -- Most calls find another instance ticked this second: they read four fields and return.
 local v = redis.call('HMGET', ROOM, @{status, lastTick, pinnedClock, clockOffset})
-if v[@status] ~= 'open' then return {0, 0, 0, 0, 0, '', 0} end
+local function idle(now)
+  return @TICK{ran = 0, now = now, dealt = 0, swept = 0, drawDue = 0, switches = '',
+    prequeueDue = 0}
+end
+if v[@status] ~= 'open' then return idle(0) end
 local now = room_clock(tonumber(v[@pinnedClock]) or 0, tonumber(v[@clockOffset]) or 0)
 local last_tick = tonumber(v[@lastTick]) or 0
 -- a clock moved back (tests pin it) must not stop the ticks until it catches up
-if now >= last_tick and now - last_tick < every then return {0, fmt(now), 0, 0, 0, '', 0} end
+if now >= last_tick and now - last_tick < every then return idle(fmt(now)) end
 redis.call('HSET', ROOM, @lastTick, fmt(now))
 local room = load_room()
 at_events(room, now)
@@ -37,4 +42,5 @@ if now >= room.opens_at and (room.draw_state == 'c' or (room.draw_state == 'r'
   due = 1 -- never started, or its drawer's lease ran out (a process died mid-draw)
 end
 local prequeue_due = (room.prequeue == 'p' or room.prequeue == 'q') and 1 or 0
-return {1, fmt(now), dealt, swept, due, switches, prequeue_due}
+return @TICK{ran = 1, now = fmt(now), dealt = dealt, swept = swept, drawDue = due,
+  switches = switches, prequeueDue = prequeue_due}

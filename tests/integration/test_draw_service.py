@@ -340,7 +340,7 @@ def test_a_ticket_carrying_its_pre_draw_key_hears_its_drawn_place(
 
 
 def claims(answer: QueueAnswer) -> TicketClaims:
-    """What the ticket signed for ``answer`` carries (as queue_answers.queue_token signs it)."""
+    """What the ticket signed for ``answer`` carries (as visit/answers.queue_token signs it)."""
     assert answer.ticket is not None
     return TicketClaims(
         room_id="", visitor_id="", ticket=answer.ticket, generation=answer.generation,

@@ -57,7 +57,7 @@ class Calls:
 
 
 def claims(room: str, vid: str, answer: QueueAnswer) -> TicketClaims:
-    """What the ticket the web layer signs for ``answer`` carries (queue_answers.queue_token)."""
+    """What the ticket the web layer signs for ``answer`` carries (visit/answers.queue_token)."""
     assert answer.ticket is not None
     return TicketClaims(
         room_id=room,

@@ -24,6 +24,7 @@ from anteroom.queue.connection.breaker import Breaker
 from anteroom.queue.connection.redis_link import connect
 from anteroom.queue.connection.storage_errors import StorageUnavailable
 from anteroom.queue.line.room_engine import Engine
+from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.web.app_factory import close_app, create_app
 from anteroom.web.serving.health_probes import BUDGET_SEC
@@ -160,8 +161,9 @@ def test_an_identify_whose_first_write_landed_late_gets_its_session(stack: Stack
     challenge = identity.solved_challenge(s.identity, "shop", body["challenge"], body["solution"])
     # The first attempt's spend reached Redis after its client gave up (a stall, a 503): the
     # challenge is spent with the session that attempt earned.
-    earned = {"jti": "j" * 22, "vid": "v" * 22, "env": "shop", "score": 0, "sig": [],
-              "iat": int(time.time()), "exp": int(time.time()) + 3600}  # fmt: skip
+    now = int(time.time())
+    earned = tokens.SessionClaims(session_id="j" * 22, visitor_id="v" * 22, environment="shop",
+                                  score=0, issued_at=now, expires_at=now + 3600)  # fmt: skip
     assert identity.spend_challenge(s.identity, challenge, body["solution"], earned) == earned
     retried = visitor.post("identify", body)
     assert retried.status_code == 200, retried.text

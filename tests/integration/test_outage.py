@@ -7,10 +7,12 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 import requests
 from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
 
 from anteroom.config import Settings
 from anteroom.engine import Engine
@@ -334,3 +336,29 @@ def test_a_ticket_of_a_closed_generation_is_gone_during_an_outage(
     own_redis.stop()
     answer = v.poll()
     assert answer.status_code == 410 and answer.json["error"] == "TicketGone"
+
+
+def test_the_page_without_javascript_follows_the_rooms_fail_mode_as_the_api_does(
+    stack: Stack, own_redis: EmbeddedRedis
+) -> None:
+    """Its poll is the API's use case (visit/waiting.py): a fail-open room lets its waiting
+    visitor in during an outage, bound as any outage admission; a closed one says 503."""
+    stack.room("open-plain")
+    stack.room("closed-plain", failMode="closed")
+    stack.visitor().enter("open-plain")  # one ahead: the page's visitor waits
+
+    def page(slug: str) -> TestResponse:
+        url = f"/queue/{slug}/plain?key={stack.api_key}"
+        return stack.client.get(url, environ_base={"REMOTE_ADDR": "198.51.100.40"})
+
+    for slug in ("open-plain", "closed-plain"):
+        first = page(slug)
+        assert first.status_code == 200 and "_abt=qt1." in first.headers["Set-Cookie"]
+    own_redis.stop()
+    admitted = page("open-plain")
+    assert admitted.status_code == 303, admitted.get_data(as_text=True)
+    token = unquote(admitted.headers["Location"].split("abq=", 1)[1])
+    claims = claims_of(token)
+    assert claims["fo"] is True and claims["q"] == "open-plain"
+    unreachable = page("closed-plain")
+    assert unreachable.status_code == 503 and unreachable.headers["Retry-After"]

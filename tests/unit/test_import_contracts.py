@@ -89,6 +89,12 @@ def tree_copy(tmp_path: Path) -> Path:
         ("store/audit_log.py", "from anteroom import config", "Layers"),
         ("queue/line/room_engine.py", "from anteroom import config", "The queue core"),
         ("service_container.py", "from anteroom.web import http_errors", "Nothing below the web"),
+        ("web/visitor/hot_path.py", "from anteroom import engine", "The visitor's entrances"),
+        (
+            "web/pages/plain_page.py",
+            "from anteroom.queue.line import room_engine",
+            "The visitor's entrances",
+        ),
     ],
 )
 def test_a_wrong_import_breaks_a_contract(

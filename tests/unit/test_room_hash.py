@@ -167,3 +167,52 @@ def test_an_undeclared_field_is_seen() -> None:
     fields = named_fields("HSET", call_arguments(text, match.end()))
     assert fields == ["'st'", "'zzz'"]
     assert "zzz" not in room_hash.STORED_NAMES
+
+
+# A reply of this many slots or more is built by name (@NAME{…}, script_replies.REPLIES).
+LONG_REPLY = 5
+
+
+def positional_replies(text: str) -> list[str]:
+    """The array literals of ``text`` returned with LONG_REPLY items or more, none named."""
+    found = []
+    for match in re.finditer(r"return \{", text):
+        items = call_arguments(text, match.end())
+        if len(items) >= LONG_REPLY and not any(re.match(r"^\w+ *=[^=]", i) for i in items):
+            found.append(", ".join(items))
+    return found
+
+
+def test_no_script_returns_a_long_reply_by_position() -> None:
+    """A long reply is written by slot name and decoded by the same names, so Lua and Python
+    cannot disagree on a position (stats.lua, tick.lua, the queue answer, the snapshot)."""
+    offenders = {
+        path.name: found
+        for path in sorted(LUA.glob("*.lua"))
+        if (found := positional_replies(path.read_text(encoding="utf-8")))
+    }
+    assert offenders == {}, "build these with @NAME{slot = …} (script_replies.REPLIES)"
+    assert positional_replies("return {1, fmt(now), dealt, swept, due}") != []
+    assert positional_replies("return {ran = 1, now = t, a = 1, b = 2, c = 3}") == []
+    assert positional_replies("return {'ERR', code, retry or 0}") == []  # short: by header
+
+
+_BY_PLACE = re.compile(r"\.\. *'\|\|+'|table\.concat\(\{[^}]*\}, *'\|'\)|\bf\[\d+\]")
+# The spot record (_spot.lua writes it, _record.lua reads it with one pattern match, for the
+# poll's speed) is still parts at places: the one left, documented in _record.lua's header.
+SPOT_RECORD = {"_spot.lua"}
+
+
+def test_no_script_writes_or_reads_a_record_of_parts_by_place() -> None:
+    """A record kept in one field (`evo`) is written and read by part name through one list
+    (_event_state.lua's EVENT_STATE), not as parts at places written twice by hand."""
+    offenders = [
+        f"{path.name}: {m[0]}"
+        for path in sorted(LUA.glob("*.lua"))
+        if path.name not in SPOT_RECORD
+        for m in _BY_PLACE.finditer(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+    assert _BY_PLACE.search("return fmt(b) .. '||||||' .. prequeue")
+    assert _BY_PLACE.search("table.concat({fmt(b), id, mode}, '|')")
+    assert _BY_PLACE.search("return {boundary = tonumber(f[1]) or 0}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -9,14 +10,17 @@ import pytest
 
 from anteroom.sdk.tokens import (
     ADMISSION,
+    CHALLENGE,
     SESSION,
     TICKET,
     AdmissionClaims,
+    ChallengeClaims,
     Keyring,
     MalformedToken,
     SessionClaims,
     TicketClaims,
     decode,
+    issue,
     sign,
 )
 from anteroom.verify import verify_admission
@@ -135,3 +139,88 @@ def test_the_fixture_admissions_the_service_would_issue_read_by_name() -> None:
     for case in admissions:
         claims = AdmissionClaims.from_wire(case["claims"])
         assert claims.to_wire() == case["claims"], case["name"]
+
+
+CHALLENGE_WIRE = {"env": "shop", "jti": "c1", "d": 12, "iat": 1_700_000_000, "exp": 1_700_000_120,
+                  "k": 16, "kl": 4}  # fmt: skip
+
+
+def test_challenge_claims_by_name() -> None:
+    claims = ChallengeClaims.from_wire(CHALLENGE_WIRE)
+    assert (claims.environment, claims.challenge_id, claims.bits) == ("shop", "c1", 12)
+    assert (claims.puzzles, claims.least, claims.measure) == (16, 4, False)
+    assert claims.to_wire() == CHALLENGE_WIRE  # no `m: 0` on a real challenge
+    measure = ChallengeClaims.from_wire(CHALLENGE_WIRE | {"m": 1})
+    assert measure.measure is True and measure.to_wire()["m"] == 1
+    legacy = {k: v for k, v in CHALLENGE_WIRE.items() if k not in ("k", "kl")}
+    assert ChallengeClaims.from_wire(legacy).puzzles is None  # one puzzle, the token its prefix
+
+
+def test_the_service_signer_takes_typed_claims_only_and_signs_each_as_its_type() -> None:
+    keyring = Keyring.generate("k1")
+    with pytest.raises(TypeError, match="typed claims"):
+        issue(keyring, dict(TICKET_WIRE))  # type: ignore[arg-type]
+    for kind, token_type, wire in (
+        (ChallengeClaims, CHALLENGE, CHALLENGE_WIRE),
+        (SessionClaims, SESSION, SESSION_WIRE),
+        (TicketClaims, TICKET, TICKET_WIRE),
+        (AdmissionClaims, ADMISSION, ADMISSION_WIRE),
+    ):
+        typed = kind.from_wire(wire)
+        token = issue(keyring, typed)
+        assert token.startswith(token_type + ".")
+        assert kind.from_wire(decode(keyring, token, token_type, now=0)) == typed
+
+
+# The wire names only tokens use: a dict literal naming one of them (and another claim) is
+# claims written by hand. `env`, `iat`, `exp`, `score` are claims too, but common words.
+_CLAIM_ONLY = {"qr", "vid", "jti", "qj", "qs", "qi", "qn", "qk", "qu", "fo", "nr", "ie", "iu",
+               "il", "kl"}  # fmt: skip
+_CLAIMS = _CLAIM_ONLY | {"env", "iat", "exp", "score", "sig", "q", "t", "g", "d", "k", "m"}
+# Dicts with such keys that are not claims: the revocation kinds (identity/revocation.py).
+NOT_CLAIMS = {("revocation.py", ("jti", "vid"))}
+
+
+def _hand_written_claims(tree: ast.AST, name: str) -> list[str]:
+    """Dicts of claims, claims read by their wire name, and tokens.sign called directly."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys = tuple(k.value for k in node.keys if isinstance(k, ast.Constant))
+            claimed = [k for k in keys if k in _CLAIMS]
+            if set(claimed) & _CLAIM_ONLY and len(claimed) >= 2 and (name, keys) not in NOT_CLAIMS:
+                found.append(f"{name}:{node.lineno} a dict of claims {keys}")
+        read = None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            read = node.slice.value
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            func = node.func
+            if func.attr == "get" and node.args and isinstance(node.args[0], ast.Constant):
+                read = node.args[0].value
+            on = func.value.id if isinstance(func.value, ast.Name) else ""
+            if func.attr == "sign" and on == "tokens":
+                found.append(f"{name}:{node.lineno} signs with tokens.sign, not tokens.issue")
+        if read in _CLAIM_ONLY:
+            found.append(f"{name}:{node.lineno} reads the claim {read!r} by its wire name")
+    return found
+
+
+def test_no_claims_are_written_by_hand_in_the_service() -> None:
+    """Every token the service signs goes through a claim class (tokens.issue): no dict of
+    claims is built anywhere in the package, nor handed to the raw signer."""
+    package = Path(issue.__code__.co_filename).resolve().parents[1]
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.parent.name == "sdk" and path.name != "tokens.py":
+            continue  # the site's SDK reads foreign payloads as they come (verification.py)
+        found += _hand_written_claims(ast.parse(path.read_text(encoding="utf-8")), path.name)
+    assert found == []
+
+
+def test_a_dict_of_claims_or_a_raw_signature_is_seen() -> None:
+    written = ast.parse('tokens.sign(k, "ab1", {"qj": s, "jti": j})\nx = {"vid": v, "env": e}')
+    assert len(_hand_written_claims(written, "fail_open.py")) == 3
+    read = ast.parse('room = claims["qr"]\nsession = claims.get("qj")')
+    assert len(_hand_written_claims(read, "hot_path.py")) == 2
+    kinds = ast.parse('KINDS = {"jti": "j", "vid": "v"}')
+    assert _hand_written_claims(kinds, "revocation.py") == []

@@ -216,7 +216,7 @@ def test_queue_tokens_carry_the_outage_binding_and_expire(keyring: Keyring) -> N
 
     from anteroom.engine import QueueAnswer
     from anteroom.queue.rooms import room_config
-    from anteroom.web.visitor import queue_answers as visitor
+    from anteroom.visit import answers as visitor
 
     room = {"id": "q0123456789abcdef", "environment": "shop", "abandonAfterSec": 300}
     answer = QueueAnswer("waiting", 3, 1, 10, None, 1000, "open", 2, None, "s1", "tag", 20)

@@ -90,22 +90,25 @@ def _sign_challenge(
     least: int | None = None,
 ) -> dict[str, Any]:
     now = int(time.time())
-    claims: dict[str, Any] = {"env": environment, "jti": tokens.new_id(), "d": bits, "iat": now}
-    if puzzles is not None:
-        claims["k"] = puzzles
-    if least is not None and puzzles is not None and least < puzzles:
-        claims["kl"] = least  # any count from kl to k solves it (arrival_challenge)
-    if measure:
-        claims["m"] = 1
-    claims["exp"] = now + CHALLENGE_TTL_SEC
-    token = tokens.sign(services.keyring, tokens.CHALLENGE, claims)
+    claims = tokens.ChallengeClaims(
+        environment=environment,
+        challenge_id=tokens.new_id(),
+        bits=bits,
+        issued_at=now,
+        expires_at=now + CHALLENGE_TTL_SEC,
+        puzzles=puzzles,
+        # any count from `least` to `puzzles` solves it (arrival_challenge)
+        least=least if least is not None and puzzles is not None and least < puzzles else None,
+        measure=measure,
+    )
+    token = tokens.issue(services.keyring, claims)
     prefixes = pow.puzzle_prefixes(token, puzzles)
     return {
         "challenge": token,
         "difficulty": bits,
         "puzzles": [{"prefix": prefix, "difficulty": bits} for prefix in prefixes],
         "expectedHashes": len(prefixes) * 2**bits,
-        "expiresAt": claims["exp"] * 1000,
+        "expiresAt": claims.expires_at * 1000,
     }
 
 
@@ -177,7 +180,7 @@ def solved_challenge(
     solutions: str | list[str],
     *,
     measurement: bool = False,
-) -> dict[str, Any]:
+) -> tokens.ChallengeClaims:
     """Claims of a challenge of ``environment`` that ``solutions`` solve, or raise.
 
     ``solutions`` is the list (one per puzzle), or the legacy single solution of a one-puzzle
@@ -185,16 +188,21 @@ def solved_challenge(
     request failing here never reaches Redis. A measurement challenge buys no session, and a
     real one measures nothing.
     """
-    claims = decode_or_raise(services, challenge, tokens.CHALLENGE)
-    if claims.get("env") != environment:
+    try:
+        claims = tokens.ChallengeClaims.from_wire(
+            decode_or_raise(services, challenge, tokens.CHALLENGE)
+        )
+    except tokens.MalformedToken as exc:
+        raise TokenRejected(f"The challenge is not valid ({exc}).") from None
+    if claims.environment != environment:
         raise TokenRejected("The challenge belongs to another environment.")
-    if bool(claims.get("m")) != measurement:
-        which = "is a measurement" if claims.get("m") else "is not a measurement"
+    if claims.measure != measurement:
+        which = "is a measurement" if claims.measure else "is not a measurement"
         raise TokenRejected(f"The challenge {which}.")
-    count = claims.get("k")
+    count = claims.puzzles
     if count is not None and (not isinstance(count, int) or not 1 <= count <= pow.MAX_PUZZLES):
         raise TokenRejected("The challenge is not valid (puzzles).")
-    least = claims.get("kl")
+    least = claims.least
     if least is not None and (count is None or not isinstance(least, int) or not least >= 1):
         raise TokenRejected("The challenge is not valid (puzzles).")
     field = "measurement" if measurement else "solutions"
@@ -202,7 +210,7 @@ def solved_challenge(
         if count is not None:
             raise WrongSolution("This challenge has several puzzles: send `solutions`.")
         solutions, field = [solutions], "solution"
-    bits = int(claims.get("d", 0))
+    bits = int(claims.bits)
     if count is None:
         solved = pow.check_solutions([challenge], solutions, bits)
     elif least is not None and isinstance(solutions, list) and least <= len(solutions) <= count:
@@ -222,27 +230,35 @@ def proof_fingerprint(challenge: str, proof: object) -> str:
 
 
 def spend_challenge(
-    services: IdentityServices, claims: dict[str, Any], proof: object, session: dict[str, Any]
-) -> dict[str, Any]:
-    """Spend a solved challenge for ``session`` (claims), or get back what it earned before.
+    services: IdentityServices,
+    claims: tokens.ChallengeClaims,
+    proof: object,
+    session: tokens.SessionClaims,
+) -> tokens.SessionClaims:
+    """Spend a solved challenge for ``session``, or get back the session it earned before.
 
     Idempotent for the same proof within the challenge's life: a retry (after a timeout, a
     ``503``, a lost answer) gets the session the first attempt earned, whichever attempt's write
     reached Redis first. A different proof of a spent challenge is TokenRejected.
     """
-    ttl_ms = max(1, int(claims["exp"]) - int(time.time()) + 1) * 1000
-    key = services.keys.challenge_spent(claims["jti"])
-    mark = proof_fingerprint(claims["jti"], proof)
+    ttl_ms = max(1, int(claims.expires_at) - int(time.time()) + 1) * 1000
+    key = services.keys.challenge_spent(claims.challenge_id)
+    mark = proof_fingerprint(claims.challenge_id, proof)
     # lua/spend_challenge.lua: spent once; a retry of the same proof reads what it earned.
     script = scripts.register_standalone(services.redis, "spend_challenge")
-    args = [mark, json.dumps(session, separators=(",", ":")), ttl_ms]
+    args = [mark, session_json(session), ttl_ms]
     held = services.breaker.call(lambda: script(keys=[key], args=args), key)
     if held is None:
         return session
     earned_by, _, earned = str(held).partition("|")
     if earned_by != mark or not earned:  # another proof, or a marker of an older release
         raise TokenRejected("This challenge has already been used.")
-    return dict(json.loads(earned))
+    return tokens.SessionClaims.from_wire(json.loads(earned))
+
+
+def session_json(session: tokens.SessionClaims) -> str:
+    """A session's claims as a spent challenge keeps them (what a retry of its proof reads)."""
+    return json.dumps(session.to_wire(), separators=(",", ":"))
 
 
 def network_identifies(
@@ -287,7 +303,7 @@ def session_claims(
     environment: str,
     evidence: Evidence,
     previous: str | None,
-) -> dict[str, Any]:
+) -> tokens.SessionClaims:
     """A new session's claims; the vid is kept from a valid, unrevoked previous session."""
     vid = None
     if previous:
@@ -304,7 +320,7 @@ def session_claims(
             vid = old.visitor_id
     score, sig = assess(evidence)
     now = int(time.time())
-    claims = tokens.SessionClaims(
+    return tokens.SessionClaims(
         session_id=tokens.new_id(),
         visitor_id=vid or tokens.new_id(),
         environment=environment,
@@ -313,16 +329,15 @@ def session_claims(
         issued_at=now,
         expires_at=now + SESSION_TTL_SEC,
     )
-    return claims.to_wire()
 
 
-def session_answer(services: IdentityServices, claims: dict[str, Any]) -> dict[str, Any]:
+def session_answer(services: IdentityServices, claims: tokens.SessionClaims) -> dict[str, Any]:
     """The identify answer for a session's claims (signing is deterministic: a retry that gets
     the same claims back gets the same token)."""
-    token = tokens.sign(services.keyring, tokens.SESSION, claims)
+    token = tokens.issue(services.keyring, claims)
     return {
         "sessionToken": token,
-        "expiresAt": claims["exp"] * 1000,
-        "score": claims["score"],
-        "sig": list(claims["sig"]),
+        "expiresAt": int(claims.expires_at or 0) * 1000,
+        "score": claims.score,
+        "sig": list(claims.signals),
     }

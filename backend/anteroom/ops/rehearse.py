@@ -56,6 +56,7 @@ from geventhttpclient.client import HTTPClientPool
 
 from anteroom.identity.proof_of_work import solve
 from anteroom.ops.rehearsal_report import Journey, Tally, report, summary, token_claims
+from anteroom.sdk import tokens
 
 __all__ = ["Plan", "RushVisitor", "main"]
 
@@ -287,9 +288,9 @@ class RushVisitor(FastHttpUser):
             journey.lost = f"status {answer['status']}"
             return
         journey.admitted_at = time.monotonic()
-        claims = token_claims(answer["token"])
-        journey.dealt_at = int(claims["iat"])
-        journey.admission = str(claims["jti"])
+        claims = tokens.AdmissionClaims.from_wire(token_claims(answer["token"]))
+        journey.dealt_at = int(claims.issued_at or 0)
+        journey.admission = claims.admission_id
         status, _ = self.call(tally, "queue/leave", {"apiKey": key, "ticket": answer["queueToken"]})
         if status != 204:
             journey.lost = f"leave {status}"  # admitted all the same; its slot frees on expiry

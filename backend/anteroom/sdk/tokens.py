@@ -20,7 +20,7 @@ import secrets
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 __all__ = [
     "ADMISSION",
@@ -34,6 +34,7 @@ __all__ = [
     "TICKET",
     "TOKEN_TYPES",
     "AdmissionClaims",
+    "ChallengeClaims",
     "ExpiredToken",
     "ForgedToken",
     "InviteClaims",
@@ -46,6 +47,7 @@ __all__ = [
     "b64url_decode",
     "b64url_encode",
     "decode",
+    "issue",
     "network_tag",
     "new_id",
     "sign",
@@ -285,6 +287,17 @@ def sign(keyring: Keyring, token_type: str, claims: Mapping[str, Any]) -> str:
     return f"{signed_part}.{b64url_encode(_signature(keyring, kid, token_type, signed_part))}"
 
 
+def issue(keyring: Keyring, claims: _Claims) -> str:
+    """Sign typed ``claims`` as the token type of their class: how the service signs every token.
+
+    Only the claim classes below are taken, so no claims written by hand as a dict (a misspelt
+    or forgotten claim) reach a token; :func:`sign` is the format's primitive underneath.
+    """
+    if not isinstance(claims, _Claims):
+        raise TypeError(f"issue() signs typed claims, not {type(claims).__name__}")
+    return sign(keyring, claims.TOKEN_TYPE, claims.to_wire())
+
+
 def token_kid(token: str) -> str:
     """The key id named by a token (unverified); MalformedToken if it has no such part."""
     if not isinstance(token, str) or len(token) > MAX_TOKEN_LENGTH:
@@ -392,6 +405,8 @@ def _defaults(cls: type) -> dict[str, Any]:
 class _Claims:
     """The translation shared by the typed claims (a mixin of the frozen dataclasses below)."""
 
+    TOKEN_TYPE: ClassVar[str]  # the token type these claims are signed as (issue)
+
     def to_wire(self) -> dict[str, Any]:
         """The claims to sign, under their short names; unset optional claims left out."""
         wire: dict[str, Any] = {}
@@ -428,8 +443,29 @@ class _Claims:
 
 
 @dataclass(frozen=True)
+class ChallengeClaims(_Claims):
+    """A proof-of-work challenge (``pc1``): its puzzles are derived from the token itself.
+
+    ``puzzles`` is absent from a one-puzzle challenge whose prefix is the token; ``least``
+    (only with ``puzzles``) lets any count from it to ``puzzles`` solve it (a fitted arrival).
+    """
+
+    TOKEN_TYPE: ClassVar[str] = CHALLENGE
+    environment: str = _claim("env")
+    challenge_id: str = _claim("jti")  # what its spent marker is keyed by
+    bits: int = _claim("d")  # each puzzle's difficulty
+    issued_at: int = _claim("iat")
+    expires_at: int = _claim("exp")
+    puzzles: int | None = _claim("k", None)  # absent: one puzzle, the token its prefix
+    least: int | None = _claim("kl", None)  # the fewest of them that solve it (fitted)
+    measure: bool = _claim("m", False, flag=1)  # a measurement: buys no session
+
+
+@dataclass(frozen=True)
 class SessionClaims(_Claims):
     """A session token (``st1``): who the visitor is, how human they seemed, for how long."""
+
+    TOKEN_TYPE: ClassVar[str] = SESSION
 
     session_id: str = _claim("jti")
     visitor_id: str = _claim("vid")
@@ -445,8 +481,10 @@ class TicketClaims(_Claims):
     """A queue ticket (``qt1``): the visitor's spot, and what an outage admission needs.
 
     ``session_id``, ``score`` and ``expires_at`` are absent from tickets issued before they
-    were added: such a ticket proves no binding offline (see web/queue_answers.ticket_binding).
+    were added: such a ticket proves no binding offline (see visit/answers.ticket_binding).
     """
+
+    TOKEN_TYPE: ClassVar[str] = TICKET
 
     room_id: str = _claim("qr")
     visitor_id: str = _claim("vid")
@@ -470,6 +508,8 @@ class TicketClaims(_Claims):
 class AdmissionClaims(_Claims):
     """An admission (``ab1``): the visitor may enter room ``room_slug`` until ``expires_at``."""
 
+    TOKEN_TYPE: ClassVar[str] = ADMISSION
+
     room_slug: str = _claim("q")
     room_id: str = _claim("qr")
     visitor_id: str = _claim("vid")
@@ -490,6 +530,8 @@ class InviteClaims(_Claims):
     It has no ``exp``: its expiry (``ie``) is read on the room's clock by the enter script, as
     are its ``uses`` (identities in all; one identity entering again with it uses none).
     """
+
+    TOKEN_TYPE: ClassVar[str] = INVITE
 
     room_id: str = _claim("qr")
     environment: str = _claim("env")

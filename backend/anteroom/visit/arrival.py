@@ -11,6 +11,7 @@ and its draw are the enter script's; an outage at the entry is the fail-open roo
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -26,31 +27,17 @@ from anteroom.queue.line.room_engine import AddressLimited
 from anteroom.queue.rooms import room_config
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.visit import bypass
-from anteroom.visit.outcomes import Challenge, Entered, Refused, Session, Spot, spot_of
+from anteroom.visit import answers, bypass
+from anteroom.visit.fail_open import fail_open
+from anteroom.visit.outcomes import Challenge, Entered, Refused, Session, Spot
 from anteroom.visit.ports import Caller, Door
-
-# Retry-After of an answer Redis's trouble gives (the web's STORAGE_RETRY_SEC, the same value).
-STORAGE_RETRY_SEC = 5
-# The engine's refusals, as the API names them.
-ENGINE_REFUSALS: tuple[tuple[type[Exception], str], ...] = (
-    (eng.TicketGone, "TicketGone"),
-    (eng.RoomNotFound, "TicketGone"),
-    (eng.RateLimited, "RateLimited"),
-    (eng.QueueFull, "QueueFull"),
-    (eng.SessionRevoked, "SessionRevoked"),
-    (eng.RoomClosed, "RoomClosed"),
-    (eng.InviteSpent, "InviteSpent"),
-    (eng.InviteExpired, "InviteExpired"),
+from anteroom.visit.refusals import (
+    STORAGE_RETRY_SEC,
+    Refusal,
+    engine_refusal,
+    network_tag,
+    storage_refusal,
 )
-
-
-class _Refusal(Exception):
-    """Carries a Refused out of a nested step (never leaves this module)."""
-
-    def __init__(self, refused: Refused) -> None:
-        super().__init__(refused.code)
-        self.refused = refused
 
 
 def arrive(
@@ -75,7 +62,7 @@ def arrive(
 
 def _proof(
     s: Services, env: str, challenge: str, solutions: str | list[str]
-) -> dict[str, Any] | Refused:
+) -> tokens.ChallengeClaims | Refused:
     """The claims of a challenge ``solutions`` solve (offline: nothing written), or Refused."""
     try:
         claims = identity.solved_challenge(s.identity, env, challenge, solutions)
@@ -114,7 +101,7 @@ def _identify_solved(
     door: Door,
     env: str,
     caller: Caller,
-    claims: dict[str, Any],
+    claims: tokens.ChallengeClaims,
     solutions: str | list[str],
     signals: Mapping[str, Any],
     previous_session: str | None,
@@ -132,11 +119,11 @@ def _identify_solved(
         return Refused("TokenInvalid", exc.message)
     except (StorageUnavailable, StorageBusy) as exc:
         # A challenge cannot be spent once without Redis: no new sessions during an outage.
-        return _storage_refusal(exc)
+        return storage_refusal(exc)
     return _session(s, session)
 
 
-def _session(s: Services, session: dict[str, Any]) -> Session:
+def _session(s: Services, session: tokens.SessionClaims) -> Session:
     answer = identity.session_answer(s.identity, session)
     return Session(
         token=answer["sessionToken"],
@@ -165,8 +152,8 @@ def take_spot(
     room = door.room(env, slug)
     try:
         invite = _invite(s, room, invite_token)
-        tag = _network_tag(s, room, caller.address)
-    except _Refusal as refusal:
+        tag = network_tag(s, room, caller.address)
+    except Refusal as refusal:
         return refusal.refused
     score = int(session.score)
     # After the offline checks (garbage costs Redis no write): counted by the enter script
@@ -191,14 +178,17 @@ def take_spot(
         # Revocations are checked inside the script, in the room's own store.
         answer = s.breaker.call(enter_line, s.keys.room(room["id"]))
     except StorageUnavailable:
-        binding = (session.session_id, session.visitor_id, score, tag)
-        return spot_of(*door.admit_offline(room, *binding))
+        binding = answers.Binding(session.session_id, session.visitor_id, score, tag)
+        try:
+            return fail_open(s, room, binding)
+        except Refusal as refusal:
+            return refusal.refused
     except StorageBusy:
         s.series.tally(room["id"], "nbusy")
         return Refused("Busy", retry_after=STORAGE_RETRY_SEC)
     except eng.EngineError as exc:
-        return _engine_refusal(exc, room)
-    return spot_of(*door.render(room, session.visitor_id, answer))
+        return engine_refusal(exc, room)
+    return answers.render(s, room, session.visitor_id, answer)
 
 
 def enter(
@@ -230,8 +220,7 @@ def enter(
     session = _identify_solved(s, door, env, caller, proof, solutions, signals, previous_session)
     if isinstance(session, Refused):
         return session
-    claims = tokens.SessionClaims.from_wire(session.claims)
-    spot = take_spot(s, door, env, caller, slug, claims, invite_token)
+    spot = take_spot(s, door, env, caller, slug, session.claims, invite_token)
     if isinstance(spot, Refused):
         return spot
     return Entered(session, spot)
@@ -242,7 +231,7 @@ class Join:
     """A join's request, its proof checked offline."""
 
     room: dict[str, Any]
-    challenge: dict[str, Any]  # the solved challenge's claims
+    challenge: tokens.ChallengeClaims  # the solved challenge's claims
     solutions: str | list[str]
     signals: Mapping[str, Any]
     previous_session: str | None
@@ -266,8 +255,8 @@ def _join_in_one_call(
     room = ask.room
     try:
         invite = _invite(s, room, ask.invite_token)
-        tag = _network_tag(s, room, caller.address)
-    except _Refusal as refusal:
+        tag = network_tag(s, room, caller.address)
+    except Refusal as refusal:
         return refusal.refused
     address = caller.address or "0.0.0.0"
     try:
@@ -278,11 +267,11 @@ def _join_in_one_call(
     except identity.IdentityRefused as exc:
         return Refused("TokenInvalid", exc.message)
     except (StorageUnavailable, StorageBusy) as exc:
-        return _storage_refusal(exc)
+        return storage_refusal(exc)
     score, sig = assess(caller.evidence(ask.signals, BUSY_NETWORK_PER_MINUTE + 1))
-    busy = calm | {"score": score, "sig": sig}
+    busy = dataclasses.replace(calm, score=score, signals=tuple(sig))
     counters = door.enter_counters() or ()
-    jti = ask.challenge["jti"]
+    jti = ask.challenge.challenge_id
     minute = int(time.time() // 60)
     who = eng.JoinIdentify(
         counters=identify_counters,
@@ -291,10 +280,10 @@ def _join_in_one_call(
         busy_above=BUSY_NETWORK_PER_MINUTE,
         marker_key=s.keys.challenge_spent(jti),
         mark=identity.proof_fingerprint(jti, ask.solutions),
-        life_ms=max(1, int(ask.challenge["exp"]) - int(time.time()) + 1) * 1000,
-        vid=calm["vid"],
-        calm=(_json(calm), int(calm["score"]), "bot" in calm["sig"]),
-        busy=(_json(busy), score, "bot" in sig),
+        life_ms=max(1, int(ask.challenge.expires_at) - int(time.time()) + 1) * 1000,
+        vid=calm.visitor_id,
+        calm=(identity.session_json(calm), int(calm.score), "bot" in calm.signals),
+        busy=(identity.session_json(busy), score, "bot" in sig),
     )
     through = invite is None and bypass.matches(room, caller.address, caller.headers, caller.cookie)
 
@@ -312,22 +301,20 @@ def _join_in_one_call(
         return Refused("TokenInvalid", "This challenge has already been used.")
     except (StorageUnavailable, StorageBusy) as exc:
         # A challenge cannot be spent once without Redis: no new sessions during an outage.
-        return _storage_refusal(exc)
+        return storage_refusal(exc)
     except eng.EngineError as exc:
-        return _engine_refusal(exc, room)
-    wire = {"calm": calm, "busy": busy}.get(joined.which) or json.loads(joined.earned)
+        return engine_refusal(exc, room)
+    session = {"calm": calm, "busy": busy}.get(joined.which) or tokens.SessionClaims.from_wire(
+        json.loads(joined.earned)
+    )
     if joined.entered is None:  # convicted: the proof is spent, the entry refused
         s.series.tally(room["id"], "ndenied")
         return Refused("QueueDenied")
-    if int(wire["score"]) >= int(room.get("holdScore") or 100):
+    if int(session.score) >= int(room.get("holdScore") or 100):
         with contextlib.suppress(StorageError, ValueError):
             work_inputs.count_refusal(s.identity, room["id"], address)
-    spot = spot_of(*door.render(room, str(wire["vid"]), joined.entered))
-    return Entered(_session(s, wire), spot)
-
-
-def _json(claims: dict[str, Any]) -> str:
-    return json.dumps(claims, separators=(",", ":"))
+    spot = answers.render(s, room, session.visitor_id, joined.entered)
+    return Entered(_session(s, session), spot)
 
 
 def enter_without_script(
@@ -354,7 +341,7 @@ def enter_without_script(
             s.series.tally(room["id"], "ndenied")
             return Refused("QueueDenied")
         score = max(score, room_config.no_script_score(room))
-        tag = _network_tag(s, room, caller.address)  # as the API's enter: no address, no entry
+        tag = network_tag(s, room, caller.address)  # as the API's enter: no address, no entry
         door.charge("enter")
         vid, jti = tokens.new_id(), tokens.new_id()
         through = bypass.matches(room, caller.address, caller.headers, caller.cookie)
@@ -362,32 +349,13 @@ def enter_without_script(
             lambda: s.engine.enter(room["id"], vid, jti, score, tag, bypass=through),
             s.keys.room(room["id"]),
         )
-    except _Refusal as refusal:
+    except Refusal as refusal:
         return refusal.refused
     except (StorageUnavailable, StorageBusy) as exc:
-        return _storage_refusal(exc)
+        return storage_refusal(exc)
     except eng.EngineError as exc:
-        return _engine_refusal(exc, room)
-    return spot_of(*door.render(room, vid, answer))
-
-
-def _storage_refusal(exc: StorageUnavailable | StorageBusy) -> Refused:
-    """Redis unreachable (503) or out of memory (429): the visitor is told to retry soon."""
-    code = "Unavailable" if isinstance(exc, StorageUnavailable) else "Busy"
-    return Refused(code, retry_after=STORAGE_RETRY_SEC)
-
-
-def _engine_refusal(exc: eng.EngineError, room: dict[str, Any] | None = None) -> Refused:
-    """The engine's refusal as the visitor's; a closed room's page shows what the operator
-    wrote, as for an idle room."""
-    if isinstance(exc, eng.RoomClosed) and room is not None:
-        return Refused("RoomClosed", closed_message=room.get("closedMessage"))
-    for kind, code in ENGINE_REFUSALS:
-        if isinstance(exc, kind):
-            retry = exc.retry_after or 60 if code in ("RateLimited", "QueueFull") else None
-            message = "This room no longer exists." if isinstance(exc, eng.RoomNotFound) else None
-            return Refused(code, message, retry_after=retry)
-    raise exc
+        return engine_refusal(exc, room)
+    return answers.render(s, room, vid, answer)
 
 
 def _invite(s: Services, room: dict[str, Any], token: str | None) -> tokens.InviteClaims | None:
@@ -400,22 +368,11 @@ def _invite(s: Services, room: dict[str, Any], token: str | None) -> tokens.Invi
     except tokens.TokenError as exc:
         why = f"is not valid ({exc.reason})"
         bad = Refused("TokenInvalid", f"The invite {why}.", fields={"invite": why})
-        raise _Refusal(bad) from None
+        raise Refusal(bad) from None
     if (invite.room_id, invite.environment) != (room["id"], room["environment"]):
         why = "belongs to another room"
-        raise _Refusal(Refused("TokenInvalid", f"The invite {why}.", fields={"invite": why}))
+        raise Refusal(Refused("TokenInvalid", f"The invite {why}.", fields={"invite": why}))
     if invite.lane not in tokens.INVITE_LANES or not isinstance(invite.uses, int):
         bad = Refused("TokenInvalid", "The invite is not valid.", fields={"invite": "is malformed"})
-        raise _Refusal(bad)
+        raise Refusal(bad)
     return invite
-
-
-def _network_tag(s: Services, room: dict[str, Any], address: str | None) -> str:
-    if not room.get("bindIp"):
-        return ""
-    if not address:
-        raise _Refusal(Refused("AddressRequired"))
-    try:
-        return tokens.network_tag(s.keyring, address)
-    except ValueError:
-        raise _Refusal(Refused("AddressRequired")) from None

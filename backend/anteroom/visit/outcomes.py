@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from anteroom.sdk.tokens import SessionClaims
+
 
 @dataclass(frozen=True)
 class Refused:
@@ -32,7 +34,7 @@ class Session:
     expires_at_ms: int
     score: int
     signals: tuple[str, ...]
-    claims: dict[str, Any]
+    claims: SessionClaims
 
     def body(self) -> dict[str, Any]:
         """As the API answers a session."""
@@ -88,22 +90,13 @@ Spot = Waiting | InDraw | Held | Admitted | Idle
 
 
 @dataclass(frozen=True)
+class Left:
+    """The spot was given up (or was gone already: leaving twice is no error)."""
+
+
+@dataclass(frozen=True)
 class Entered:
     """An arrival's second call: the session opened and the spot it took, together."""
 
     session: Session
     spot: Spot
-
-
-def spot_of(body: dict[str, Any], retry_after: int | None) -> Spot:
-    """The tagged outcome of a rendered queue answer."""
-    status = body["status"]
-    if status == "admitted":
-        return Admitted(body, retry_after)
-    if status == "held":
-        return Held(body, retry_after)
-    if status == "idle":
-        return Idle(body, retry_after)
-    if body.get("odds") is not None:
-        return InDraw(body, retry_after)
-    return Waiting(body, retry_after)

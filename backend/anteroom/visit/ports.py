@@ -1,7 +1,7 @@
 """What a use case asks of the entrance that calls it (the request's facts and the web's parts).
 
-The adapter (web/visitor/visitor_api.py) builds both per request: ``Caller`` from the request, a
-``Door`` over the parts still kept in web/ (see the package docstring).
+The entrance (web/visitor/visit_door.py) builds both per request: ``Caller`` from the request, a
+``Door`` over the parts still kept in web/ (the room lookup by key, the per-address limits).
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ class Door(Protocol):
         """The room ``slug`` of ``env`` as visitors meet it (events applied), or refuse."""
         ...
 
+    def room_by_id(self, room_id: str) -> dict[str, Any]:
+        """The room a ticket or an admission names, as visitors meet it, or refuse (gone)."""
+        ...
+
     def charge(self, limit: str) -> None:
         """Count this request against the per-address limit ``limit``, or refuse."""
         ...
@@ -56,16 +60,4 @@ class Door(Protocol):
 
     def over_limit(self, limit: str, retry_after: float) -> NoReturn:
         """The script found the address over ``limit``: remember it and refuse."""
-        ...
-
-    def render(
-        self, room: dict[str, Any], vid: str, answer: Any
-    ) -> tuple[dict[str, Any], int | None]:
-        """A queue answer of the engine as the API's body, and its Retry-After."""
-        ...
-
-    def admit_offline(
-        self, room: dict[str, Any], session_id: str, vid: str, score: int, network_tag: str
-    ) -> tuple[dict[str, Any], int | None]:
-        """Redis is unreachable: a fail-open room's admission (recorded), or refuse."""
         ...

@@ -60,8 +60,23 @@ SNAPSHOT = (
     "boundary",
     "gracePeriodSec",
 )
+# The slots of a room's live figures (lua/stats.lua; decoded by room_stats).
+STATS = (
+    "status",
+    "waiting",
+    "held",
+    "active",
+    "admittedLastMinute",
+    "dealtTotal",
+    "opensAt",
+    "tickets",
+    "peakActive",
+    "now",
+)
+# The slots of a tick's reply (lua/tick.lua; decoded by tick_result).
+TICK = ("ran", "now", "dealt", "swept", "drawDue", "switches", "prequeueDue")
 # Replies a script builds by name (``@NAME{…}``, ``reply[@NAME.slot]``), for the assembler.
-REPLIES = {"ANSWER": ANSWER, "SNAPSHOT": SNAPSHOT}
+REPLIES = {"ANSWER": ANSWER, "SNAPSHOT": SNAPSHOT, "STATS": STATS, "TICK": TICK}
 
 
 def positions(slots: tuple[str, ...]) -> Any:
@@ -71,6 +86,8 @@ def positions(slots: tuple[str, ...]) -> Any:
 
 ANSWER_AT = positions(ANSWER)
 SNAPSHOT_AT = positions(SNAPSHOT)
+STATS_AT = positions(STATS)
+TICK_AT = positions(TICK)
 
 
 @dataclass(frozen=True)
@@ -203,17 +220,18 @@ def queue_answer(raw: list[Any]) -> tuple[QueueAnswer, int]:
 
 def room_stats(raw: list[Any]) -> RoomStats:
     """The reply of lua/stats.lua."""
+    s = STATS_AT
     return RoomStats(
-        status=raw[0],
-        waiting=int(raw[1]),
-        held=int(raw[2]),
-        active=int(raw[3]),
-        admitted_last_minute=int(raw[4]),
-        dealt_total=int(raw[5]),
-        opens_at_ms=int(raw[6]) or None,
-        tickets=int(raw[7]),
-        peak_active=int(raw[8]),
-        now_ms=int(raw[9]),
+        status=raw[s.status],
+        waiting=int(raw[s.waiting]),
+        held=int(raw[s.held]),
+        active=int(raw[s.active]),
+        admitted_last_minute=int(raw[s.admittedLastMinute]),
+        dealt_total=int(raw[s.dealtTotal]),
+        opens_at_ms=int(raw[s.opensAt]) or None,
+        tickets=int(raw[s.tickets]),
+        peak_active=int(raw[s.peakActive]),
+        now_ms=int(raw[s.now]),
     )
 
 
@@ -231,19 +249,19 @@ NET_STATES = {"q": "queueing", "c": "calm"}  # the safety net's states as the sc
 
 
 def tick_result(raw: list[Any]) -> TickResult:
-    """The reply of lua/tick.lua."""
-    ran, now, dealt, swept, due = raw[:5]
-    switched = raw[5] if len(raw) > 5 else ""  # tick.lua before the safety net (benchmarks)
+    """The reply of lua/tick.lua (one of an older tree may lack its last slots: benchmarks)."""
+    k = TICK_AT
+    switched = _slot(raw, k.switches) or ""
     return TickResult(
-        ran=bool(int(ran)),
-        now_ms=int(now),
-        dealt=int(dealt),
-        swept=int(swept),
-        draw_due=bool(int(due)),
+        ran=bool(int(raw[k.ran])),
+        now_ms=int(raw[k.now]),
+        dealt=int(raw[k.dealt]),
+        swept=int(raw[k.swept]),
+        draw_due=bool(int(raw[k.drawDue])),
         switches=tuple(
             (NET_STATES[entry[0]], int(entry[2:])) for entry in switched.split(";") if entry
         ),
-        prequeue_due=len(raw) > 6 and bool(int(raw[6])),
+        prequeue_due=bool(int(_slot(raw, k.prequeueDue) or 0)),
     )
 
 

@@ -44,7 +44,7 @@ from anteroom.queue.rooms import room_events
 from anteroom.queue.rooms.key_layout import DEFAULT_PREFIX, WAIT_BUCKETS, KeySpace
 from anteroom.queue.rooms.room_hash import stored
 from anteroom.sdk import draw as draws
-from anteroom.sdk.tokens import InviteClaims, TicketClaims
+from anteroom.sdk.tokens import InviteClaims, SessionClaims, TicketClaims
 
 # Spots this close to the front poll the full poll straight away: their tickets say so
 # (TicketClaims.near_head), and the snapshot would only hand them on.
@@ -607,7 +607,9 @@ class Engine:
         if kind == "Denied":
             return JoinAnswer(which, earned, None)
         entered = _check(raw[3])
-        vid = identify.vid if which != "earned" else str(json.loads(earned)["vid"])
+        vid = identify.vid
+        if which == "earned":  # the session a retry of the proof gets back
+            vid = SessionClaims.from_wire(json.loads(earned)).visitor_id
         return JoinAnswer(which, earned, self._counted(room_id, vid, entered))
 
     def poll(

@@ -506,11 +506,10 @@ def queue_token_life(room: dict[str, Any]) -> int:
 
     A spot is dropped once it has missed about three of its own polls, never sooner than
     ``abandonAfterSec``, and kept ``gracePeriodSec`` beyond that (queue/line/poll_cadence.py);
-    every poll hands out a token with at least half this life left
-    (web/queue_answers.queue_token), so a waiting visitor never holds an expired one; a stolen
-    or kept ticket cannot be replayed for ever (above all into an outage admission). Never more
-    than a day: a visitor whose spot outlives its ticket finds it again by entering with its
-    session (the same visitor id).
+    every poll hands out a token with at least half this life left (visit/answers.queue_token),
+    so a waiting visitor never holds an expired one; a stolen or kept ticket cannot be replayed
+    for ever (above all into an outage admission). Never more than a day: a visitor whose spot
+    outlives its ticket finds it again by entering with its session (the same visitor id).
     """
     unpolled = max(int(room["abandonAfterSec"]), -(-longest_unpolled_ms(room) // 1000))
     unpolled += int(room.get("gracePeriodSec") or 0)

@@ -356,7 +356,7 @@ def create_invites(call: Call[InviteCreate], room_id: str) -> ResponseReturnValu
     invites = []
     for _ in range(body.count):
         claims = tokens.InviteClaims(room_id, env, tokens.new_id(), expires, uses, lane, issued)
-        invites.append(tokens.sign(s.keyring, tokens.INVITE, claims.to_wire()))
+        invites.append(tokens.issue(s.keyring, claims))
     summary = {"count": body.count, "lane": body.lane, "uses": body.uses}
     with storage():
         AuditLog(s.redis, s.keys).record(

@@ -26,7 +26,7 @@ from anteroom.queue.connection.storage_errors import StorageError
 from anteroom.queue.rooms import room_config as rooms
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.visit import arrival, outcomes
+from anteroom.visit import arrival, outcomes, waiting
 from anteroom.web.pages import hosted_pages as pages
 from anteroom.web.pages import page_languages as languages
 from anteroom.web.serving.http_errors import (
@@ -36,7 +36,6 @@ from anteroom.web.serving.http_errors import (
     RateLimited,
     RoomClosed,
 )
-from anteroom.web.visitor import queue_answers as visitor
 from anteroom.web.visitor import room_lookup
 from anteroom.web.visitor.visit_door import WebDoor, caller, refused
 
@@ -94,7 +93,8 @@ def plain_page(slug: str) -> ResponseReturnValue:
 
 
 def _poll(s: Services, env: str, room: dict[str, Any]) -> dict[str, Any] | None:
-    """The answer to the cookie's ticket, or None when there is none worth polling."""
+    """The answer to the cookie's ticket (visit.waiting.poll), or None when there is none
+    worth polling: none, not ours, of another room, or gone (a new visit starts afresh)."""
     ticket = request.cookies.get(COOKIE, "")
     if not ticket:
         return None
@@ -104,20 +104,13 @@ def _poll(s: Services, env: str, room: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if claims.environment != env or claims.room_id != room["id"]:
         return None
-    qr, vid, qj = claims.room_id, claims.visitor_id, claims.session_id or ""
-    try:
-        answer = visitor.engine_call(
-            s,
-            lambda: s.engine.poll(
-                qr, vid, claims.ticket, claims.generation, qj, claims.near_head, claims
-            ),
-            qr,
-        )
-    except ApiError as exc:
-        if exc.code in (401, 410):  # gone or revoked: a new visit starts afresh
+    # A fresh ticket on every answer (polled=None): the cookie lasts as long as the ticket.
+    answer = waiting.poll(s, WebDoor(s), claims, request.remote_addr)
+    if isinstance(answer, outcomes.Refused):
+        if answer.code == "TicketGone":
             return None
-        raise
-    return visitor.render(s, room, vid, answer)[0]
+        refused(answer)
+    return answer.body
 
 
 def _enter(s: Services, env: str, room: dict[str, Any]) -> dict[str, Any]:

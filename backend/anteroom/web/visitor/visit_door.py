@@ -1,5 +1,6 @@
 """What the HTTP entrances hand the visitor's use cases (anteroom.visit): the request's facts
-(``caller``), the parts still kept in web/ (``WebDoor``), and a refusal as the API's error."""
+(``caller``), the parts still kept in web/ (``WebDoor``: the room lookup, the per-address
+limits), and a refusal as the API's error."""
 
 from __future__ import annotations
 
@@ -13,9 +14,7 @@ from anteroom.visit import outcomes
 from anteroom.visit.ports import Caller
 from anteroom.web.serving import http_errors as errors
 from anteroom.web.visitor import address_limits as limits
-from anteroom.web.visitor import queue_answers as visitor
 from anteroom.web.visitor import room_lookup
-from anteroom.web.visitor.fail_open import fail_open
 
 
 class WebDoor:
@@ -29,6 +28,9 @@ class WebDoor:
 
     def room(self, env: str, slug: str) -> dict[str, Any]:
         return room_lookup.room_by_slug(self.services, env, slug)
+
+    def room_by_id(self, room_id: str) -> dict[str, Any]:
+        return room_lookup.room_by_id(self.services, room_id)
 
     def charge(self, limit: str) -> None:
         if self.limits is None:
@@ -49,16 +51,6 @@ class WebDoor:
             limits.refused_by_script(limit, retry_after)
         else:
             self.limits.refused_by_script(limit, retry_after)
-
-    def render(
-        self, room: dict[str, Any], vid: str, answer: Any
-    ) -> tuple[dict[str, Any], int | None]:
-        return visitor.render(self.services, room, vid, answer)
-
-    def admit_offline(
-        self, room: dict[str, Any], session_id: str, vid: str, score: int, network_tag: str
-    ) -> tuple[dict[str, Any], int | None]:
-        return fail_open(self.services, room, visitor.Binding(session_id, vid, score, network_tag))
 
 
 def caller_of(environ: dict[str, Any]) -> Caller:

@@ -204,9 +204,8 @@ VisitorText = _Text | dict[Literal[_TEXT_KEYS], _Text] | None  # type: ignore[va
 class QueueAnswer(Answer):
     """The state of a spot; Retry-After is set while it asks the client to wait."""
 
-    # Built as a plain dict by anteroom.web.visitor.queue_answers.answer_body only: the views
-    # return it
-    # as this model, the hot path writes the dict as it is.
+    # Built as a plain dict by anteroom.visit.answers.answer_body only, and written as it is
+    # (web/visitor/visitor_calls.py): this model documents it and checks the older calls' views.
 
     status: Literal[QUEUE_STATUSES]  # type: ignore[valid-type]
     room: str

@@ -1,5 +1,5 @@
-"""Queue answers: the JSON a visitor gets, the tokens it carries, what an outage admission
-is bound to, and engine refusals as API errors."""
+"""Queue answers: the JSON a visitor gets, the tickets and admissions it carries (signed
+here, from their typed claims), and what an outage admission is bound to."""
 
 from __future__ import annotations
 
@@ -8,42 +8,51 @@ import time
 from dataclasses import dataclass, fields
 from typing import Any
 
-from anteroom.queue.connection.storage_errors import StorageBusy
 from anteroom.queue.line import room_engine as eng
 from anteroom.queue.line.room_engine import QueueAnswer
 from anteroom.queue.rooms.room_config import queue_token_life
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.web.serving import http_errors as errors
-
-
-def engine_call(services: Services, fn: Any, room_id: str | None = None) -> Any:
-    """Run an engine call (on ``room_id``'s shard) through the breaker, mapping engine refusals
-    to API errors."""
-    key = services.keys.room(room_id) if room_id is not None else None
-    try:
-        return services.breaker.call(fn, key)
-    except (eng.EngineError, StorageBusy) as exc:
-        raise errors.from_domain(exc) from None
+from anteroom.visit.outcomes import Admitted, Held, Idle, InDraw, Refused, Spot, Waiting
+from anteroom.visit.refusals import Refusal, unavailable
 
 
 def admission_token(
-    services: Services, room: dict[str, Any], vid: str, claims: dict[str, Any]
+    services: Services,
+    room: dict[str, Any],
+    vid: str,
+    *,
+    admission_id: str,
+    session_id: str | None,
+    network_tag: str | None,
+    issued_at: int,
+    expires_at: int,
+    fail_open: bool = False,
 ) -> str:
-    """Sign an admission for ``vid`` in ``room`` with the given extra claims; a room with
-    ``sessionRenewal: false`` marks it not renewable."""
-    base = {"q": room["slug"], "qr": room["id"], "vid": vid, "env": room["environment"]}
-    if not room.get("sessionRenewal", True):
-        base[tokens.NOT_RENEWABLE] = 1
-    return tokens.sign(services.keyring, tokens.ADMISSION, base | claims)
+    """Sign an admission for ``vid`` in ``room``; a room with ``sessionRenewal: false`` marks it
+    not renewable."""
+    claims = tokens.AdmissionClaims(
+        room_slug=room["slug"],
+        room_id=room["id"],
+        visitor_id=vid,
+        environment=room["environment"],
+        admission_id=admission_id,
+        session_id=session_id,
+        network_tag=network_tag or None,
+        fail_open=fail_open,
+        not_renewable=not room.get("sessionRenewal", True),
+        issued_at=issued_at,
+        expires_at=expires_at,
+    )
+    return tokens.issue(services.keyring, claims)
 
 
 def check_renewable(room: dict[str, Any]) -> None:
-    """Raise NotRenewable once ``room``'s ``sessionRenewal`` is off: its admissions dealt
+    """Refuse (NotRenewable) once ``room``'s ``sessionRenewal`` is off: its admissions dealt
     before then (not marked :data:`tokens.NOT_RENEWABLE`) end at their expiry too. Those marked
     are refused from their claim alone, before this."""
     if not room.get("sessionRenewal", True):
-        raise errors.NotRenewable()
+        raise Refusal(Refused("NotRenewable"))
 
 
 def queue_token(
@@ -83,7 +92,7 @@ def queue_token(
     if polled is not None and _says_the_same(polled[1], values, now + life // 2):
         return polled[0]
     claims = tokens.TicketClaims(**values, issued_at=now, expires_at=now + life)
-    return tokens.sign(services.keyring, tokens.TICKET, claims.to_wire())
+    return tokens.issue(services.keyring, claims)
 
 
 # Every claim of a ticket but its times, with its default: what a ticket reused must say.
@@ -109,9 +118,10 @@ def render(
     vid: str,
     answer: QueueAnswer,
     polled: tuple[str, tokens.TicketClaims] | None = None,
-) -> tuple[dict[str, Any], int | None]:
-    """A queue answer as JSON, and the Retry-After it asks for (None when not waiting);
-    ``polled``: the ticket polled and its claims (see ``queue_token``)."""
+) -> Spot:
+    """A queue answer as the visitor's tagged outcome: its JSON body and the Retry-After it
+    asks for (None when not waiting); ``polled``: the ticket polled and its claims (see
+    ``queue_token``)."""
     body = answer_body(
         room,
         answer.status,
@@ -125,20 +135,38 @@ def render(
         odds=answer.odds,
     )
     if answer.status == "idle":
-        return body, None
+        return Idle(body)
     body["queueToken"] = queue_token(room, services, vid, answer, polled)
     receipt = services.receipts.receipt(room, vid, answer.order_key)
     if receipt is not None:
         body["receipt"] = receipt
     if answer.admission is not None:
         a = answer.admission
-        claims: dict[str, Any] = {"qj": a.session_jti, "jti": a.jti}
-        claims |= {"iat": a.issued_ms // 1000, "exp": a.expires_ms // 1000}
-        if a.network_tag:
-            claims["qi"] = a.network_tag
-        body["token"] = admission_token(services, room, vid, claims)
-        return body, None
-    return body, max(1, math.ceil(answer.poll_after_ms / 1000))
+        body["token"] = admission_token(
+            services, room, vid, admission_id=a.jti, session_id=a.session_jti,
+            network_tag=a.network_tag, issued_at=a.issued_ms // 1000,
+            expires_at=a.expires_ms // 1000,
+        )  # fmt: skip
+        return Admitted(body)
+    retry_after = max(1, math.ceil(answer.poll_after_ms / 1000))
+    return tagged(answer, body, retry_after)
+
+
+def tagged(answer: QueueAnswer, body: dict[str, Any], retry_after: int | None) -> Spot:
+    """The outcome the engine's answer is, by its status: a waiting spot of a random room's
+    draw (which the engine answers with its odds, no place) is InDraw."""
+    match answer.status:
+        case "admitted":
+            return Admitted(body, retry_after)
+        case "held":
+            return Held(body, retry_after)
+        case "idle":
+            return Idle(body, retry_after)
+        case "waiting" if answer.odds is not None:
+            return InDraw(body, retry_after)
+        case "waiting":
+            return Waiting(body, retry_after)
+    raise ValueError(f"no outcome for status {answer.status!r}")
 
 
 def answer_body(
@@ -211,10 +239,10 @@ def ticket_binding(room: dict[str, Any], claims: tokens.TicketClaims, network_ta
     replayable for ever). A ticket of an older generation than the room's is gone for sure.
     """
     if claims.expires_at is None or claims.session_id is None or claims.score is None:
-        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
+        raise Refusal(unavailable())
     generation = int(claims.generation)
     if generation < int(room.get("generation", 0)):
-        raise errors.TicketGone()
+        raise Refusal(Refused("TicketGone"))
     # The network the spot entered from, like a normal admission; the poller's when unknown.
     tag = str(claims.network_tag or network_tag)
     return Binding(

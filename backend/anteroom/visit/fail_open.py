@@ -14,24 +14,24 @@ from typing import Any
 from anteroom.queue.line.fail_open_ledger import FailOpenAdmission
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.web.serving import http_errors as errors
-from anteroom.web.visitor.queue_answers import Binding, admission_token, answer_body
+from anteroom.visit.answers import Binding, admission_token, answer_body
+from anteroom.visit.outcomes import Admitted, Refused
+from anteroom.visit.refusals import Refusal, unavailable
 
 
 def usable_offline(room: dict[str, Any] | None) -> dict[str, Any]:
-    """``room`` when it admits during an outage (open, ``failMode: open``), else Unavailable.
+    """``room`` when it admits during an outage (open, ``failMode: open``), else refused
+    (Unavailable).
 
     Nobody is admitted in doubt anywhere else: an unknown, closed, paused or idle room answers
     Unavailable, and no spot is touched, so everyone keeps their place for when Redis returns.
     """
     if room is None or room.get("failMode") != "open" or room.get("status") != "open":
-        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
+        raise Refusal(unavailable())
     return room
 
 
-def fail_open(
-    services: Services, room: dict[str, Any], binding: Binding
-) -> tuple[dict[str, Any], int | None]:
+def fail_open(services: Services, room: dict[str, Any], binding: Binding) -> Admitted:
     """Redis is unreachable and ``room`` fails open: admit (marked ``fo``), as strictly as ever.
 
     The admission carries the session binding and, in a bindIp room, the network tag; a session
@@ -41,11 +41,11 @@ def fail_open(
     """
     room = usable_offline(room)
     if not binding.session_jti:
-        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
+        raise Refusal(unavailable())
     if binding.score is not None and binding.score >= int(room["holdScore"]):
-        raise errors.Unavailable(retry_after=errors.STORAGE_RETRY_SEC)
+        raise Refusal(unavailable())
     if services.directory.is_revoked(room["id"], binding.session_jti, binding.vid):
-        raise errors.SessionRevoked()
+        raise Refusal(Refused("SessionRevoked"))
     now = int(time.time())
     jti = tokens.new_id()
     known = binding.generation
@@ -53,14 +53,14 @@ def fail_open(
     if binding.ticket is not None:
         # The jti Redis gives this spot's admission: once booked, it refreshes like any other.
         jti = spot_admission_jti(room["id"], generation, binding.ticket)
-    claims: dict[str, Any] = {"qj": binding.session_jti, "jti": jti, "fo": True}
-    claims |= {"iat": now, "exp": now + int(room["admissionTtlSec"])}
-    if binding.network_tag:
-        claims["qi"] = binding.network_tag
-    token = admission_token(services, room, binding.vid, claims)
+    expires_at = now + int(room["admissionTtlSec"])
+    token = admission_token(
+        services, room, binding.vid, admission_id=jti, session_id=binding.session_jti,
+        network_tag=binding.network_tag, issued_at=now, expires_at=expires_at, fail_open=True,
+    )  # fmt: skip
     if binding.score is not None:  # a new admission (a refresh's is booked already)
         # Booked once Redis is back, so its spot is not dealt again: no ghost admission.
-        admission = FailOpenAdmission(binding.vid, binding.ticket, generation, claims["exp"])
+        admission = FailOpenAdmission(binding.vid, binding.ticket, generation, expires_at)
         services.fail_open.record(room["id"], admission)
     body = answer_body(
         room,
@@ -69,7 +69,7 @@ def fail_open(
         opens_at=room.get("opensAt"),
         token=token,
     )
-    return body | {"failOpen": True}, None
+    return Admitted(body | {"failOpen": True})
 
 
 def spot_admission_jti(room_id: str, generation: int, ticket: int) -> str:
