@@ -30,7 +30,7 @@ from typing import Any
 from anteroom.config import Settings
 from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.sdk.edge_client import AnteroomClient, http_transport
-from anteroom.sdk.tokens import Keyring
+from anteroom.sdk.tokens import AdmissionClaims, Keyring
 from anteroom.sdk.wsgi_edge import ADMISSION_ENVIRON, AnteroomMiddleware
 
 ENVIRONMENT = "conformance"
@@ -233,8 +233,10 @@ class KitServer:
         so an admission is already past its expiry when the client shows it."""
 
         def resource(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
-            claims = environ.get(ADMISSION_ENVIRON) or {}
-            jti = str(claims.get("jti", "?"))
+            # The edge put the verified admission's claims here when it let the call through
+            # on one (none: let through otherwise, counted under "?").
+            given = environ.get(ADMISSION_ENVIRON)
+            jti = AdmissionClaims.from_wire(given).admission_id if given else "?"
             state = self.case
             uses = 0
             if state is not None:
