@@ -56,6 +56,12 @@ Sweep pass (``sweep_pass``): Redis time per spot of a whole sweep pass (100 spot
 service's) over 100,000 far spots whose last-seen was booked by far polls (book_seen_many) and
 whose records' own `seen` has lapsed: the pass every line pays once a minute, which keeps them.
 
+Scripts' fixed cost (``script_overhead``, embedded Redis only): Redis CPU per call (the server
+thread's schedstat, which other processes' load moves far less than Redis's wall-clock figures)
+of the near poll beside PING, a bare EVALSHA with the poll's keys and arguments, and poll.lua's
+pieces alone (their local functions and tables are made again on every call):
+``pieces_cpu_us`` is what carrying them costs each call.
+
 AOF bytes per poll (``aof_bytes_per_full_poll``): ``aof_current_size`` before and after every
 spot of a 1,000-spot pre-queue polls every 15 s for ten minutes of room clock; a line that
 short is all within the exact band, so these are full polls (a far poll writes only its share
@@ -89,6 +95,7 @@ import redis  # noqa: E402
 
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
+from anteroom.queue.connection import lua_scripts as scripts  # noqa: E402
 from anteroom.queue.line import far_poll  # noqa: E402
 from anteroom.queue.line.line_blocks import TICKET_BLOCK  # noqa: E402
 from anteroom.queue.line.poll_cadence import DEFAULT_POLL_BUDGET, poll_after  # noqa: E402
@@ -575,6 +582,56 @@ def sweep_pass_costs(engine: Engine, n: int, before: Engine | None = None) -> di
     return out
 
 
+def on_cpu_ns(pid: int) -> int:
+    """Time the server's main thread has run on a CPU (ns, Linux schedstat): unlike Redis's own
+    wall-clock figures, it does not grow while other processes hold the machine's cores."""
+    return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[0])
+
+
+def script_overhead(engine: Engine, pid: int, rounds: int = 15, per: int = 300) -> dict[str, Any]:
+    """Redis CPU per call (µs, the server thread's schedstat, median of rounds) of the near poll
+    beside what any call of it pays before its own work: PING; EVALSHA of ``return 1`` with the
+    poll's keys and arguments; poll.lua's pieces (lua/_*.lua: their local functions and tables,
+    made again on every call) and nothing else. Pieces-only minus bare is what carrying the
+    pieces costs each call of poll.lua."""
+    client = engine.redis
+    config = ROOM_CONFIG | {"slug": "overhead", "ratePerMinute": 1}
+    room = engine.create_room("bench", config)["id"]
+    now = engine.stats(room).now_ms
+    engine.set_clock(room, now)
+    engine.open(room, now + 86_400_000)
+    fill(engine, room, 1_000)
+    source = scripts.operation("poll").source
+    pieces = client.register_script(source[: source.index("-- poll.lua\n")] + "\nreturn 1\n")
+    bare = client.register_script("return 1")
+    keys = engine.script_keys("poll", room)
+
+    def args(i: int) -> list[Any]:
+        return [f"v{i % 100}", i % 100 + 1, 1, "", ""]
+
+    calls = {
+        "near_poll": lambda i: engine.poll(room, f"v{i % 100}", i % 100 + 1, 1, near_head=True),
+        "pieces_only": lambda i: pieces(keys=keys, args=args(i)),
+        "bare_script": lambda i: bare(keys=keys, args=args(i)),
+        "ping": lambda i: client.ping(),
+    }
+    costs: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            t0 = on_cpu_ns(pid)
+            for i in range(per):
+                call(i)
+            costs[name].append((on_cpu_ns(pid) - t0) / per / 1000)
+    engine.delete_room(room)
+    out: dict[str, Any] = {
+        f"{name}_cpu_us": round(statistics.median(c), 1) for name, c in costs.items()
+    }
+    out["pieces_cpu_us"] = round(out["pieces_only_cpu_us"] - out["bare_script_cpu_us"], 1)
+    out["pieces_share_of_near_poll"] = round(out["pieces_cpu_us"] / out["near_poll_cpu_us"], 3)
+    out["load_average"] = load_average()
+    return out
+
+
 def aof_bytes_per_full_poll(engine: Engine, spots: int = 1_000, every_ms: int = 15_000) -> float:
     """AOF bytes written per poll while every spot polls every ``every_ms`` for ten minutes."""
     client = engine.redis
@@ -729,8 +786,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--only",
-        choices=["far"],
-        help="far: only the snapshot far poll (merged into --out)",
+        choices=["far", "overhead"],
+        help="far: only the snapshot far poll; overhead: only the scripts' fixed cost (both "
+        "merged into --out)",
     )
     parser.add_argument(
         "--before",
@@ -764,6 +822,12 @@ def main() -> None:
         results["redis_version"] = client.info("server")["redis_version"]
         if args.before:
             results["before_lua_revision"] = args.before
+        if args.only == "overhead":
+            merged = json.loads(out.read_text()) if out.exists() else {}
+            merged["script_overhead"] = script_overhead(engine, server.process.pid)  # type: ignore[union-attr]
+            print(json.dumps(merged["script_overhead"], indent=2))
+            out.write_text(json.dumps(merged, indent=2) + "\n")
+            return
         if args.far_only or args.only == "far":
             far_only(engine, sizes, out, not args.only, before, args.before or "")
             return
@@ -780,6 +844,8 @@ def main() -> None:
             memory / results["floor_bytes_per_spot"][str(sizes[-1])], 2
         )
         results["aof_bytes_per_full_poll"] = round(aof_bytes_per_full_poll(engine), 1)
+        if server is not None:  # the server thread's CPU is read from /proc
+            results["script_overhead"] = script_overhead(engine, server.process.pid)  # type: ignore[union-attr]
         # A far poll needs spots past the exact band.
         far = {
             str(n): snapshot_far_polls(engine, n, before=before)
