@@ -769,6 +769,13 @@ def far_only(
     if before is not None:
         results["before_lua_revision"] = before_rev
     results["sweep_pass"] = sweep_pass_costs(engine, 100_000, before)
+    # the 1M model again, with the other figures of the last whole run
+    sizes_run = [size for size in results.get("near_poll_us", {}) if size in results["entry_us"]]
+    if drain and sizes_run and far:
+        largest = str(max(int(size) for size in sizes_run))
+        far_size = str(max(int(size) for size in results["snapshot_far_poll"]))
+        results["model_1m"] = model_1m(results, largest, far_size)
+    results["far_run_load_average"] = load_average()
     print(json.dumps(far, indent=2))
     print_targets(results)
     out.write_text(json.dumps(results, indent=2) + "\n")
