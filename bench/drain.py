@@ -110,10 +110,7 @@ def lua_at(revision: str, into: Path) -> Path:
     return into
 
 
-def on_cpu_ns(pid: int) -> int:
-    """Time the server's main thread has run on a CPU (ns, Linux schedstat): unlike Redis's own
-    wall-clock figures, it does not grow while other processes hold the machine's cores."""
-    return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[0])
+on_cpu_ns = engine_bench.on_cpu_ns
 
 
 def one_drain(

@@ -45,13 +45,29 @@ The 1M model (``model_1m``): a line of 1,000,000 at 100 admissions a second poll
 (queue/line/poll_cadence.py, the default budget), its polls split at ``SNAPSHOT_FROM`` places:
 behind it the snapshot answers (snapshot reads: replica-able, one a second per process; the
 bookings: primary), ahead of it poll.lua does (primary, at the near poll's cost); plus the
-drain, the idle ticks and one entry per admission (a line that stays a million long).
+drain, the idle ticks, one entry per admission (a line that stays a million long) and the sweep's
+pass over every spot once a minute (``sweep_cores``, from ``sweep_pass``).
+
+Side by side (``--before REV``): an engine whose scripts are lua/ at a git revision answers the
+same far polls on the same line, a second each in turn with this tree's (``*_before`` keys and
+``snapshot_far_poll.<size>.before``), and sweeps a line of its own (``sweep_pass``).
+
+Sweep pass (``sweep_pass``): Redis time per spot of a whole sweep pass (100 spots a step, as the
+service's) over 100,000 far spots whose last-seen was booked by far polls (book_seen_many) and
+whose records' own `seen` has lapsed: the pass every line pays once a minute, which keeps them.
+
+Scripts' fixed cost (``script_overhead``, embedded Redis only): Redis CPU per call (the server
+thread's schedstat, which other processes' load moves far less than Redis's wall-clock figures)
+of the near poll beside PING, a bare EVALSHA with the poll's keys and arguments, and poll.lua's
+pieces alone (their local functions and tables are made again on every call):
+``pieces_cpu_us`` is what carrying them costs each call.
 
 AOF bytes per poll (``aof_bytes_per_full_poll``): ``aof_current_size`` before and after every
 spot of a 1,000-spot pre-queue polls every 15 s for ten minutes of room clock; a line that
 short is all within the exact band, so these are full polls (a far poll writes only its share
 of a booking).
-Run: ``python bench/engine.py [--redis-url URL] [--sizes 1000,100000,1000000] [--out FILE]``.
+Run: ``python bench/engine.py [--redis-url URL] [--sizes 1000,100000,1000000] [--out FILE]
+[--before REV] [--only far]``.
 Writes ``bench/results/engine.json`` by default (keys written by bench/drain.py are kept).
 """
 
@@ -79,6 +95,7 @@ import redis  # noqa: E402
 
 from anteroom.engine import Engine  # noqa: E402
 from anteroom.ops.embedded_redis import EmbeddedRedis  # noqa: E402
+from anteroom.queue.connection import lua_scripts as scripts  # noqa: E402
 from anteroom.queue.line import far_poll  # noqa: E402
 from anteroom.queue.line.line_blocks import TICKET_BLOCK  # noqa: E402
 from anteroom.queue.line.poll_cadence import DEFAULT_POLL_BUDGET, poll_after  # noqa: E402
@@ -349,35 +366,13 @@ def bookings_at_cadence(snapshot: Any, now: int, n: int, polls: int = 12) -> flo
     return booked / answered
 
 
-def snapshot_far_polls(engine: Engine, n: int, seconds: int = 10) -> dict[str, Any]:
-    """Redis time per far poll as the service answers it (far_poll.py), amortised.
-
-    A line of ``n`` spots after opening (ticket blocks) at ``MODEL_PACE`` admissions a second;
-    one process answers its share (1 / ``MODEL_PROCESSES``) of the far polls the line makes
-    polling as told, at random depths past the exact band, for ``seconds`` of a stand-in
-    monotonic clock: it reads the room's snapshot once a second and flushes its bookings once a
-    second in one book_seen_many call. Half the polls carry a ticket whose spot is due a booking
-    (to measure a booked spot's cost); each snapshot read and booking call is timed apart (INFO
-    commandstats around it). At the visitors' own cadence the share of far polls that book is
-    ``booked_share_at_cadence``; the figure per poll is then the snapshot read over the polls
-    answered in its second + that share times the cost per booked spot. Side by side: the same
-    polls through the full poll (``full_poll_us``: tickets without an order key). Also the
-    position error: shown minus exact rank (ZRANK + 1) over a sample, after 10% of the line, at
-    random, left.
-    """
+def far_poll_costs(
+    engine: Engine, room: str, n: int, now: int, polls_per_second: int, seconds: int,
+    ticks: list[float],
+) -> dict[str, Any]:  # fmt: skip
+    """One engine's far polls for ``seconds`` of the stand-in clock (see snapshot_far_polls):
+    Redis time of its snapshot reads and booking calls, timed apart."""
     client = engine.redis
-    config = ROOM_CONFIG | {
-        "slug": f"snap-{n}",
-        "ratePerMinute": MODEL_PACE * 60,
-        "abandonAfterSec": 300,
-    }
-    polls_per_second = max(1, round(polls_by_source(n)[1] / MODEL_PROCESSES))
-    room = engine.create_room("bench", config)["id"]
-    now = engine.stats(room).now_ms
-    engine.set_clock(room, now)  # pinned: the line stands still while measured
-    engine.open(room)
-    fill(engine, room, n)
-    ticks = [0.0]
     engine.snapshots.clock = lambda: ticks[0]
     engine.bookings.clock = lambda: ticks[0]
     engine.snapshots.forget()
@@ -404,10 +399,10 @@ def snapshot_far_polls(engine: Engine, n: int, seconds: int = 10) -> dict[str, A
     engine.bookings.run = timed("booking", run)
     engine.snapshots.reads = engine.bookings.calls = 0
     polls = 0
-    client.config_resetstat()
+    start = ticks[0]
     for second in range(seconds):
         for i in range(polls_per_second):
-            ticks[0] = second + i / polls_per_second
+            ticks[0] = start + second + i / polls_per_second
             ticket = random.randrange(FAR_FROM_TICKET, n + 1)
             claims = score_claims | {"qk": 2**52 + ticket, "qu": kept[i % 2]}
             answer = engine.poll(
@@ -416,21 +411,94 @@ def snapshot_far_polls(engine: Engine, n: int, seconds: int = 10) -> dict[str, A
             assert answer.position is not None and answer.position > 1_000
             polls += 1
         engine.flush_bookings()
-    usec, _ = evalsha_usec(client)
+    ticks[0] = start + seconds
     engine.snapshots.read, engine.bookings.run = read, run
-    reads, calls = engine.snapshots.reads, engine.bookings.calls
-    assert reads == seconds, reads  # every poll above was answered from the snapshot
+    assert engine.snapshots.reads == seconds, engine.snapshots.reads  # all from the snapshot
+    return {
+        "polls": polls,
+        "snapshot_read_us": split["snapshot"][0] / max(1, split["snapshot"][1]),
+        "booking_call_us": split["booking"][0] / max(1, split["booking"][1]),
+        "booking_us_per_booked_spot": split["booking"][0] / max(1, split["booked"][1]),
+        "snapshot_reads": engine.snapshots.reads,
+        "booking_calls": engine.bookings.calls,
+        "booked_spots": split["booked"][1],
+    }
+
+
+def snapshot_far_polls(
+    engine: Engine, n: int, seconds: int = 10, before: Engine | None = None
+) -> dict[str, Any]:
+    """Redis time per far poll as the service answers it (far_poll.py), amortised.
+
+    A line of ``n`` spots after opening (ticket blocks) at ``MODEL_PACE`` admissions a second;
+    one process answers its share (1 / ``MODEL_PROCESSES``) of the far polls the line makes
+    polling as told, at random depths past the exact band, for ``seconds`` of a stand-in
+    monotonic clock: it reads the room's snapshot once a second and flushes its bookings once a
+    second in one book_seen_many call. Half the polls carry a ticket whose spot is due a booking
+    (to measure a booked spot's cost); each snapshot read and booking call is timed apart (INFO
+    commandstats around it). At the visitors' own cadence the share of far polls that book is
+    ``booked_share_at_cadence``; the figure per poll is then the snapshot read over the polls
+    answered in its second + that share times the cost per booked spot. Side by side: the same
+    polls through the full poll (``full_poll_us``: tickets without an order key), and with
+    ``before`` (an engine on an older lua/, the same line) the same far polls through its
+    scripts, a second each in turn (``before``: its figures). Also the position error: shown
+    minus exact rank (ZRANK + 1) over a sample, after 10% of the line, at random, left.
+    """
+    client = engine.redis
+    config = ROOM_CONFIG | {
+        "slug": f"snap-{n}",
+        "ratePerMinute": MODEL_PACE * 60,
+        "abandonAfterSec": 300,
+    }
+    polls_per_second = max(1, round(polls_by_source(n)[1] / MODEL_PROCESSES))
+    room = engine.create_room("bench", config)["id"]
+    now = engine.stats(room).now_ms
+    engine.set_clock(room, now)  # pinned: the line stands still while measured
+    engine.open(room)
+    fill(engine, room, n)
+    sides = {"after": engine} | ({"before": before} if before is not None else {})
+    parts: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+    clocks = {side: [0.0] for side in sides}  # each engine's own stand-in clock
+    for second in range(seconds):  # a second each in turn, the first alternating
+        order = list(sides) if second % 2 == 0 else list(reversed(sides))
+        for side in order:
+            parts[side].append(
+                far_poll_costs(sides[side], room, n, now, polls_per_second, 1, clocks[side])
+            )
+    ticks = clocks["after"]
+    share = bookings_at_cadence(engine.snapshots.get(room), now, n)
+
+    def summed(side: str) -> dict[str, Any]:
+        runs = parts[side]
+        polls = sum(r["polls"] for r in runs)
+        reads = sum(r["snapshot_reads"] for r in runs)
+        calls = sum(r["booking_calls"] for r in runs)
+        booked = sum(r["booked_spots"] for r in runs)
+        read_us = sum(r["snapshot_read_us"] * r["snapshot_reads"] for r in runs) / max(1, reads)
+        call_us = sum(r["booking_call_us"] * r["booking_calls"] for r in runs) / max(1, calls)
+        per_booked = call_us * calls / max(1, booked)
+        snapshot_us, booking_us = read_us / polls_per_second, share * per_booked
+        return {
+            "far_poll_snapshot_us": round(snapshot_us + booking_us, 3),
+            "snapshot_us_per_poll": round(snapshot_us, 3),
+            "booking_us_per_poll": round(booking_us, 3),
+            "snapshot_read_us": round(read_us, 1),
+            "booking_call_us": round(call_us, 1),
+            "booking_us_per_booked_spot": round(per_booked, 3),
+            "polls": polls,
+            "snapshot_reads": reads,
+            "booking_calls": calls,
+            "booked_spots": booked,
+        }
+
+    after = summed("after")
     client.config_resetstat()
-    for _ in range(polls):
+    for _ in range(after["polls"]):
         ticket = random.randrange(FAR_FROM_TICKET, n + 1)
         engine.poll(room, f"v{ticket - 1}", ticket, 1, "s")
     full_usec, _ = evalsha_usec(client)
-    share = bookings_at_cadence(engine.snapshots.get(room), now, n)
-    read_us = split["snapshot"][0] / max(1, split["snapshot"][1])
-    snapshot_us = read_us / polls_per_second
-    per_booked = split["booking"][0] / max(1, split["booked"][1])
-    booking_us = share * per_booked
     # position error after random leavers
+    score_claims = {"qj": "s", "qs": 10}
     leavers = random.sample(range(1, n + 1), n // 10)
     pipe = client.pipeline(transaction=False)
     script, keys = engine._scripts["leave"], engine.script_keys("leave", room)
@@ -457,29 +525,120 @@ def snapshot_far_polls(engine: Engine, n: int, seconds: int = 10) -> dict[str, A
         errors.append((answer.position or 0) - (rank + 1))
     errors.sort()
     engine.delete_room(room)
-    return {
+    out = {
         "line": n,
         "polls_per_second_per_process": polls_per_second,
-        "polls": polls,
-        "far_poll_snapshot_us": round(snapshot_us + booking_us, 3),
-        "snapshot_us_per_poll": round(snapshot_us, 3),
-        "booking_us_per_poll": round(booking_us, 3),
-        "snapshot_read_us": round(read_us, 1),
-        "booking_call_us": round(split["booking"][0] / max(1, split["booking"][1]), 1),
-        "booking_us_per_booked_spot": round(per_booked, 3),
+        **after,
         "booked_share_at_cadence": round(share, 3),
-        "redis_us_per_poll_half_booked": round(usec / polls, 3),
-        "full_poll_us": round(full_usec / polls, 3),
-        "far_poll_snapshot_ratio_to_full_poll": round((snapshot_us + booking_us) * polls
-                                                      / full_usec, 3),
-        "snapshot_reads": reads,
-        "booking_calls": calls,
-        "booked_spots": split["booked"][1],
+        "full_poll_us": round(full_usec / after["polls"], 3),
+        "far_poll_snapshot_ratio_to_full_poll": round(
+            after["far_poll_snapshot_us"] * after["polls"] / full_usec, 3
+        ),
         "position_error_p50": errors[len(errors) // 2],
         "position_error_p99": errors[int(len(errors) * 0.99)],
         "position_error_max": errors[-1],
         "position_error_min": errors[0],
-    }  # fmt: skip
+    }
+    if before is not None:
+        out["before"] = summed("before")
+        out["after_vs_before"] = round(
+            after["far_poll_snapshot_us"] / out["before"]["far_poll_snapshot_us"], 3
+        )
+    return out
+
+
+def sweep_pass_costs(engine: Engine, n: int, before: Engine | None = None) -> dict[str, Any]:
+    """Redis time per spot of a sweep pass (100 spots a step, as the service's) over a line of
+    ``n`` far spots that all polled through the snapshot ``abandonAfterSec`` ago and more:
+    each engine books every spot once (book_seen_many), the room's clock moves past what
+    their records say but not past the bookings, and a whole pass keeps them all (the median of
+    three passes). With ``before`` (an older lua/), the same on a line of its own, passes in
+    turn; the lines are deleted only after (a deletion frees memory in the background, which
+    would weigh on the next pass)."""
+    sides = {"after": engine} | ({"before": before} if before is not None else {})
+    rooms = {}
+    for side, eng in sides.items():
+        config = ROOM_CONFIG | {"slug": f"sweep-{side}-{n}", "ratePerMinute": 1,
+                                "abandonAfterSec": 300}  # fmt: skip
+        room = eng.create_room("bench", config)["id"]
+        eng.set_clock(room, eng.stats(room).now_ms)
+        eng.open(room)
+        fill(eng, room, n)
+        while not eng.sweep(room, 10_000)[1]:  # the pass the first entry began, finished
+            pass
+        for ticket in range(1, n + 1):
+            eng.bookings.note(room, f"v{ticket - 1}", ticket, 1, 1_400_000)
+        eng.flush_bookings()
+        eng.shift_clock(room, 1_100_000)  # past every record's own seen, not the bookings'
+        rooms[side] = room
+    out: dict[str, Any] = {"line": n}
+    costs: dict[str, list[float]] = {side: [] for side in sides}
+    for rounds in range(3):  # whole passes in turn, the first alternating
+        order = list(sides) if rounds % 2 == 0 else list(reversed(sides))
+        for side in order:
+            eng = sides[side]
+            engine.redis.config_resetstat()
+            steps = 1
+            while not eng.sweep(rooms[side], 100)[1]:
+                steps += 1
+            usec, _ = evalsha_usec(engine.redis)
+            assert eng.stats(rooms[side]).waiting == n, side  # every booked spot kept
+            costs[side].append(usec / n)
+            eng.shift_clock(rooms[side], 60_000)  # the next pass is due (still booked)
+    for side, eng in sides.items():  # deleted after: a deletion frees memory in the background
+        out[side] = {"us_per_spot": round(statistics.median(costs[side]), 3), "steps": steps}
+        eng.delete_room(rooms[side])
+    return out
+
+
+def on_cpu_ns(pid: int) -> int:
+    """Time the server's main thread has run on a CPU (ns, Linux schedstat): unlike Redis's own
+    wall-clock figures, it does not grow while other processes hold the machine's cores."""
+    return int(Path(f"/proc/{pid}/task/{pid}/schedstat").read_text().split()[0])
+
+
+def script_overhead(engine: Engine, pid: int, rounds: int = 15, per: int = 300) -> dict[str, Any]:
+    """Redis CPU per call (µs, the server thread's schedstat, median of rounds) of the near poll
+    beside what any call of it pays before its own work: PING; EVALSHA of ``return 1`` with the
+    poll's keys and arguments; poll.lua's pieces (lua/_*.lua: their local functions and tables,
+    made again on every call) and nothing else. Pieces-only minus bare is what carrying the
+    pieces costs each call of poll.lua."""
+    client = engine.redis
+    config = ROOM_CONFIG | {"slug": "overhead", "ratePerMinute": 1}
+    room = engine.create_room("bench", config)["id"]
+    now = engine.stats(room).now_ms
+    engine.set_clock(room, now)
+    engine.open(room, now + 86_400_000)
+    fill(engine, room, 1_000)
+    source = scripts.operation("poll").source
+    pieces = client.register_script(source[: source.index("-- poll.lua\n")] + "\nreturn 1\n")
+    bare = client.register_script("return 1")
+    keys = engine.script_keys("poll", room)
+
+    def args(i: int) -> list[Any]:
+        return [f"v{i % 100}", i % 100 + 1, 1, "", ""]
+
+    calls = {
+        "near_poll": lambda i: engine.poll(room, f"v{i % 100}", i % 100 + 1, 1, near_head=True),
+        "pieces_only": lambda i: pieces(keys=keys, args=args(i)),
+        "bare_script": lambda i: bare(keys=keys, args=args(i)),
+        "ping": lambda i: client.ping(),
+    }
+    costs: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            t0 = on_cpu_ns(pid)
+            for i in range(per):
+                call(i)
+            costs[name].append((on_cpu_ns(pid) - t0) / per / 1000)
+    engine.delete_room(room)
+    out: dict[str, Any] = {
+        f"{name}_cpu_us": round(statistics.median(c), 1) for name, c in costs.items()
+    }
+    out["pieces_cpu_us"] = round(out["pieces_only_cpu_us"] - out["bare_script_cpu_us"], 1)
+    out["pieces_share_of_near_poll"] = round(out["pieces_cpu_us"] / out["near_poll_cpu_us"], 3)
+    out["load_average"] = load_average()
+    return out
 
 
 def aof_bytes_per_full_poll(engine: Engine, spots: int = 1_000, every_ms: int = 15_000) -> float:
@@ -521,7 +680,10 @@ def model_1m(results: dict[str, Any], size: str, far_size: str | None) -> dict[s
     drain = MODEL_PACE * results["drain200_ms_median"] / 200 / 1e3
     entries = MODEL_PACE * results["entry_us"][size] / 1e6
     ticks = results["tick_idle_us"] / 1e6  # one working tick a second; the others read a field
-    primary = booking + near + drain + entries + ticks
+    # a sweep pass over every spot once a minute (lua/_sweep.lua), at this run's cost per spot
+    sweep = MODEL_LINE * results.get("sweep_pass", {}).get("after", {}).get("us_per_spot", 0.0)
+    sweep = sweep / 60 / 1e6
+    primary = booking + near + drain + entries + ticks + sweep
     floor = (near_polls + far_polls) * results["floor_us"][size] / 1e6
     return {
         "line": MODEL_LINE,
@@ -539,6 +701,7 @@ def model_1m(results: dict[str, Any], size: str, far_size: str | None) -> dict[s
         "full_poll_cores": round(near, 4),
         "entry_cores": round(entries, 4),
         "drain_cores": round(drain, 4),
+        "sweep_cores": round(sweep, 4),
         "primary_cores": round(primary, 4),
         "replica_cores": round(snapshots, 4),
         "total_cores": round(primary + snapshots, 4),
@@ -584,7 +747,28 @@ def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def far_only(engine: Engine, sizes: list[int], out: Path, drain: bool = True) -> None:
+def record_far(results: dict[str, Any], far: dict[str, Any]) -> None:
+    """The far poll's headline figures per size (and the before engine's beside them)."""
+    for size, part in far.items():
+        for key in ("far_poll_snapshot_us", "snapshot_us_per_poll", "booking_us_per_poll"):
+            results.setdefault(key, {})[size] = part[key]
+            if "before" in part:
+                results.setdefault(key + "_before", {})[size] = part["before"][key]
+
+
+def remodel(results: dict[str, Any]) -> None:
+    """The 1M model again from ``results`` (a part measured anew, the others of earlier runs)."""
+    sizes_run = [size for size in results.get("near_poll_us", {}) if size in results["entry_us"]]
+    if sizes_run and results.get("snapshot_far_poll") and "drain200_ms_median" in results:
+        largest = str(max(int(size) for size in sizes_run))
+        far_size = str(max(int(size) for size in results["snapshot_far_poll"]))
+        results["model_1m"] = model_1m(results, largest, far_size)
+
+
+def far_only(
+    engine: Engine, sizes: list[int], out: Path, drain: bool = True, before: Engine | None = None,
+    before_rev: str = "",
+) -> None:  # fmt: skip
     """The snapshot far poll (and the drain of 200) alone, merged into the results in ``out``."""
     try:
         results = json.loads(out.read_text())
@@ -595,14 +779,17 @@ def far_only(engine: Engine, sizes: list[int], out: Path, drain: bool = True) ->
         results["drain200_ms_median"] = round(drain_ms, 3)
         results["drain200_tickets_ms_median"] = round(drain_of_200(engine, pool=False)[0], 3)
         results["tick_idle_us"] = round(idle_us, 2)
-    far = {str(n): snapshot_far_polls(engine, n) for n in sizes if n > FAR_FROM_TICKET}
+    far = {
+        str(n): snapshot_far_polls(engine, n, before=before) for n in sizes if n > FAR_FROM_TICKET
+    }
     results.setdefault("snapshot_far_poll", {}).update(far)
-    results.setdefault("far_poll_snapshot_us", {}).update(
-        {size: part["far_poll_snapshot_us"] for size, part in far.items()}
-    )
-    results.setdefault("booking_us_per_poll", {}).update(
-        {size: part["booking_us_per_poll"] for size, part in far.items()}
-    )
+    record_far(results, far)
+    if before is not None:
+        results["before_lua_revision"] = before_rev
+    results["sweep_pass"] = sweep_pass_costs(engine, 100_000, before)
+    if drain and far:
+        remodel(results)
+    results["far_run_load_average"] = load_average()
     print(json.dumps(far, indent=2))
     print_targets(results)
     out.write_text(json.dumps(results, indent=2) + "\n")
@@ -620,8 +807,14 @@ def main() -> None:
     )
     parser.add_argument(
         "--only",
-        choices=["far"],
-        help="far: only the snapshot far poll (merged into --out)",
+        choices=["far", "overhead", "sweep"],
+        help="far: only the snapshot far poll; overhead: only the scripts' fixed cost; sweep: "
+        "only the sweep pass (each merged into --out)",
+    )
+    parser.add_argument(
+        "--before",
+        help="git revision whose lua/ answers the same far polls and sweep beside this tree's "
+        "(the _before keys)",
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -631,6 +824,12 @@ def main() -> None:
     client = redis.Redis.from_url(args.redis_url or server.url, decode_responses=True)  # type: ignore[union-attr]
     client.config_set("auto-aof-rewrite-percentage", 0)  # no rewrite fork in the middle of a batch
     engine = Engine(client, prefix="bench:")
+    before: Engine | None = None
+    old_lua = tempfile.TemporaryDirectory()
+    if args.before:
+        from drain import engine_with_lua, lua_at  # a sibling benchmark (it imports this one)
+
+        before = engine_with_lua(client, lua_at(args.before, Path(old_lua.name)), "bench:")
     per_size = (
         "far_poll_snapshot_us", "snapshot_us_per_poll", "booking_us_per_poll", "full_poll_us",
         "full_poll_us_p99", "near_poll_us", "near_poll_wall_us", "ping_wall_us",
@@ -642,8 +841,24 @@ def main() -> None:
     out = Path(args.out)
     try:
         results["redis_version"] = client.info("server")["redis_version"]
+        if args.before:
+            results["before_lua_revision"] = args.before
+        if args.only == "sweep":
+            merged = json.loads(out.read_text()) if out.exists() else {}
+            merged["sweep_pass"] = sweep_pass_costs(engine, 100_000, before)
+            merged["sweep_pass"]["load_average"] = load_average()
+            remodel(merged)
+            print(json.dumps(merged["sweep_pass"], indent=2))
+            out.write_text(json.dumps(merged, indent=2) + "\n")
+            return
+        if args.only == "overhead":
+            merged = json.loads(out.read_text()) if out.exists() else {}
+            merged["script_overhead"] = script_overhead(engine, server.process.pid)  # type: ignore[union-attr]
+            print(json.dumps(merged["script_overhead"], indent=2))
+            out.write_text(json.dumps(merged, indent=2) + "\n")
+            return
         if args.far_only or args.only == "far":
-            far_only(engine, sizes, out, drain=not args.only)
+            far_only(engine, sizes, out, not args.only, before, args.before or "")
             return
         results["load_average_before"] = load_average()
         t0 = time.monotonic()
@@ -658,12 +873,17 @@ def main() -> None:
             memory / results["floor_bytes_per_spot"][str(sizes[-1])], 2
         )
         results["aof_bytes_per_full_poll"] = round(aof_bytes_per_full_poll(engine), 1)
+        if server is not None:  # the server thread's CPU is read from /proc
+            results["script_overhead"] = script_overhead(engine, server.process.pid)  # type: ignore[union-attr]
         # A far poll needs spots past the exact band.
-        far = {str(n): snapshot_far_polls(engine, n) for n in sizes if n > FAR_FROM_TICKET}
+        far = {
+            str(n): snapshot_far_polls(engine, n, before=before)
+            for n in sizes
+            if n > FAR_FROM_TICKET
+        }
         results["snapshot_far_poll"] = far
-        for size, part in far.items():
-            for key in ("far_poll_snapshot_us", "snapshot_us_per_poll", "booking_us_per_poll"):
-                results[key][size] = part[key]
+        record_far(results, far)
+        results["sweep_pass"] = sweep_pass_costs(engine, 100_000, before)
         far_size = str(max(int(s) for s in far)) if far else None
         results["model_1m"] = model_1m(results, str(sizes[-1]), far_size)
         results["seconds"] = round(time.monotonic() - t0)
@@ -687,6 +907,7 @@ def main() -> None:
         if server:
             server.stop()
         data.cleanup()
+        old_lua.cleanup()
 
 
 if __name__ == "__main__":
