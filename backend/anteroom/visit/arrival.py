@@ -11,11 +11,12 @@ and its draw are the enter script's; an outage at the entry is the fail-open roo
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from anteroom.identity import sessions as identity
 from anteroom.identity import work_inputs
@@ -315,7 +316,7 @@ def _join_in_one_call(
         return _storage_refusal(exc)
     except eng.EngineError as exc:
         return _engine_refusal(exc, room)
-    wire = {"calm": calm, "busy": busy}.get(joined.which) or json.loads(joined.earned)
+    wire = {"calm": calm, "busy": busy}.get(joined.which) or orjson.loads(joined.earned)
     if joined.entered is None:  # convicted: the proof is spent, the entry refused
         s.series.tally(room["id"], "ndenied")
         return Refused("QueueDenied")
@@ -327,7 +328,8 @@ def _join_in_one_call(
 
 
 def _json(claims: dict[str, Any]) -> str:
-    return json.dumps(claims, separators=(",", ":"))
+    # Read back by the join script (cjson) and by a retried join: any compact JSON will do.
+    return orjson.dumps(claims).decode()
 
 
 def enter_without_script(
