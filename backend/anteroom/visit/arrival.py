@@ -294,6 +294,7 @@ def _join_in_one_call(
         mark=identity.proof_fingerprint(jti, ask.solutions),
         life_ms=max(1, int(ask.challenge["exp"]) - int(time.time()) + 1) * 1000,
         vid=calm["vid"],
+        session_id=calm["jti"],
         calm=(_json(calm), int(calm["score"]), "bot" in calm["sig"]),
         busy=(_json(busy), score, "bot" in sig),
     )
