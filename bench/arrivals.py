@@ -23,6 +23,11 @@ temporary folder and served with ``PYTHONPATH`` pointing at it), each real gunic
 ``anteroom serve`` runs it (2 workers), each on its own embedded Redis. Each step runs on both,
 one after the other, the order alternating from step to step.
 
+An older commit is served as it was installed: without gunicorn's C parser (gunicorn-h1c, a
+dependency since), which gunicorn would otherwise take up. ``--also-before <commit>`` serves
+more commits beside (``before-<commit>``, in the JSON's ``commits``): the branch's base, say, to
+see one change's share.
+
 ``--servers granian`` adds this tree's app served by another HTTP server (``granian``, WSGI, 2
 workers, its access log on) as a side of its own (``after-granian``), so the HTTP server's share
 of an arrival is measured side by side; only the app is served there (what ``anteroom serve``
@@ -414,7 +419,13 @@ class Deployment:
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANTEROOM_")}
         if self.backend is not None:
-            env["PYTHONPATH"] = str(self.backend)
+            # An older commit did not install gunicorn's C parser (gunicorn-h1c), which gunicorn
+            # takes whenever it is importable: a module of that name that cannot be imported
+            # comes first, so the older side parses HTTP as it did.
+            shim = self.work / "no-h1c"
+            shim.mkdir(parents=True, exist_ok=True)
+            (shim / "gunicorn_h1c.py").write_text("raise ImportError('as before: no C parser')\n")
+            env["PYTHONPATH"] = f"{shim}{os.pathsep}{self.backend}"
         return env
 
     def start(self, offset: int) -> None:
@@ -689,6 +700,12 @@ def main() -> None:
         help="also this tree under other HTTP servers, side by side (e.g. granian: pip install "
         "-e '.[bench]'); each is a side of its own, 'after-<server>' in the JSON's 'servers'",
     )
+    parser.add_argument(
+        "--also-before",
+        default="",
+        help="more commits served beside, side by side (e.g. the branch's base, to see one "
+        "change's share); each is 'before-<commit>' in the JSON's 'commits'",
+    )
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     rates = [float(r) for r in args.steps.split(",") if r.strip()]
@@ -700,6 +717,10 @@ def main() -> None:
     if args.before:
         tree = before_tree(args.before, work / "tree")
         sides.append(Deployment("before", tree, work / "before", forced_journey=args.journey))
+    for commit in [c.strip() for c in args.also_before.split(",") if c.strip()]:
+        tree = before_tree(commit, work / f"tree-{commit}")
+        sides.append(Deployment(f"before-{commit}", tree, work / f"before-{commit}",
+                                forced_journey=args.journey))  # fmt: skip
     for name in [s.strip() for s in args.servers.split(",") if s.strip()]:
         sides.append(Deployment(f"after-{name}", None, work / name, forced_journey=args.journey,
                                 http_server=name))  # fmt: skip
@@ -759,10 +780,15 @@ def main() -> None:
                                                                idle[side.label])}
             for side in others
         }  # fmt: skip
+    commits = [side for side in sides if side.label.startswith("before-")]
+    if commits:
+        results["commits"] = {
+            side.label: summary(side, steps[side.label], idle[side.label]) for side in commits
+        }
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(f"\n{'':>6}  max sustained/s  server ms  web ms  redis ms  loadgen ms  calls")
     table = [("after", results)] + ([("before", results["before"])] if args.before else [])
-    table += list(results.get("servers", {}).items())
+    table += list(results.get("commits", {}).items()) + list(results.get("servers", {}).items())
     for label, side in table:
         figures = [side[f"{k}_cpu_ms_per_arrival"] for k in ("server", "web", "redis", "loadgen")]
         print(f"{label:>6}  {side['max_sustained_arrivals_per_second']:>15}  "
