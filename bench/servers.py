@@ -3,8 +3,8 @@
 A trivial app (a 2-byte ``ok``), two workers each, side by side in one run under Debian's
 ``wrk``, with keep-alive and with a new connection per request (``-H 'Connection: close'``):
 
-* ``gunicorn-gevent``: gunicorn with the gevent worker ``anteroom serve`` runs today
-  (``anteroom.ops.gevent_worker.Worker``, the same ``worker_connections``), a WSGI app;
+* ``gunicorn-gevent``: gunicorn with its gevent worker, which ``anteroom serve``'s worker class
+  (``anteroom.ops.gevent_worker.Worker``) extends, the same ``worker_connections``, a WSGI app;
 * ``gunicorn-uvicorn``: gunicorn with uvicorn's worker (``uvicorn.workers.UvicornWorker``) and
   the same app as ASGI;
 * ``granian-wsgi``: granian (the ``bench`` extra: ``pip install -e '.[bench]'``), WSGI;
@@ -112,9 +112,11 @@ def trivial_servers(folder: Path) -> dict[str, tuple[ServerProcess, str]]:
     python = sys.executable
     servers = {}
     commands = {
-        "gunicorn-gevent": [python, "-m", "gunicorn", "-w", str(WORKERS), "-k",
-                            "anteroom.ops.gevent_worker.Worker", "--worker-connections",
-                            str(WORKER_CONNECTIONS), "trivial_apps:wsgi"],
+        # gunicorn's own gevent worker: ours (ops/gevent_worker.py) wraps a Flask app's
+        # wsgi_app in its request guard, which a bare WSGI function does not have.
+        "gunicorn-gevent": [python, "-m", "gunicorn", "-w", str(WORKERS), "-k", "gevent",
+                            "--worker-connections", str(WORKER_CONNECTIONS),
+                            "trivial_apps:wsgi"],
         "gunicorn-uvicorn": [python, "-m", "gunicorn", "-w", str(WORKERS), "-k",
                              "uvicorn.workers.UvicornWorker", "trivial_apps:asgi"],
         "granian-wsgi": [python, "-m", "granian", "--interface", "wsgi", "--workers",
