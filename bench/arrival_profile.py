@@ -29,6 +29,7 @@ import argparse  # noqa: E402
 import cProfile  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 import pstats  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
@@ -60,6 +61,7 @@ HEADERS = {
 }
 # (part, substrings of "file:function" that belong to it), first match wins.
 PARTS: list[tuple[str, tuple[str, ...]]] = [
+    ("the harness's own calls (not the app)", ("arrival_profile.py", "pow_solver")),
     ("redis client", ("redis/", "limits/")),
     (
         "request models (pydantic)",
@@ -80,6 +82,31 @@ PARTS: list[tuple[str, tuple[str, ...]]] = [
     ("logging", ("logging/", "request_log")),
     ("metrics", ("metrics", "prometheus")),
     ("json", ("json/", "orjson")),
+    ("limits", ("address_limits", "local_windows")),
+    ("request guard, proxy headers", ("connection_limits", "proxy_fix", "werkzeug")),
+    (
+        "engine call, its reply",
+        ("room_engine", "script_call", "script_replies", "breaker", "poll_limit", "poll_cadence"),
+    ),
+    (
+        "use cases, hot path, answers",
+        (
+            "hot_path",
+            "visit/",
+            "visit_door",
+            "queue_answers",
+            "room_lookup",
+            "room_directory",
+            "sessions.py",
+            "work_inputs",
+            "work_rule",
+            "tokens.py",
+            "base64",
+            "ipaddress",
+            "room_events",
+        ),
+    ),
+    ("builtins (dict, str, isinstance...)", ("~:",)),
 ]
 
 
@@ -214,6 +241,7 @@ def main() -> None:
             "redis_commands": dict(
                 sorted(commands.items(), key=lambda kv: -kv[1]["usec_per_arrival"])
             ),
+            "load_average": round(os.getloadavg()[0], 2),
             "setup": {
                 "arrivals": measured,
                 "batches": args.batches,
