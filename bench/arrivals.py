@@ -23,10 +23,8 @@ temporary folder and served with ``PYTHONPATH`` pointing at it), each real gunic
 ``anteroom serve`` runs it (2 workers), each on its own embedded Redis. Each step runs on both,
 one after the other, the order alternating from step to step.
 
-An older commit is served as it was installed: without gunicorn's C parser (gunicorn-h1c, a
-dependency since), which gunicorn would otherwise take up. ``--also-before <commit>`` serves
-more commits beside (``before-<commit>``, in the JSON's ``commits``): the branch's base, say, to
-see one change's share.
+``--also-before <commit>`` serves more commits beside (``before-<commit>``, in the JSON's
+``commits``): the branch's base, say, to see one change's share.
 
 ``--servers granian`` adds this tree's app served by another HTTP server (``granian``, WSGI, 2
 workers, its access log on) as a side of its own (``after-granian``), so the HTTP server's share
@@ -419,13 +417,7 @@ class Deployment:
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANTEROOM_")}
         if self.backend is not None:
-            # An older commit did not install gunicorn's C parser (gunicorn-h1c), which gunicorn
-            # takes whenever it is importable: a module of that name that cannot be imported
-            # comes first, so the older side parses HTTP as it did.
-            shim = self.work / "no-h1c"
-            shim.mkdir(parents=True, exist_ok=True)
-            (shim / "gunicorn_h1c.py").write_text("raise ImportError('as before: no C parser')\n")
-            env["PYTHONPATH"] = f"{shim}{os.pathsep}{self.backend}"
+            env["PYTHONPATH"] = str(self.backend)
         return env
 
     def start(self, offset: int) -> None:
