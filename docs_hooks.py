@@ -225,6 +225,9 @@ def token_claims() -> str:
 BENCH_COMMANDS = {
     "public_docs_polite.json": "python bench/public_docs.py --polite "
     "--out bench/results/public_docs_polite.json",
+    "arrivals.json": "python bench/arrivals.py --also-before 8d121bc --servers granian "
+    "--steps 50,100,200 --seconds 20",
+    "servers.json": "python bench/servers.py --rounds 2 --seconds 8 --before 8d121bc",
 }
 # Files bench/modes.py wrote (before/after the lua/ of a revision): its flags are in the file.
 MODES_FILES = ("invites", "invites_aa", "random_modes", "rules_fifo", "safety_net")

@@ -23,6 +23,14 @@ temporary folder and served with ``PYTHONPATH`` pointing at it), each real gunic
 ``anteroom serve`` runs it (2 workers), each on its own embedded Redis. Each step runs on both,
 one after the other, the order alternating from step to step.
 
+``--also-before <commit>`` serves more commits beside (``before-<commit>``, in the JSON's
+``commits``): the branch's base, say, to see one change's share.
+
+``--servers granian`` adds this tree's app served by another HTTP server (``granian``, WSGI, 2
+workers, its access log on) as a side of its own (``after-granian``), so the HTTP server's share
+of an arrival is measured side by side; only the app is served there (what ``anteroom serve``
+adds around it, the worker class's connection limits and background threads, is not).
+
 Per step and server: arrivals attempted and completed a second, answers by call and status,
 journey p50/p95/p99 (from when the arrival was due, so a late generator counts against it; the
 generator's own lateness is ``launch_lag_ms_p99``), and CPU from ``/proc``: the web processes
@@ -404,6 +412,7 @@ class Deployment:
     journey: Journey | None = None
     forced_journey: str = ""  # a journey's name (--journey): else the shortest offered
     next_address: int = 0
+    http_server: str = "gunicorn"  # or "granian": this tree's app under granian (--servers)
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANTEROOM_")}
@@ -429,9 +438,17 @@ class Deployment:
             "ANTEROOM_POW_DIFFICULTY": "1",  # the lowest pin
         }
         command = [sys.executable, "-m", "anteroom.ops.cli", "serve"]
+        if self.http_server == "granian":
+            # The app factory as granian serves any WSGI app (2 workers, its access log on as
+            # gunicorn's is): what anteroom serve adds around the app (the worker class's
+            # connection limits and request deadline, the background threads) is not there.
+            command = [sys.executable, "-m", "granian", "--interface", "wsgi", "--factory",
+                       "--workers", str(WORKERS), "--host", "127.0.0.1", "--port", str(port),
+                       "--access-log", "--no-ws",
+                       "anteroom.web.app_factory:create_app"]  # fmt: skip
         self.server = ServerProcess(command, port, self.work / "server.log",
                                     env=self.env() | settings, ready_path="/readyz",
-                                    name=f"anteroom serve ({self.label})")  # fmt: skip
+                                    name=f"{self.http_server} ({self.label})")  # fmt: skip
         self.server.start(timeout=90)
         self.api_key, secret = self.create_key()
         self.room = f"drop-{self.label}"
@@ -669,6 +686,18 @@ def main() -> None:
         default="",
         help="a journey's name (default: the shortest offered), e.g. the older calls",
     )
+    parser.add_argument(
+        "--servers",
+        default="",
+        help="also this tree under other HTTP servers, side by side (e.g. granian: pip install "
+        "-e '.[bench]'); each is a side of its own, 'after-<server>' in the JSON's 'servers'",
+    )
+    parser.add_argument(
+        "--also-before",
+        default="",
+        help="more commits served beside, side by side (e.g. the branch's base, to see one "
+        "change's share); each is 'before-<commit>' in the JSON's 'commits'",
+    )
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     rates = [float(r) for r in args.steps.split(",") if r.strip()]
@@ -680,6 +709,13 @@ def main() -> None:
     if args.before:
         tree = before_tree(args.before, work / "tree")
         sides.append(Deployment("before", tree, work / "before", forced_journey=args.journey))
+    for commit in [c.strip() for c in args.also_before.split(",") if c.strip()]:
+        tree = before_tree(commit, work / f"tree-{commit}")
+        sides.append(Deployment(f"before-{commit}", tree, work / f"before-{commit}",
+                                forced_journey=args.journey))  # fmt: skip
+    for name in [s.strip() for s in args.servers.split(",") if s.strip()]:
+        sides.append(Deployment(f"after-{name}", None, work / name, forced_journey=args.journey,
+                                http_server=name))  # fmt: skip
     head = subprocess.run(["git", "log", "-1", "--format=%h %s"], cwd=ROOT, capture_output=True,
                           text=True, check=False).stdout.strip()[:100]  # fmt: skip
     steps: dict[str, list[dict[str, Any]]] = {side.label: [] for side in sides}
@@ -687,7 +723,7 @@ def main() -> None:
     load_at_start = os.getloadavg()
     try:
         for n, side in enumerate(sides):
-            side.start(offset=n * ADDRESSES.num_addresses // 2)
+            side.start(offset=n * ADDRESSES.num_addresses // len(sides))
             assert side.journey is not None
             print(f"{side.label}: {side.server.url if side.server else ''}, journey "
                   f"'{side.journey.name}'", flush=True)  # fmt: skip
@@ -726,12 +762,25 @@ def main() -> None:
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         **after,
     }  # fmt: skip
-    if len(sides) > 1:
+    if args.before:
         before = summary(sides[1], steps["before"], idle["before"])
         results["before"] = {"commit": args.before, **before}
+    others = [side for side in sides if side.http_server != "gunicorn"]
+    if others:
+        results["servers"] = {
+            side.label: {"server": side.http_server, **summary(side, steps[side.label],
+                                                               idle[side.label])}
+            for side in others
+        }  # fmt: skip
+    commits = [side for side in sides if side.label.startswith("before-")]
+    if commits:
+        results["commits"] = {
+            side.label: summary(side, steps[side.label], idle[side.label]) for side in commits
+        }
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(f"\n{'':>6}  max sustained/s  server ms  web ms  redis ms  loadgen ms  calls")
-    table = [("after", results)] + ([("before", results["before"])] if len(sides) > 1 else [])
+    table = [("after", results)] + ([("before", results["before"])] if args.before else [])
+    table += list(results.get("commits", {}).items()) + list(results.get("servers", {}).items())
     for label, side in table:
         figures = [side[f"{k}_cpu_ms_per_arrival"] for k in ("server", "web", "redis", "loadgen")]
         print(f"{label:>6}  {side['max_sustained_arrivals_per_second']:>15}  "

@@ -3,8 +3,8 @@
 A trivial app (a 2-byte ``ok``), two workers each, side by side in one run under Debian's
 ``wrk``, with keep-alive and with a new connection per request (``-H 'Connection: close'``):
 
-* ``gunicorn-gevent``: gunicorn with the gevent worker ``anteroom serve`` runs today
-  (``anteroom.ops.gevent_worker.Worker``, the same ``worker_connections``), a WSGI app;
+* ``gunicorn-gevent``: gunicorn with its gevent worker, which ``anteroom serve``'s worker class
+  (``anteroom.ops.gevent_worker.Worker``) extends, the same ``worker_connections``, a WSGI app;
 * ``gunicorn-uvicorn``: gunicorn with uvicorn's worker (``uvicorn.workers.UvicornWorker``) and
   the same app as ASGI;
 * ``granian-wsgi``: granian (the ``bench`` extra: ``pip install -e '.[bench]'``), WSGI;
@@ -15,6 +15,9 @@ No access log on the trivial servers (gunicorn's and granian's default). Rounds 
 (every server and mode once per round) so all see the same load on a shared machine; each figure
 is the median over rounds (min-max beside requests a second). CPU per request: the server's
 processes (master and workers, ``/proc``) over the requests wrk counted; wrk's own CPU apart.
+
+``--before <commit>`` adds that commit's ``/healthz`` under ``anteroom serve`` beside this tree's
+(``anteroom-healthz-<commit>``): what a change to the serving path costs or saves a request.
 
 Run: ``python bench/servers.py`` (3 rounds of 10 s: about 5 minutes); quick: ``--rounds 1
 --seconds 3``. Writes ``bench/results/servers.json`` (``--out``) and prints a table.
@@ -112,9 +115,11 @@ def trivial_servers(folder: Path) -> dict[str, tuple[ServerProcess, str]]:
     python = sys.executable
     servers = {}
     commands = {
-        "gunicorn-gevent": [python, "-m", "gunicorn", "-w", str(WORKERS), "-k",
-                            "anteroom.ops.gevent_worker.Worker", "--worker-connections",
-                            str(WORKER_CONNECTIONS), "trivial_apps:wsgi"],
+        # gunicorn's own gevent worker: ours (ops/gevent_worker.py) wraps a Flask app's
+        # wsgi_app in its request guard, which a bare WSGI function does not have.
+        "gunicorn-gevent": [python, "-m", "gunicorn", "-w", str(WORKERS), "-k", "gevent",
+                            "--worker-connections", str(WORKER_CONNECTIONS),
+                            "trivial_apps:wsgi"],
         "gunicorn-uvicorn": [python, "-m", "gunicorn", "-w", str(WORKERS), "-k",
                              "uvicorn.workers.UvicornWorker", "trivial_apps:asgi"],
         "granian-wsgi": [python, "-m", "granian", "--interface", "wsgi", "--workers",
@@ -208,6 +213,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=10, help="each wrk run's length")
     parser.add_argument("--threads", type=int, default=1, help="wrk's threads")
     parser.add_argument("--connections", type=int, default=32, help="wrk's connections")
+    parser.add_argument(
+        "--before",
+        default="",
+        help="also the real /healthz of this commit (git archive), side by side: "
+        "'anteroom-healthz-<commit>'",
+    )
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     if not Path(WRK).exists():
@@ -217,6 +228,15 @@ def main() -> None:
     store = EmbeddedRedis(folder / "redis", port=free_port()).start()
     real = LiveServer(store.url, folder / "anteroom", ANTEROOM_WORKERS=str(WORKERS))
     servers["anteroom-healthz"] = (real, "/healthz")
+    if args.before:
+        tree = folder / "before"
+        tree.mkdir()
+        archive = subprocess.run(["git", "archive", args.before], cwd=ROOT, capture_output=True,
+                                 check=True).stdout  # fmt: skip
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        older = LiveServer(store.url, folder / "anteroom-before", ANTEROOM_WORKERS=str(WORKERS),
+                           PYTHONPATH=str(tree / "backend"))  # fmt: skip
+        servers[f"anteroom-healthz-{args.before}"] = (older, "/healthz")
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     try:
         for server, _ in servers.values():
@@ -242,6 +262,7 @@ def main() -> None:
                   "wrk": f"-t{args.threads} -c{args.connections}", "cpus": os.cpu_count(),
                   "app": "a 2-byte 'ok' (WSGI; ASGI under uvicorn); anteroom: GET /healthz"},
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "before": args.before or None,
         "servers": {},
     }  # fmt: skip
     for (name, mode), seen in runs.items():

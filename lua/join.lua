@@ -8,8 +8,9 @@
 --   network's and the environment's identify counters of this minute, the challenge's marker.
 -- ARGV: m, per identify counter its limit and window; the busy-network threshold; the proof's
 --   fingerprint and the marker's life (ms); the calm session (claims JSON), its score, 1 if it
---   is refused ('bot'); the busy session's three the same; then enter.lua's ARGV, whose vid,
---   session jti and score this prelude fills in.
+--   is refused ('bot'); the busy session's three the same; then enter.lua's ARGV: the vid and
+--   session jti both sessions share (kept unless a retry finds another's), its score this
+--   prelude fills in.
 -- Reply: {'IdentifyLimited', s until the window resets}, {'Spent'} (another proof spent it),
 --   {'Denied', which, claims} (a convicted session: spent, never entered), or
 --   {'Entered', which, claims, enter's reply}; which: 'calm', 'busy' or 'earned' (a retry of
@@ -33,10 +34,10 @@ for i = 1, m do
 end
 if over > 0 then return {'IdentifyLimited', over} end
 local network, environment, marker = KEYS[first + m + 1], KEYS[first + m + 2], KEYS[first + m + 3]
+-- Per-minute counters: their life set as they are made (read for this minute and the next).
 local seen = redis.call('INCR', network)
-redis.call('EXPIRE', network, 120)
-redis.call('INCR', environment)
-redis.call('EXPIRE', environment, 120)
+if seen == 1 then redis.call('EXPIRE', network, 120) end
+if redis.call('INCR', environment) == 1 then redis.call('EXPIRE', environment, 120) end
 local which, claims, vid, jti, score, denied
 local held = redis.call('GET', marker)
 if held then
@@ -52,10 +53,14 @@ else
   which = seen > busy_above and 'busy' or 'calm'
   local chosen = sessions[which]
   redis.call('SET', marker, mark .. '|' .. chosen[1], 'PX', life)
-  local earned = cjson.decode(chosen[1])
-  claims, vid, jti, score, denied = '', earned.vid, earned.jti, chosen[2], chosen[3]
+  -- both sessions are of the vid and jti given in enter's ARGV: no claims to decode
+  claims, vid, jti, score, denied = '', ARGV[own + 1], ARGV[own + 2], chosen[2], chosen[3]
 end
 if denied then return {'Denied', which, claims} end
-for _ = 1, own do table.remove(ARGV, 1) end
+-- enter's ARGV moved to the front in one pass (a table.remove from the front per argument
+-- shifted every later one each time)
+local total = #ARGV
+for i = 1, total - own do ARGV[i] = ARGV[i + own] end
+for i = total - own + 1, total do ARGV[i] = nil end
 ARGV[1], ARGV[2], ARGV[3] = vid, jti, tostring(score)
 return {'Entered', which, claims, enter_op()}

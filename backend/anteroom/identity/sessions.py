@@ -8,6 +8,8 @@ import json
 import time
 from typing import Any
 
+import orjson
+
 from anteroom.identity import proof_of_work as pow
 from anteroom.identity import work_rule
 from anteroom.identity.dependencies import IdentityServices
@@ -258,7 +260,7 @@ def spend_challenge(
 
 def session_json(session: tokens.SessionClaims) -> str:
     """A session's claims as a spent challenge keeps them (what a retry of its proof reads)."""
-    return json.dumps(session.to_wire(), separators=(",", ":"))
+    return orjson.dumps(session.to_wire()).decode()  # read back by cjson and by a retry
 
 
 def network_identifies(

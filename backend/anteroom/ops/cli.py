@@ -135,6 +135,7 @@ def _serve(settings: Settings) -> int:
     from gunicorn.app.base import BaseApplication
     from prometheus_client import multiprocess
 
+    from anteroom.ops import access_log
     from anteroom.ops.connection_limits import Limits
     from anteroom.ops.demo_crowd import start_crowd
     from anteroom.ops.demo_seed import DEMO_SECRET_FILE, ensure_demo, ensure_demo_secret
@@ -205,7 +206,10 @@ def _serve(settings: Settings) -> int:
                 self.cfg.set("accesslog", None if settings.log_format == "json" else "-")
                 # Query strings carry tokens (?abq=…): log the path only, never a token.
                 # The worker's pid (<pid>) says which worker answered.
-                self.cfg.set("access_log_format", '%(h)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms %(p)s')
+                self.cfg.set("access_log_format", access_log.FORMAT)
+                # The same line, built and written without gunicorn's per-request dicts of
+                # every header and environ variable (ops/access_log.py).
+                self.cfg.set("logger_class", "anteroom.ops.access_log.Logger")
                 # Each worker's background threads (rooms directory, series sampler) start
                 # when it boots, not at its first request: a quiet room is sampled too.
                 self.cfg.set("post_worker_init", worker_ready)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from anteroom.identity import sessions as identity
 from anteroom.identity import work_inputs
@@ -282,6 +283,7 @@ def _join_in_one_call(
         mark=identity.proof_fingerprint(jti, ask.solutions),
         life_ms=max(1, int(ask.challenge.expires_at) - int(time.time()) + 1) * 1000,
         vid=calm.visitor_id,
+        session_id=calm.session_id,
         calm=(identity.session_json(calm), int(calm.score), "bot" in calm.signals),
         busy=(identity.session_json(busy), score, "bot" in sig),
     )
@@ -305,7 +307,7 @@ def _join_in_one_call(
     except eng.EngineError as exc:
         return engine_refusal(exc, room)
     session = {"calm": calm, "busy": busy}.get(joined.which) or tokens.SessionClaims.from_wire(
-        json.loads(joined.earned)
+        orjson.loads(joined.earned)
     )
     if joined.entered is None:  # convicted: the proof is spent, the entry refused
         s.series.tally(room["id"], "ndenied")

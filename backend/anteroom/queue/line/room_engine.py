@@ -142,7 +142,7 @@ class JoinIdentify:
     """The identify half of a join, as lua/join.lua takes it: the limit's counters (key, limit,
     window seconds), the network's and the environment's counters of this minute, the proof's
     marker, and the two sessions the network's count chooses between (claims JSON, score,
-    refused), both of the visitor ``vid``."""
+    refused), both of the visitor ``vid`` and the session ``session_id``."""
 
     counters: Sequence[tuple[str, int, int]]
     network_key: str
@@ -152,6 +152,7 @@ class JoinIdentify:
     mark: str
     life_ms: int
     vid: str
+    session_id: str
     calm: tuple[str, int, bool]
     busy: tuple[str, int, bool]
 
@@ -586,9 +587,10 @@ class Engine:
         args += [identify.busy_above, identify.mark, int(identify.life_ms)]
         for claims, score, denied in (identify.calm, identify.busy):
             args += [claims, int(score), 1 if denied else 0]
-        # enter.lua's own arguments, its vid, session and score filled in by the script
+        # enter.lua's own arguments, its score filled in by the script (and its vid and session,
+        # when a retry finds the session a first attempt earned)
         spent = self.polls.spent(room_id, identify.vid)
-        args += ["", "", "", network_tag, spent, len(address_limit)]
+        args += [identify.vid, identify.session_id, "", network_tag, spent, len(address_limit)]
         for _, limit, window in address_limit:
             args += [int(limit), int(window)]
         if invite is not None:
