@@ -463,7 +463,7 @@ class RoomPage {
   textForm(field, label, hint) {
     const languages = (main.dataset.languages || "en").split(" ").filter(Boolean);
     const select = /** @type {HTMLSelectElement} */ (el("select", { id: `${field}-lang` }, [
-      el("option", { value: "" }, ["Every language (or every other, beside those set apart)"]),
+      el("option", { value: "" }, ["Every language (but those set apart)"]),
       ...languages.map((code) => el("option", { value: code }, [languageName(code)])),
     ]));
     const area = /** @type {HTMLTextAreaElement} */ (el("textarea", { id: `${field}-text`, maxlength: "500", dir: "auto" }));
