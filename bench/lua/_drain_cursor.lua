@@ -13,9 +13,30 @@ local CURSOR, PENDING = 'x:cur', 'x:pend'
 local MOVES, MOVE_LEFT = ROOM .. ':xmv', ROOM .. ':xml'
 -- ticket|score|w|seen|session jti|network tag|since|| -> score, seen, jti, since
 local CURSOR_PATTERN = '^[^|]*|([^|]*)|w|([^|]*)|([^|]*)|[^|]*|([^|]*)||$'
--- `lean`: score and seen only (the session jti read only when a revocation exists), the wait
--- histogram counted at the take (its `since` is in the record the take rewrites anyway)
-local LEAN_PATTERN = '^[^|]*|([^|]*)|w|([^|]*)|'
+-- `lean`: score, seen and the session's id, no `since` (the wait histogram is counted at the
+-- take, which rewrites the record anyway), and the revocations read once a drain while they are
+-- few (REVOCATIONS_READ_WHOLE) instead of an HMGET per spot passed
+local LEAN_PATTERN = '^[^|]*|([^|]*)|w|([^|]*)|([^|]*)|'
+local REVOCATIONS_READ_WHOLE = 512
+
+-- nil: none; false: too many to read whole; else field -> until
+local function revocations_table()
+  local n = redis.call('HLEN', RVK)
+  if n == 0 then return nil end
+  if n > REVOCATIONS_READ_WHOLE then return false end
+  local flat, t = redis.call('HGETALL', RVK), {}
+  for i = 1, #flat, 2 do t[flat[i]] = flat[i + 1] end
+  return t
+end
+
+-- revoked() of _revocations.lua over the table (a lapsed entry is left for revoked() to forget)
+local function revoked_in(rvk, vid, jti, now)
+  local u = rvk['v:' .. vid]
+  if u and not lapsed(u, now) then return true end
+  if jti == '' then return false end
+  u = rvk['j:' .. jti]
+  return u ~= nil and not lapsed(u, now)
+end
 local CURSOR_MAX_SCAN = 1000
 
 -- Moves whose admissions lapsed free their untaken ones; moves rise in K and time together,
@@ -64,6 +85,7 @@ local function drain_cursor(room, now, mode)
   local budget = cursor_budget(room, now, passthrough)
   if budget < 1 then return 0 end
   local check_revoked = redis.call('HLEN', RVK) > 0
+  local rvk = lean and revocations_table()
   local cursor = redis.call('HGET', ROOM, CURSOR)
   local from = cursor and ('(' .. cursor) or '-inf'
   local stop = prequeue_stop(room)
@@ -88,8 +110,7 @@ local function drain_cursor(room, now, mode)
         local score, seen, jti, since
         if not raw then
         elseif lean then
-          score, seen = raw:match(LEAN_PATTERN)
-          if check_revoked and score then jti = parse_spot(raw).session_jti end
+          score, seen, jti = raw:match(LEAN_PATTERN)
         else
           score, seen, jti, since = raw:match(CURSOR_PATTERN)
         end
@@ -103,7 +124,8 @@ local function drain_cursor(room, now, mode)
           redis.call('SADD', BKS, score)
           held = held + 1
         elseif tonumber(seen) + abandon_ms <= now
-            or (check_revoked and revoked(vid, jti, now, false)) then
+            or (rvk and revoked_in(rvk, vid, jti, now))
+            or (check_revoked and not rvk and revoked(vid, jti, now, false)) then
           -- passed over without spending the budget; its take finds it abandoned (or
           -- revoked) at the move's time, the sweep drops it
         else

@@ -10,8 +10,13 @@ local vid, mode = ARGV[1], ARGV[2]
 local room = load_room()
 local now = clock(room)
 local spot = get_spot(vid)
-if mode == 'peek' then return 0 end
 if not spot or spot.state ~= 'w' then return 0 end
+-- the poll's own check, before the spot's (lua/poll.lua): a revoked visitor takes nothing
+if revoked(vid, spot.session_jti, now, false) then
+  if mode ~= 'peek' then drop_spot(vid, spot) end
+  return -1
+end
+if mode == 'peek' then return 0 end
 local cursor = redis.call('HGET', ROOM, CURSOR)
 local key = redis.call('ZSCORE', LINE, vid)
 if not cursor or not key or tonumber(key) > tonumber(cursor) then return 0 end
