@@ -9,7 +9,7 @@
 -- move's expiry. `bare`: the cursor moves over `budget` line entries without reading a spot
 -- (the floor of the design: the skip rules then cannot hold).
 -- The keys MOVES and MOVE_LEFT are derived from ROOM (same hash slot, but undeclared).
-local CURSOR, PENDING = 'x:cur', 'x:pend'
+local CURSOR, PENDING, LAPSED = 'x:cur', 'x:pend', 'x:gone'
 local MOVES, MOVE_LEFT = ROOM .. ':xmv', ROOM .. ':xml'
 -- ticket|score|w|seen|session jti|network tag|since|| -> score, seen, jti, since
 local CURSOR_PATTERN = '^[^|]*|([^|]*)|w|([^|]*)|([^|]*)|[^|]*|([^|]*)||$'
@@ -53,6 +53,8 @@ local function expire_moves(now)
     freed = freed + tonumber(count)
   end
   if #gone == 0 then return end
+  -- a spot at or below the last lapsed move's K took nothing: its take finds it gone
+  redis.call('HSET', ROOM, LAPSED, gone[#gone])
   redis.call('ZREM', MOVES, unpack(gone))
   redis.call('HDEL', MOVE_LEFT, unpack(gone))
   if freed > 0 then redis.call('HINCRBY', ROOM, PENDING, -freed) end

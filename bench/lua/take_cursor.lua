@@ -20,7 +20,10 @@ if mode == 'peek' then return 0 end
 local cursor = redis.call('HGET', ROOM, CURSOR)
 local key = redis.call('ZSCORE', LINE, vid)
 if not cursor or not key or tonumber(key) > tonumber(cursor) then return 0 end
-local move = redis.call('ZRANGE', MOVES, key, '+inf', 'BYSCORE', 'LIMIT', 0, 1)[1]
+local lapsed_to = redis.call('HGET', ROOM, LAPSED)
+-- covered by a move that lapsed before this poll: not the next move's
+local move = (not lapsed_to or tonumber(key) > tonumber(lapsed_to))
+  and redis.call('ZRANGE', MOVES, key, '+inf', 'BYSCORE', 'LIMIT', 0, 1)[1]
 local at, expires, count
 if move then
   at, expires, count = (redis.call('HGET', MOVE_LEFT, move) or ''):match('^(%d+):(%d+):(%d+)$')
