@@ -229,6 +229,8 @@ BENCH_COMMANDS = {
     "--steps 50,100,200 --seconds 20",
     "servers.json": "python bench/servers.py --rounds 2 --seconds 8 --before 8d121bc",
     "drain_cursor.json": "python bench/drain_cursor.py --rounds 15",
+    "drain_cursor_2000.json": "python bench/drain_cursor.py --rounds 8 --line 2000 "
+    "--out bench/results/drain_cursor_2000.json",
 }
 # Files bench/modes.py wrote (before/after the lua/ of a revision): its flags are in the file.
 MODES_FILES = ("invites", "invites_aa", "random_modes", "rules_fifo", "safety_net")

@@ -19,10 +19,11 @@ alternated in one process on one embedded Redis, the order rotated every round:
   design's floor; the skip rules cannot hold there).
 
 Each figure is Redis's own time for the measured tick (``INFO commandstats``, EVALSHA) and the
-server thread's CPU for it; ``take_added_us`` (``cursor_lean_take_added_us``): what taking one
-admission adds to a poll (take_cursor.lua minus the same script stopping after the reads the
-poll makes anyway), over the 200 the cursor admitted, so the design's whole cost for 200
-admissions is ``cursor + 200 * take``.
+server thread's CPU for it; ``*_take_added_*``: what taking one admission adds to the polls
+(take_cursor.lua minus the same script stopping after the reads the poll makes anyway, over
+every spot the cursor passed, divided by the 200 admitted), so the design's whole cost for 200
+admissions is ``cursor + 200 * take``; ``*_waiting_poll_added_*``: what looking at the cursor
+adds to the poll of a spot still waiting.
 
 Run: ``python bench/drain_cursor.py [--rounds N] [--redis-server PATH] [--out FILE]``.
 """
@@ -178,23 +179,35 @@ def commands_usec(client: redis.Redis) -> dict[str, float]:
 def take_cost(
     engine: Engine, take: Script, room: str, pid: int, mode: str
 ) -> tuple[float, float, float, float]:
-    """Per call over the line's spots, µs: Redis time of the take's baseline (peek) and of the
-    take, then the server's CPU of each (pipelined: the same requests and replies each)."""
+    """What the take adds (µs: Redis time, then the server's CPU; take minus peek, pipelined, the
+    same requests and replies each): per admission, over the polls of every spot the cursor
+    passed (the refusals of those passed over included); per waiting poll, over up to 200 spots
+    behind the cursor (each poll's look at the cursor, which this design adds)."""
     client, keys = engine.redis, engine.script_keys("poll", room)
-    vids = [f"v{i}" for i in range(LINE)]
+    cursor = client.hget(keys[0], "x:cur")
+    passed = client.zrangebyscore(keys[2], "-inf", cursor)
+    behind = client.zrangebyscore(keys[2], f"({cursor}", "+inf", start=0, num=200)
 
-    def run(mode: str) -> list[int]:
+    def run(vids: list[str], mode: str) -> list[int]:
         pipe = client.pipeline(transaction=False)
         for vid in vids:
             take(keys=keys, args=[vid, mode], client=pipe)
         return pipe.execute()
 
-    peek_ms, peek_cpu, _ = measured(client, pid, lambda: run("peek"))
-    take_ms, take_cpu, taken = measured(client, pid, lambda: run(mode))
+    # spots still waiting only (not those of revoked sessions, which a poll refuses)
+    behind = [vid for vid, seen in zip(behind, run(behind, "peek"), strict=True) if seen == 0]
+    peek_ms, peek_cpu, _ = measured(client, pid, lambda: run(behind, "peek"))
+    wait_ms, wait_cpu, waiting = measured(client, pid, lambda: run(behind, mode))
+    assert waiting == [0] * len(behind), collections.Counter(waiting)
+    n = len(behind)
+    per_wait = ((wait_ms - peek_ms) * 1000 / n, (wait_cpu - peek_cpu) * 1000 / n)
+    peek_ms, peek_cpu, _ = measured(client, pid, lambda: run(passed, "peek"))
+    take_ms, take_cpu, taken = measured(client, pid, lambda: run(passed, mode))
     assert taken.count(1) == 200, collections.Counter(taken)
     assert client.zcard(keys[3]) == 200  # the active set holds exactly the 200 taken
     assert int(client.hget(keys[0], "x:pend")) == 0
-    return tuple(ms * 1000 / LINE for ms in (peek_ms, take_ms, peek_cpu, take_cpu))
+    per_take = ((take_ms - peek_ms) * 1000 / 200, (take_cpu - peek_cpu) * 1000 / 200)
+    return (*per_take, *per_wait)
 
 
 def check_capacity_and_lapse(engine: Engine, tick: Script, take: Script) -> dict[str, int]:
@@ -232,7 +245,8 @@ def check_capacity_and_lapse(engine: Engine, tick: Script, take: Script) -> dict
     assert taken == [1] * 50 and pending() == 200 and client.zcard(keys[3]) == 50
     engine.shift_clock(room, 61_000)  # both moves and the 50 taken lapse
     third = move()
-    assert third == 150 and pending() == 150, (third, pending())  # the line's last 150
+    rest = min(200, LINE - 250)
+    assert third == rest and pending() == rest, (third, pending())  # the line's rest
     assert client.zcard(keys[3]) == 0
     late = take(keys=poll_keys, args=["v60", "take"])  # covered by the first move, never taken
     assert late == -1, late
@@ -305,12 +319,17 @@ def run_case(engine: Engine, tick: Script, take: Script, rounds: int, case: str,
         out["cursor_lean_cpu_ms_median"] - out["cursor_bare_cpu_ms_median"], 3
     )
     for v in TAKES:
-        take_us = statistics.median(t[1] - t[0] for t in takes[v])
-        take_cpu_us = statistics.median(t[3] - t[2] for t in takes[v])
-        out[f"{v}_take_peek_us_median"] = round(statistics.median(t[0] for t in takes[v]), 2)
+        take_us = statistics.median(t[0] for t in takes[v])
+        take_cpu_us = statistics.median(t[1] for t in takes[v])
         out[f"{v}_take_added_us_median"] = round(take_us, 2)
         out[f"{v}_take_added_cpu_us_median"] = round(take_cpu_us, 2)
-        # the design's whole Redis work for 200 admissions: the move, then 200 polls' takes
+        out[f"{v}_waiting_poll_added_us_median"] = round(
+            statistics.median(t[2] for t in takes[v]), 2
+        )
+        out[f"{v}_waiting_poll_added_cpu_us_median"] = round(
+            statistics.median(t[3] for t in takes[v]), 2
+        )
+        # the design's whole Redis work for 200 admissions: the move, then the passed spots' takes
         out[f"{v}_plus_200_takes_ms"] = round(out[f"{v}_ms_median"] + 200 * take_us / 1000, 3)
         out[f"{v}_plus_200_takes_cpu_ms"] = round(
             out[f"{v}_cpu_ms_median"] + 200 * take_cpu_us / 1000, 3
@@ -366,7 +385,8 @@ def main() -> None:
             if v in TAKES:
                 line += (
                     f"; a take adds {f[f'{v}_take_added_us_median']} µs a poll (CPU "
-                    f"{f[f'{v}_take_added_cpu_us_median']}): move + 200 takes "
+                    f"{f[f'{v}_take_added_cpu_us_median']}; a waiting poll "
+                    f"{f[f'{v}_waiting_poll_added_cpu_us_median']}): move + 200 takes "
                     f"{f[f'{v}_plus_200_takes_ms']} ms (CPU {f[f'{v}_plus_200_takes_cpu_ms']})"
                 )
             print(line)
