@@ -108,10 +108,19 @@ def _message(model: type[Body], name: str, kind: str, text: str, value: Any) -> 
     return wording or TYPE_MESSAGES.get(kind) or "is not valid"
 
 
+def token_example(kind: str) -> str:
+    """What a signed token of ``kind`` looks like: its type, key id, claims and signature."""
+    return f"{kind}.k2026a.eyJlbnYiOiJwcm9kIiwiZXhwIjoxNzY1MTE2MDAwMDAwfQ.Zm9yLWV4YW1wbGUtb25seQ"
+
+
 def token_text(kind: str, description: str | None = None) -> Any:
     """A signed token of ``kind`` as an answer carries it."""
     pattern, longest = f"^{kind}\\.", tokens.MAX_TOKEN_LENGTH
-    return Annotated[str, Field(pattern=pattern, max_length=longest, description=description)]
+    field = Field(
+        pattern=pattern, max_length=longest, description=description,
+        examples=[token_example(kind)],
+    )  # fmt: skip
+    return Annotated[str, field]
 
 
 def error_codes(status: int | None = None) -> list[str]:

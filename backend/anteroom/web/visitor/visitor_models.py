@@ -10,7 +10,14 @@ from anteroom.identity import signal_rules as signals
 from anteroom.identity.proof_of_work import MAX_PUZZLES, MAX_SOLUTION_LENGTH
 from anteroom.queue.rooms import room_config as rooms
 from anteroom.sdk import tokens
-from anteroom.web.api.api_models import MAX_STRING_LENGTH, Answer, Body, schema_extra, token_text
+from anteroom.web.api.api_models import (
+    MAX_STRING_LENGTH,
+    Answer,
+    Body,
+    schema_extra,
+    token_example,
+    token_text,
+)
 
 ROOM_STATUSES = ("idle", "open", "paused")
 QUEUE_STATUSES = ("idle", "waiting", "held", "admitted")
@@ -26,6 +33,8 @@ ApiKey = Annotated[
     ),
 ]
 SIGNALS = {"webdriver": {"type": "boolean"}, "languages": {"type": "integer", "minimum": 0}}
+EXAMPLE_TICKET = token_example(tokens.TICKET)
+EXAMPLE_ADMISSION = token_example(tokens.ADMISSION)
 EpochMs = Annotated[int, Field(description="Epoch ms.")]
 
 
@@ -147,14 +156,73 @@ class EnterRequest(Body):
     ] = None
 
 
+def _one_of(data: dict[str, Any], problems: dict[str, str], name: str, older: str) -> None:
+    """A token sent under exactly one of its two names: ``name``, or the ``older`` one."""
+    given = [n for n in (name, older) if data.get(n) is not None]
+    if not given:
+        problems.setdefault(name, f"is required (the older name `{older}` is still taken)")
+    elif len(given) == 2:
+        problems.setdefault(older, f"cannot be sent together with `{name}` (send only `{name}`)")
+
+
+def _older_name(of: str) -> Any:
+    """The field's first name, still taken: marked deprecated in the document."""
+    return Field(
+        description=f"The same token under its older name; send {of} instead. Still taken, "
+        "for clients written before it was renamed; never together with the new name.",
+        examples=[EXAMPLE_TICKET if of == "queueToken" else EXAMPLE_ADMISSION],
+        json_schema_extra={"deprecated": True},
+    )
+
+
 class TicketRequest(Body):
+    """A spot's token: sent to poll the line or to leave it."""
+
     apiKey: ApiKey
-    ticket: Annotated[Text, Field(description="The qt1 queueToken.")]
+    queueToken: Annotated[
+        Text | None,
+        Field(
+            description="The spot's token, as the last queue answer gave it (it starts qt1.). "
+            "Required; also taken under its older name.",
+            examples=[EXAMPLE_TICKET],
+        ),
+    ] = None
+    ticket: Annotated[Text | None, _older_name("queueToken")] = None
+    model_config = ConfigDict(json_schema_extra=schema_extra())
+
+    @property
+    def token_value(self) -> str:
+        """The token, under whichever name it came."""
+        return str(self.queueToken if self.queueToken is not None else self.ticket)
+
+    @classmethod
+    def cross_check(cls, data: dict[str, Any], problems: dict[str, str]) -> None:
+        _one_of(data, problems, "queueToken", "ticket")
 
 
 class RefreshRequest(Body):
+    """An admission to renew."""
+
     apiKey: ApiKey
-    token: Annotated[Text, Field(description="The ab1 admission.")]
+    admissionToken: Annotated[
+        Text | None,
+        Field(
+            description="The admission to renew, as the last queue answer gave it (it starts "
+            "ab1.). Required; also taken under its older name.",
+            examples=[EXAMPLE_ADMISSION],
+        ),
+    ] = None
+    token: Annotated[Text | None, _older_name("admissionToken")] = None
+    model_config = ConfigDict(json_schema_extra=schema_extra())
+
+    @property
+    def token_value(self) -> str:
+        """The admission, under whichever name it came."""
+        return str(self.admissionToken if self.admissionToken is not None else self.token)
+
+    @classmethod
+    def cross_check(cls, data: dict[str, Any], problems: dict[str, str]) -> None:
+        _one_of(data, problems, "admissionToken", "token")
 
 
 class Puzzle(Answer):
