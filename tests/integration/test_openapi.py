@@ -152,6 +152,23 @@ def test_every_route_of_the_apis_is_documented(app: Flask) -> None:
                 assert (path, method) in documented
 
 
+def _undocumented(where: str, schema: Any) -> Iterator[str]:
+    """Each property under ``schema`` (nested ones too) lacking a description or an example."""
+    if not isinstance(schema, dict):
+        return
+    for name, prop in schema.get("properties", {}).items():
+        if not str(prop.get("description", "")).strip():
+            yield f"{where}.{name}: no description"
+        if not prop.get("examples") and "example" not in prop:
+            yield f"{where}.{name}: no example"
+        yield from _undocumented(f"{where}.{name}", prop)
+    for key in ("items", "additionalProperties"):
+        yield from _undocumented(f"{where}[]", schema.get(key))
+    for key in ("anyOf", "oneOf", "allOf"):
+        for part in schema.get(key, ()):
+            yield from _undocumented(where, part)
+
+
 def test_every_operation_says_what_it_does() -> None:
     """A person learns the API from the document: each operation has a summary and a
     description of more than its scope."""
@@ -163,6 +180,24 @@ def test_every_operation_says_what_it_does() -> None:
             for part in ("summary", "description"):
                 if not str(op.get(part, "")).strip():
                     missing.append(f"{method.upper()} {path}: no {part}")
+    assert not missing, "\n".join(missing)
+
+
+def test_every_field_and_parameter_has_a_description_and_an_example() -> None:
+    document = openapi.document()
+    missing: list[str] = []
+    for path, item in document["paths"].items():
+        for method, op in item.items():
+            if method == "parameters":
+                continue
+            for param in item.get("parameters", []) + op.get("parameters", []):
+                where = f"{method.upper()} {path} ?{param['name']}"
+                if not str(param.get("description", "")).strip():
+                    missing.append(f"{where}: no description")
+                if "example" not in param and not param["schema"].get("examples"):
+                    missing.append(f"{where}: no example")
+    for name, schema in document["components"]["schemas"].items():
+        missing.extend(_undocumented(name, schema))
     assert not missing, "\n".join(missing)
 
 
