@@ -176,8 +176,13 @@ def api_operations() -> str:
             out.append(schema["description"] + "\n")
         if props:
             rows = [
-                [_field_name(p, s), _type_text(s), "yes" if p in required else ""]
-                + [s.get("description", ""), _example(s)]
+                [
+                    _field_name(p, s),
+                    _type_text(s),
+                    "yes" if p in required else "",
+                    s.get("description", ""),
+                    _example(s),
+                ]
                 for p, s in props.items()
             ]
             out.append(_table(["field", "type", "required", "meaning", "example"], rows))
