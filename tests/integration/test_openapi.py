@@ -157,8 +157,11 @@ def _undocumented(where: str, schema: Any) -> Iterator[str]:
     if not isinstance(schema, dict):
         return
     for name, prop in schema.get("properties", {}).items():
-        if not str(prop.get("description", "")).strip():
+        words = str(prop.get("description", "")).strip()
+        if not words:
             yield f"{where}.{name}: no description"
+        elif re.sub(r"\W", "", words).lower() == name.lower():
+            yield f"{where}.{name}: its description is only its name"
         if not prop.get("examples") and "example" not in prop:
             yield f"{where}.{name}: no example"
         yield from _undocumented(f"{where}.{name}", prop)
@@ -180,6 +183,9 @@ def test_every_operation_says_what_it_does() -> None:
             for part in ("summary", "description"):
                 if not str(op.get(part, "")).strip():
                     missing.append(f"{method.upper()} {path}: no {part}")
+            scope = re.sub(r"^Needs the `[^`]+` scope\.", "", op.get("description", ""))
+            if len(scope.split()) < 10:
+                missing.append(f"{method.upper()} {path}: no more than its scope said")
     assert not missing, "\n".join(missing)
 
 

@@ -281,14 +281,24 @@ REVOKE_SESSION = Route(
     " the longest token life (6 h, or a room's queue-token or admission life if longer).")
 LIST_QUEUES = Route(
     QUEUES, "get", "listQueues", "Every room of the environment, by slug",
-    READ | {200: ROOM_LIST}, scope="queues:read")
+    READ | {200: ROOM_LIST}, scope="queues:read",
+    notes=" Each room with its whole configuration and status, so a dashboard needs one call;"
+    " the live numbers and the line are in a room's own answer.")
 CREATE_QUEUE = Route(
     QUEUES, "post", "createQueue", "Create a room (idle until opened)",
-    WRITE | {201: ROOM_CREATED}, scope="queues:write", body=management.RoomCreate)
+    WRITE | {201: ROOM_CREATED}, scope="queues:write", body=management.RoomCreate,
+    notes=" A room is created closed: visitors who come meanwhile see its closed message until"
+    " it is opened (at once, or at a time, with a draw among those who came early). Only the"
+    " slug, the name and the address admitted visitors are sent to are required; every other"
+    " setting has a default, and every problem is named by its field in one 400. Audited as"
+    " queue.created.")
 GET_QUEUE = Route(
     ROOM_PATH, "get", "getQueue",
     "A room's configuration, status, live stats and, while open, its line",
-    READ | {200: ROOM_DETAIL, 404: ROOM_NOT_FOUND}, scope="queues:read")
+    READ | {200: ROOM_DETAIL, 404: ROOM_NOT_FOUND}, scope="queues:read",
+    notes=" What an operator watches during a drop: the numbers now (waiting, held, active,"
+    " admitted in the last minute), the settings in force (a running event's included) and,"
+    " while the room is open or paused, the first 200 spots in the order they will be let in.")
 GET_QUEUE_SERIES = Route(
     ROOM_PATH + "/series", "get", "getQueueSeries",
     "The room's numbers over time: every 10 s for 24 h, every minute for 14 days",
@@ -301,11 +311,18 @@ GET_QUEUE_SERIES = Route(
 UPDATE_QUEUE = Route(
     ROOM_PATH, "patch", "updateQueue",
     "Change configuration fields (not slug) and/or run an action",
-    WRITE | {200: ROOM, 404: ROOM_NOT_FOUND}, scope="queues:write", body=management.RoomPatch)
+    WRITE | {200: ROOM, 404: ROOM_NOT_FOUND}, scope="queues:write", body=management.RoomPatch,
+    notes=" Only the settings sent change; a change reaches visitors at their next poll. An"
+    " action opens (now, or at a time), pauses, closes or re-rolls a room's draw, alone or with"
+    " changes. Nothing is changed when any field is refused. Audited as queue.updated, each"
+    " change with its value before and after.")
 DELETE_QUEUE = Route(
     ROOM_PATH, "delete", "deleteQueue",
     "Delete a room and all its state; its tickets answer 410, its slug is free",
-    READ | {204: DELETED, 404: ROOM_NOT_FOUND}, scope="queues:write")
+    READ | {204: DELETED, 404: ROOM_NOT_FOUND}, scope="queues:write",
+    notes=" Everything the room holds is lost: its line, its admissions' slots, its events, its"
+    " series and its draw; its visitors' next poll answers 410. Its audit events stay."
+    " Audited as queue.deleted.")
 CREATE_INVITES = Route(
     ROOM_PATH + "/invites", "post", "createInvites",
     "Sign invite links: straight in (skip) or ahead of the public line (priority)",
@@ -318,7 +335,10 @@ CREATE_INVITES = Route(
 LIST_AUDIT_EVENTS = Route(
     "/api/management/v1/audit", "get", "listAuditEvents",
     "The environment's audit events, newest first", READ | {200: AUDIT_PAGE, 400: BAD_REQUEST},
-    scope="audit:read", query=audit.AuditQuery)
+    scope="audit:read", query=audit.AuditQuery,
+    notes=" Who did what, and when: rooms created, changed (each setting before and after),"
+    " deleted, invites signed, sessions revoked, and the safety net's own switches. A page"
+    " holds up to limit events; pass its nextCursor to get the next, older page.")
 GET_QUEUE_FAIRNESS = Route(
     ROOM_PATH + "/fairness", "get", "getQueueFairness",
     "The opening's fairness report, public or not",
