@@ -242,6 +242,11 @@ def _one_of(data: dict[str, Any], problems: dict[str, str], name: str, older: st
         problems.setdefault(older, f"cannot be sent together with `{name}` (send only `{name}`)")
 
 
+def _either(name: str, older: str) -> list[dict[str, Any]]:
+    """The document's rule: one name or the other, never both."""
+    return [{"required": [name]}, {"required": [older]}]
+
+
 def _older_name(of: str) -> Any:
     """The field's first name, still taken: marked deprecated in the document."""
     return Field(
@@ -265,7 +270,7 @@ class TicketRequest(Body):
         ),
     ] = None
     ticket: Annotated[Text | None, _older_name("queueToken")] = None
-    model_config = ConfigDict(json_schema_extra=schema_extra())
+    model_config = ConfigDict(json_schema_extra=schema_extra(oneOf=_either("queueToken", "ticket")))
 
     @property
     def token_value(self) -> str:
@@ -290,7 +295,9 @@ class RefreshRequest(Body):
         ),
     ] = None
     token: Annotated[Text | None, _older_name("admissionToken")] = None
-    model_config = ConfigDict(json_schema_extra=schema_extra())
+    model_config = ConfigDict(
+        json_schema_extra=schema_extra(oneOf=_either("admissionToken", "token"))
+    )
 
     @property
     def token_value(self) -> str:
