@@ -95,6 +95,22 @@ def _type_text(schema: dict[str, Any]) -> str:
     return str(schema.get("type", "any"))
 
 
+def _field_name(name: str, schema: dict[str, Any]) -> str:
+    """A field's name, marked when it is an older name still taken."""
+    return f"`{name}` (older name, still taken)" if schema.get("deprecated") else f"`{name}`"
+
+
+def _example(schema: dict[str, Any], longest: int = 60) -> str:
+    """The field's first example as JSON, cut short in a table cell."""
+    examples = schema.get("examples") or []
+    if not examples:
+        return ""
+    text = json.dumps(examples[0], ensure_ascii=False)
+    if len(text) > longest:
+        text = text[: longest - 1] + "…"
+    return f"`{text}`"
+
+
 def api_operations() -> str:
     """Every operation by tag, then every schema's fields, from the app's OpenAPI document."""
     from anteroom.web.api.openapi_document import document
@@ -133,9 +149,12 @@ def api_operations() -> str:
             params = [p for p in op.get("parameters", []) if "name" in p]
             if params:
                 part.append(
-                    "Parameters: "
-                    + ", ".join(f"`{p['name']}` ({p.get('in', '')})" for p in params)
-                    + ".\n"
+                    "Parameters:\n\n"
+                    + "\n".join(
+                        f"- `{p['name']}` ({p.get('in', '')}): {p.get('description', '')}"
+                        for p in params
+                    )
+                    + "\n"
                 )
             part.append("Answers: " + "; ".join(codes) + ".\n")
             details.append("\n".join(part))
@@ -157,10 +176,16 @@ def api_operations() -> str:
             out.append(schema["description"] + "\n")
         if props:
             rows = [
-                [f"`{p}`", _type_text(s), "yes" if p in required else "", s.get("description", "")]
+                [
+                    _field_name(p, s),
+                    _type_text(s),
+                    "yes" if p in required else "",
+                    s.get("description", ""),
+                    _example(s),
+                ]
                 for p, s in props.items()
             ]
-            out.append(_table(["field", "type", "required", "meaning"], rows))
+            out.append(_table(["field", "type", "required", "meaning", "example"], rows))
         elif "enum" in schema:
             out.append("One of " + _type_text(schema) + ".\n")
     return "\n".join(out)

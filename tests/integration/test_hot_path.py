@@ -114,6 +114,62 @@ def test_refusals_answer_as_the_views(
     same_answer(services, hot, flask)
 
 
+def test_the_tokens_new_names_and_old_ones_answer_alike_on_both_entrances(
+    app: Flask, client: FlaskClient, views: Client, services: Services, api_key: str, room: str
+) -> None:
+    cycles: list[str] = []
+    app.before_request(lambda: cycles.append("flask"))
+    first, second = Visitor(client, api_key), Visitor(client, api_key)
+    first.enter("drop")
+    second.enter("drop")
+    services.engine.shift_clock(room, 1)
+    poll = "/api/v1/queue/poll"
+    new, old = ({"apiKey": api_key, name: second.ticket} for name in ("queueToken", "ticket"))
+    cycles.clear()
+    by_new, by_old = client.post(poll, json=new), client.post(poll, json=old)
+    assert cycles == []  # both names answered by the hot path
+    assert by_new.json["status"] == by_old.json["status"] == "waiting"
+    assert by_new.json["position"] == by_old.json["position"] == 2
+    same_answer(services, *both(client, views, poll, new))
+    services.engine.shift_clock(room, 1_000)
+    admitted = client.post(poll, json={"apiKey": api_key, "queueToken": first.ticket}).json
+    assert admitted["status"] == "admitted"
+    for name in ("admissionToken", "token"):
+        body = {"apiKey": api_key, name: admitted["token"]}
+        hot, flask = both(client, views, "/api/v1/admission/refresh", body)
+        assert hot.status_code == 200 and hot.json["status"] == "admitted"
+        same_answer(services, hot, flask)
+    leave = {"apiKey": api_key, "queueToken": second.ticket}
+    hot, flask = both(client, views, "/api/v1/queue/leave", leave)
+    assert hot.status_code == flask.status_code == 204
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/api/v1/queue/poll", {"queueToken": "qt1.a.b.c", "ticket": "qt1.a.b.c"}, "ticket"),
+        ("/api/v1/queue/leave", {"queueToken": "qt1.a.b.c", "ticket": "qt1.a.b.c"}, "ticket"),
+        ("/api/v1/queue/poll", {}, "queueToken"),
+        ("/api/v1/queue/leave", {}, "queueToken"),
+        ("/api/v1/admission/refresh", {"admissionToken": "ab1.a.b.c", "token": "ab1.a"}, "token"),
+        ("/api/v1/admission/refresh", {}, "admissionToken"),
+    ],
+)
+def test_a_token_sent_under_both_names_or_neither_is_refused_naming_the_field(
+    client: FlaskClient,
+    views: Client,
+    services: Services,
+    api_key: str,
+    path: str,
+    body: dict[str, str],
+    field: str,
+) -> None:
+    hot, flask = both(client, views, path, {"apiKey": api_key} | body)
+    assert hot.status_code == 400 and hot.json["error"] == "BadRequest"
+    assert list(hot.json["fields"]) == [field]
+    same_answer(services, hot, flask)
+
+
 @pytest.mark.parametrize(
     "body",
     [

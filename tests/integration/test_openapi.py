@@ -98,7 +98,9 @@ class World:
             "apiKey": lambda: self.public_key,
             "room": lambda: ROOM,
             "sessionToken": lambda: self.session,
+            "queueToken": lambda: self.ticket,
             "ticket": lambda: self.ticket,
+            "admissionToken": lambda: self.admission,
             "token": lambda: self.admission,
             "previousSession": lambda: self.session,
         }
@@ -148,6 +150,72 @@ def test_every_route_of_the_apis_is_documented(app: Flask) -> None:
         for method in rule.methods or ():
             if method not in ("HEAD", "OPTIONS"):
                 assert (path, method) in documented
+
+
+def _undocumented(where: str, schema: Any) -> Iterator[str]:
+    """Each property under ``schema`` (nested ones too) lacking a description or an example."""
+    if not isinstance(schema, dict):
+        return
+    for name, prop in schema.get("properties", {}).items():
+        words = str(prop.get("description", "")).strip()
+        if not words:
+            yield f"{where}.{name}: no description"
+        elif re.sub(r"\W", "", words).lower() == name.lower():
+            yield f"{where}.{name}: its description is only its name"
+        if not prop.get("examples") and "example" not in prop:
+            yield f"{where}.{name}: no example"
+        yield from _undocumented(f"{where}.{name}", prop)
+    for key in ("items", "additionalProperties"):
+        yield from _undocumented(f"{where}[]", schema.get(key))
+    for key in ("anyOf", "oneOf", "allOf"):
+        for part in schema.get(key, ()):
+            yield from _undocumented(where, part)
+
+
+def test_every_operation_says_what_it_does() -> None:
+    """A person learns the API from the document: each operation has a summary and a
+    description of more than its scope."""
+    missing: list[str] = []
+    for path, item in openapi.document()["paths"].items():
+        for method, op in item.items():
+            if method == "parameters":
+                continue
+            for part in ("summary", "description"):
+                if not str(op.get(part, "")).strip():
+                    missing.append(f"{method.upper()} {path}: no {part}")
+            scope = re.sub(r"^Needs the `[^`]+` scope\.", "", op.get("description", ""))
+            if len(scope.split()) < 10:
+                missing.append(f"{method.upper()} {path}: no more than its scope said")
+    assert not missing, "\n".join(missing)
+
+
+def test_every_field_and_parameter_has_a_description_and_an_example() -> None:
+    document = openapi.document()
+    missing: list[str] = []
+    for path, item in document["paths"].items():
+        for method, op in item.items():
+            if method == "parameters":
+                continue
+            for param in item.get("parameters", []) + op.get("parameters", []):
+                where = f"{method.upper()} {path} ?{param['name']}"
+                if not str(param.get("description", "")).strip():
+                    missing.append(f"{where}: no description")
+                if "example" not in param and not param["schema"].get("examples"):
+                    missing.append(f"{where}: no example")
+    for name, schema in document["components"]["schemas"].items():
+        missing.extend(_undocumented(name, schema))
+    assert not missing, "\n".join(missing)
+
+
+def test_the_renamed_tokens_are_in_the_document_and_the_old_names_deprecated() -> None:
+    schemas = openapi.document()["components"]["schemas"]
+    for model, name, older in (
+        ("TicketRequest", "queueToken", "ticket"),
+        ("RefreshRequest", "admissionToken", "token"),
+    ):
+        properties = schemas[model]["properties"]
+        assert not properties[name].get("deprecated")
+        assert properties[older]["deprecated"] is True
 
 
 def test_room_fields_match_the_validation() -> None:
@@ -210,9 +278,9 @@ def fuzz_world(world: World) -> Iterator[World]:
 @schema.hook("flatmap_body")
 def real_body(context: Any, body: Any) -> Any:
     """The body as generated, or with the world's real values in its string fields."""
-    if not isinstance(body, dict):
+    world = current.get("world")  # none yet while the document's examples are collected
+    if not isinstance(body, dict) or world is None:
         return st.just(body)
-    world = current["world"]
     present = {k: fn for k, fn in world.real_fields().items() if isinstance(body.get(k), str)}
     if not present:
         return st.just(body)
@@ -229,7 +297,7 @@ def real_body(context: Any, body: Any) -> Any:
 
 @schema.hook("flatmap_path_parameters")
 def real_room(context: Any, params: Any) -> Any:
-    if not isinstance(params, dict) or "id" not in params:
+    if not isinstance(params, dict) or "id" not in params or "world" not in current:
         return st.just(params)
     return st.sampled_from([params | {"id": current["world"].room_id}, params])
 

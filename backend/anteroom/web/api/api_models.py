@@ -108,10 +108,19 @@ def _message(model: type[Body], name: str, kind: str, text: str, value: Any) -> 
     return wording or TYPE_MESSAGES.get(kind) or "is not valid"
 
 
+def token_example(kind: str) -> str:
+    """What a signed token of ``kind`` looks like: its type, key id, claims and signature."""
+    return f"{kind}.k2026a.eyJlbnYiOiJwcm9kIiwiZXhwIjoxNzY1MTE2MDAwMDAwfQ.Zm9yLWV4YW1wbGUtb25seQ"
+
+
 def token_text(kind: str, description: str | None = None) -> Any:
     """A signed token of ``kind`` as an answer carries it."""
     pattern, longest = f"^{kind}\\.", tokens.MAX_TOKEN_LENGTH
-    return Annotated[str, Field(pattern=pattern, max_length=longest, description=description)]
+    field = Field(
+        pattern=pattern, max_length=longest, description=description,
+        examples=[token_example(kind)],
+    )  # fmt: skip
+    return Annotated[str, field]
 
 
 def error_codes(status: int | None = None) -> list[str]:
@@ -129,31 +138,46 @@ def error_codes(status: int | None = None) -> list[str]:
 class Error(Answer):
     """Every error answer: {error, message, fields?, retryAfter?}."""
 
-    error: Literal[tuple(error_codes())]  # type: ignore[valid-type]
-    message: str
+    error: Literal[tuple(error_codes())] = Field(  # type: ignore[valid-type]
+        description="What went wrong, as a stable code a client can branch on.",
+        examples=["BadRequest"],
+    )
+    message: str = Field(
+        description="What went wrong, in words for a person (not to be parsed).",
+        examples=["Some fields are not valid."],
+    )
     fields: dict[str, str] = Field(
         default_factory=dict,
         description="Each offending field (or body, or parameter) and what is wrong.",
+        examples=[{"queueToken": "is required (the older name `ticket` is still taken)"}],
     )
-    retryAfter: int = Field(default=1, ge=1, description="Seconds.")
+    retryAfter: int = Field(
+        default=1, ge=1, description="Seconds to wait before trying again.", examples=[5]
+    )
     closedMessage: str | dict[str, str] | None = Field(
         default=None,
-        description="RoomClosed only: the room's closedMessage (text, or texts by language; "
-        "null: the page's default).",
+        description="Only when a room is closed to new entries: the message its operator set "
+        "for that (text, or texts by language; null: the page's default).",
+        examples=["Sold out. Thank you for waiting."],
     )
     model_config = ConfigDict(json_schema_extra=schema_extra())
 
 
 class Alive(Answer):
-    status: Literal["ok"]
+    status: Literal["ok"] = Field(description="Always ok: the process answers.", examples=["ok"])
 
 
 class Ready(Answer):
-    status: Literal["ready"]
-    scripts: int = Field(ge=1)
+    status: Literal["ready"] = Field(
+        description="Always ready: this instance can take visitors.", examples=["ready"]
+    )
+    scripts: int = Field(ge=1, description="Lua scripts loaded in Redis.", examples=[24])
 
 
 class NotReady(Answer):
     """Why is in the service's log only: a probe's caller never sees Redis's error text."""
 
-    status: Literal["unavailable"]
+    status: Literal["unavailable"] = Field(
+        description="Always unavailable: Redis does not answer, or a script is missing.",
+        examples=["unavailable"],
+    )

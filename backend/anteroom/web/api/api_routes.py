@@ -170,7 +170,8 @@ class Route:
     scope: str | None = None  # the key's scope a management route needs
     body: type[Body] | None = None  # the JSON body's model
     query: type[Body] | None = None  # the query string's model
-    token: str | None = None  # the visitor body's field holding the call's token
+    # The visitor body's names for the call's token: its name, then the older one still taken.
+    token: tuple[str, ...] = ()
     notes: str = ""  # said after the scope in the description
 
     @property
@@ -188,6 +189,29 @@ class Route:
         return rule
 
 
+OLDER_NAME = (
+    " The token's older name ({older}) is still taken, for clients written before the rename;"
+    " a body sends one of the two, never both (400, naming the field)."
+)
+POLL_NOTES = (
+    " Call it when the last answer's pollAfterMs (or Retry-After) has passed, with the spot's"
+    " latest queueToken: each answer may carry a fresh one, which replaces the last. The answer"
+    " says whether the visitor still waits (position, etaSeconds, or odds in a random room),"
+    " is held while the room is paused, or is admitted, with the admission token and the page"
+    " to send them to. Polling sooner than asked answers 429." + OLDER_NAME.format(older="ticket")
+)
+LEAVE_NOTES = (
+    " For a visitor who gives up or has finished: a waiting spot leaves the line (those behind"
+    " move up) and an admitted one frees its slot for the next visitor at once, rather than"
+    " when the admission expires. The token cannot be polled afterwards."
+    + OLDER_NAME.format(older="ticket")
+)
+REFRESH_NOTES = (
+    " An admitted visitor's site calls it before the admission expires, to keep the slot while"
+    " the visitor is still active: the answer carries a new admission token with a later"
+    " expiry. A room whose session renewal is off refuses (403 NotRenewable): the visitor"
+    " queues again once the admission ends." + OLDER_NAME.format(older="token")
+)
 QUEUES, ROOM_PATH = "/api/management/v1/queues", "/api/management/v1/queues/{id}"
 # fmt: off
 ARRIVE = Route(
@@ -211,29 +235,42 @@ JOIN_QUEUE = Route(
     " unreachable no challenge can be spent: 503 Unavailable.")
 CREATE_CHALLENGE = Route(
     "/api/v1/challenge", "post", "createChallenge", "A proof-of-work challenge",
-    VISITOR | {200: CHALLENGE, 429: RATE_LIMITED}, tag="visitor", body=visitor.ChallengeRequest)
+    VISITOR | {200: CHALLENGE, 429: RATE_LIMITED}, tag="visitor", body=visitor.ChallengeRequest,
+    notes=" The first call of the older journey (challenge, identify, enter), kept for the"
+    " clients written for it; new clients arrive and join instead. The device solves the"
+    " puzzles (SHA-256 with the given number of leading zero bits) and trades them for a"
+    " session at identify. The work asked grows with what the agent's signals suggest and"
+    " with the room's load; measure asks first for a tiny challenge that times the device.")
 IDENTIFY = Route(
     "/api/v1/identify", "post", "identify", "Trade a solved challenge for a session token",
-    VISITOR | {200: SESSION, 429: RATE_LIMITED}, tag="visitor", body=visitor.IdentifyRequest)
+    VISITOR | {200: SESSION, 429: RATE_LIMITED}, tag="visitor", body=visitor.IdentifyRequest,
+    notes=" The second call of the older journey: the challenge is checked and spent once, and"
+    " the session token answered is what enter takes. A previous session, when sent, keeps"
+    " the visitor's identity across sessions. The score (0 to 100) and the signals named say"
+    " how much the service trusts the visitor; rooms may refuse low scores.")
 ENTER_QUEUE = Route(
     "/api/v1/queue/enter", "post", "enterQueue",
     "Take (or find again) the session's spot in a room",
     SPOT | {200: QUEUE_ANSWER, 403: ENTER_FORBIDDEN, 404: ROOM_NOT_FOUND, 409: INVITE_SPENT,
             410: ENTER_GONE, 429: ENTER_BUSY},
-    tag="visitor", body=visitor.EnterRequest, token="sessionToken")
+    tag="visitor", body=visitor.EnterRequest, token=("sessionToken",),
+    notes=" The third call of the older journey. A session has one spot per room: entering"
+    " again finds it rather than taking another. The answer is the first queue answer: the"
+    " visitor waits (poll with its queueToken), or is admitted at once while the room has"
+    " room. An invite of this room puts the visitor in its lane.")
 POLL_QUEUE = Route(
-    "/api/v1/queue/poll", "post", "pollQueue", "Poll a spot with its queueToken",
+    "/api/v1/queue/poll", "post", "pollQueue", "Ask where a spot in the line stands",
     SPOT | {200: QUEUE_ANSWER, 403: SPOT_FORBIDDEN}, tag="visitor", body=visitor.TicketRequest,
-    token="ticket")
+    token=("queueToken", "ticket"), notes=POLL_NOTES)
 LEAVE_QUEUE = Route(
     "/api/v1/queue/leave", "post", "leaveQueue",
     "Leave the line: frees a waiting spot or an active slot", SPOT | {204: LEFT},
-    tag="visitor", body=visitor.TicketRequest, token="ticket")
+    tag="visitor", body=visitor.TicketRequest, token=("queueToken", "ticket"), notes=LEAVE_NOTES)
 REFRESH_ADMISSION = Route(
     "/api/v1/admission/refresh", "post", "refreshAdmission",
     "A fresh admission; extends the active slot",
     SPOT | {200: QUEUE_ANSWER, 403: REFRESH_FORBIDDEN}, tag="visitor",
-    body=visitor.RefreshRequest, token="token")
+    body=visitor.RefreshRequest, token=("admissionToken", "token"), notes=REFRESH_NOTES)
 REVOKE_SESSION = Route(
     "/api/management/v1/sessions/revoke", "post", "revokeSession",
     "Revoke a session (jti) or visitor (vid) in every room of the environment",
@@ -244,14 +281,24 @@ REVOKE_SESSION = Route(
     " the longest token life (6 h, or a room's queue-token or admission life if longer).")
 LIST_QUEUES = Route(
     QUEUES, "get", "listQueues", "Every room of the environment, by slug",
-    READ | {200: ROOM_LIST}, scope="queues:read")
+    READ | {200: ROOM_LIST}, scope="queues:read",
+    notes=" Each room with its whole configuration and status, so a dashboard needs one call;"
+    " the live numbers and the line are in a room's own answer.")
 CREATE_QUEUE = Route(
     QUEUES, "post", "createQueue", "Create a room (idle until opened)",
-    WRITE | {201: ROOM_CREATED}, scope="queues:write", body=management.RoomCreate)
+    WRITE | {201: ROOM_CREATED}, scope="queues:write", body=management.RoomCreate,
+    notes=" A room is created closed: visitors who come meanwhile see its closed message until"
+    " it is opened (at once, or at a time, with a draw among those who came early). Only the"
+    " slug, the name and the address admitted visitors are sent to are required; every other"
+    " setting has a default, and every problem is named by its field in one 400. Audited as"
+    " queue.created.")
 GET_QUEUE = Route(
     ROOM_PATH, "get", "getQueue",
     "A room's configuration, status, live stats and, while open, its line",
-    READ | {200: ROOM_DETAIL, 404: ROOM_NOT_FOUND}, scope="queues:read")
+    READ | {200: ROOM_DETAIL, 404: ROOM_NOT_FOUND}, scope="queues:read",
+    notes=" What an operator watches during a drop: the numbers now (waiting, held, active,"
+    " admitted in the last minute), the settings in force (a running event's included) and,"
+    " while the room is open or paused, the first 200 spots in the order they will be let in.")
 GET_QUEUE_SERIES = Route(
     ROOM_PATH + "/series", "get", "getQueueSeries",
     "The room's numbers over time: every 10 s for 24 h, every minute for 14 days",
@@ -264,11 +311,18 @@ GET_QUEUE_SERIES = Route(
 UPDATE_QUEUE = Route(
     ROOM_PATH, "patch", "updateQueue",
     "Change configuration fields (not slug) and/or run an action",
-    WRITE | {200: ROOM, 404: ROOM_NOT_FOUND}, scope="queues:write", body=management.RoomPatch)
+    WRITE | {200: ROOM, 404: ROOM_NOT_FOUND}, scope="queues:write", body=management.RoomPatch,
+    notes=" Only the settings sent change; a change reaches visitors at their next poll. An"
+    " action opens (now, or at a time), pauses, closes or re-rolls a room's draw, alone or with"
+    " changes. Nothing is changed when any field is refused. Audited as queue.updated, each"
+    " change with its value before and after.")
 DELETE_QUEUE = Route(
     ROOM_PATH, "delete", "deleteQueue",
     "Delete a room and all its state; its tickets answer 410, its slug is free",
-    READ | {204: DELETED, 404: ROOM_NOT_FOUND}, scope="queues:write")
+    READ | {204: DELETED, 404: ROOM_NOT_FOUND}, scope="queues:write",
+    notes=" Everything the room holds is lost: its line, its admissions' slots, its events, its"
+    " series and its draw; its visitors' next poll answers 410. Its audit events stay."
+    " Audited as queue.deleted.")
 CREATE_INVITES = Route(
     ROOM_PATH + "/invites", "post", "createInvites",
     "Sign invite links: straight in (skip) or ahead of the public line (priority)",
@@ -281,7 +335,10 @@ CREATE_INVITES = Route(
 LIST_AUDIT_EVENTS = Route(
     "/api/management/v1/audit", "get", "listAuditEvents",
     "The environment's audit events, newest first", READ | {200: AUDIT_PAGE, 400: BAD_REQUEST},
-    scope="audit:read", query=audit.AuditQuery)
+    scope="audit:read", query=audit.AuditQuery,
+    notes=" Who did what, and when: rooms created, changed (each setting before and after),"
+    " deleted, invites signed, sessions revoked, and the safety net's own switches. A page"
+    " holds up to limit events; pass its nextCursor to get the next, older page.")
 GET_QUEUE_FAIRNESS = Route(
     ROOM_PATH + "/fairness", "get", "getQueueFairness",
     "The opening's fairness report, public or not",
@@ -330,13 +387,19 @@ DELETE_EVENT = Route(
     "Cancel an event: a scheduled one is removed, a running one ends now (kept on record)",
     READ | {204: DELETED, 404: EVENT_NOT_FOUND, 409: EVENT_CONFLICT}, scope="queues:write",
     notes=EVENT_NOTES)
-HEALTHZ = Route("/healthz", "get", "healthz", "Liveness: the process is up", {200: ALIVE},
-                tag="health")
-READYZ = Route("/readyz", "get", "readyz",
-               "Readiness: Redis answers and every Lua script is loaded",
-               {200: READY, 503: NOT_READY}, tag="health")
-OPENAPI = Route("/api/openapi.json", "get", "openapi", "This document", {200: DOCUMENT},
-                tag="docs")
+HEALTHZ = Route(
+    "/healthz", "get", "healthz", "Liveness: the process is up", {200: ALIVE}, tag="health",
+    notes=" Answers without touching Redis, so an orchestrator restarts the process only when"
+    " it is stuck, never because Redis is away.")
+READYZ = Route(
+    "/readyz", "get", "readyz", "Readiness: Redis answers and every Lua script is loaded",
+    {200: READY, 503: NOT_READY}, tag="health",
+    notes=" A load balancer sends visitors to this instance only while it answers 200; the"
+    " cause of a 503 is written to the service's log, never to the caller.")
+OPENAPI = Route(
+    "/api/openapi.json", "get", "openapi", "This document", {200: DOCUMENT}, tag="docs",
+    notes=" The OpenAPI 3.1 description of every call, built from the same declarations the"
+    " service validates requests and writes answers with, so it cannot drift from them.")
 # In the document's order.
 ROUTES = (
     ARRIVE, JOIN_QUEUE, CREATE_CHALLENGE, IDENTIFY, ENTER_QUEUE, POLL_QUEUE, LEAVE_QUEUE,

@@ -25,6 +25,7 @@ from anteroom.web.manage import management_models as management
 
 Schema = dict[str, Any]
 REF = "#/components/schemas/{model}"
+ROOM = "q0123456789abcdef"  # a room id, for the examples
 
 
 class _Generator(GenerateJsonSchema):
@@ -52,16 +53,32 @@ def _ref(name: str) -> Schema:
 
 
 ENVIRONMENT: Schema = {"name": "environment", "in": "query", "required": False}
-ENVIRONMENT["description"] = "Must be the key's environment (the default)."
-ENVIRONMENT["schema"] = {"type": "string"}
+ENVIRONMENT["description"] = (
+    "The environment the call works in, such as prod or staging: it must be the key's own, "
+    "which is also what leaving it out means."
+)
+ENVIRONMENT["schema"] = {"type": "string", "examples": ["prod"]}
 EVENT_ID: Schema = {
     "name": "eventId",
     "in": "path",
     "required": True,
-    "schema": {"type": "string", "pattern": event_models.EVENT_ID},
+    "description": "The event, as its creation answered it.",
+    "schema": {"type": "string", "pattern": event_models.EVENT_ID, "examples": ["ev0123456789ab"]},
 }
-ROOM_ID: Schema = {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
-SLUG: Schema = {"name": "slug", "in": "path", "required": True, "schema": {"type": "string"}}
+ROOM_ID: Schema = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "description": "The room's id, as its creation (or the list of rooms) answered it.",
+    "schema": {"type": "string"},
+}
+SLUG: Schema = {
+    "name": "slug",
+    "in": "path",
+    "required": True,
+    "description": "The room's slug: the short name in its public address.",
+    "schema": {"type": "string", "examples": ["spring-drop"]},
+}
 
 
 def _answer(reply: routes.Reply) -> Schema:
@@ -87,7 +104,9 @@ def _query(model: type[BaseModel]) -> list[Schema]:
     """The query parameters a model reads (none required)."""
     properties = model.model_json_schema(schema_generator=_Generator)["properties"]
     return [
-        {"name": n, "in": "query", "required": False, "schema": s} for n, s in properties.items()
+        {"name": n, "in": "query", "required": False, "description": s.get("description", "")}
+        | {"schema": s}
+        for n, s in properties.items()
     ]
 
 
@@ -117,7 +136,8 @@ def _operation(route: routes.Route) -> Schema:
 
 
 def _paths() -> dict[str, Schema]:
-    room_id = ROOM_ID | {"schema": {"type": "string", "pattern": management.ROOM_ID.pattern}}
+    pattern = management.ROOM_ID.pattern
+    room_id = ROOM_ID | {"schema": {"type": "string", "pattern": pattern, "examples": [ROOM]}}
     paths: dict[str, Schema] = {}
     for route in routes.ROUTES:
         item = paths.setdefault(route.path, {})

@@ -24,10 +24,17 @@ ONE_OF_JTI_VID = [{"required": ["jti"]}, {"required": ["vid"]}]
 
 
 class RevokeRequest(Body):
-    jti: SessionId = Field("", description="A session's jti (from its st1 token).")
-    vid: SessionId = Field("", description="A visitor's vid: every session of it.")
+    jti: SessionId = Field(
+        "", examples=["Zf3kP9qLw2xYt8Bv"], description="A session's jti (from its st1 token)."
+    )
+    vid: SessionId = Field(
+        "", examples=["v8f3a91c2d4e5f60"], description="A visitor's vid: every session of it."
+    )
     reason: str | None = Field(
-        None, max_length=REASON_MAX_LENGTH, description="Kept in the audit log."
+        None,
+        examples=["Scripted checkout from one network"],
+        max_length=REASON_MAX_LENGTH,
+        description="Kept in the audit log.",
     )
     messages: ClassVar[dict[str, Wording]] = {
         kind: "must be 1 to 64 letters, digits, '-' or '_' (a token's id)"
@@ -50,16 +57,34 @@ class RevokeRequest(Body):
 
 
 class Revocation(Answer):
-    environment: str
-    jti: str = ""
-    vid: str = ""
-    reason: str | None
-    rooms: int = Field(ge=0, description="Rooms of the environment now holding the revocation.")
+    environment: str = Field(
+        examples=["prod"], description="The environment the revocation holds in."
+    )
+    jti: str = Field(
+        "",
+        examples=["Zf3kP9qLw2xYt8Bv"],
+        description="The session revoked, if one was named (empty otherwise).",
+    )
+    vid: str = Field(
+        "",
+        examples=["v8f3a91c2d4e5f60"],
+        description="The visitor revoked, if one was named (empty otherwise).",
+    )
+    reason: str | None = Field(
+        examples=["Scripted checkout from one network"],
+        description="The reason given, kept in the audit log; null: none.",
+    )
+    rooms: int = Field(
+        examples=[3], ge=0, description="Rooms of the environment now holding the revocation."
+    )
     droppedNow: int = Field(
-        ge=0, description="Spots dropped at once (a vid's); a jti's go at their next poll."
+        examples=[0],
+        ge=0,
+        description="Spots dropped at once (a vid's); a jti's go at their next poll.",
     )
     expiresAt: int = Field(
-        description="Epoch ms when it stops counting: after the longest token life."
+        examples=[1765134000000],
+        description="Epoch ms when it stops counting: after the longest token life.",
     )
     model_config = ConfigDict(json_schema_extra=schema_extra(oneOf=ONE_OF_JTI_VID))
 
@@ -91,63 +116,121 @@ class AuditQuery(Body):
 
     cursor: Annotated[str, BeforeValidator(lambda v: _is_cursor(v) if v else "")] = Field(
         "",
+        examples=["1765112400000-0"],
         description="The nextCursor of the previous page.",
         json_schema_extra=_cursor_schema,
     )
-    limit: Annotated[int, BeforeValidator(_digits)] = Field(50, ge=1, le=500)
+    limit: Annotated[int, BeforeValidator(_digits)] = Field(
+        50, examples=[50], description="Events per page, from 1 to 500.", ge=1, le=500
+    )
     messages: ClassVar[dict[str, Wording]] = {"limit": "must be an integer from 1 to 500"}
     model_config = ConfigDict(extra="ignore")
 
 
 class Change(Answer):
-    before: Any
-    after: Any
+    before: Any = Field(examples=[120], description="The value before the change (null: not set).")
+    after: Any = Field(examples=[300], description="The value after it (null: removed).")
 
 
 class AuditQueue(Answer):
-    id: str
-    slug: str
+    id: str = Field(examples=["q0123456789abcdef"], description="The room's id.")
+    slug: str = Field(examples=["spring-drop"], description="The room's slug at the time.")
 
 
 class AuditAction(Answer):
-    name: Literal[ACTIONS]  # type: ignore[valid-type]
-    opensAt: int | None
+    name: Literal[ACTIONS] = Field(  # type: ignore[valid-type]
+        examples=["pause"], description="The action run: open, pause, close or reroll."
+    )
+    opensAt: int | None = Field(
+        examples=[None], description="The opening time it set, epoch ms; null: none."
+    )
 
 
 class AuditSession(Answer):
     """session.revoked: the session (jti) or visitor (vid) revoked."""
 
-    jti: str = ""
-    vid: str = ""
+    jti: str = Field(
+        "",
+        examples=["Zf3kP9qLw2xYt8Bv"],
+        description="The session revoked (empty when a visitor was).",
+    )
+    vid: str = Field(
+        "",
+        examples=["v8f3a91c2d4e5f60"],
+        description="The visitor revoked (empty when a session was).",
+    )
     model_config = ConfigDict(json_schema_extra=schema_extra(minProperties=1, maxProperties=1))
 
 
 class AuditInvites(Answer):
     """queue.invites: what was signed (never the tokens)."""
 
-    count: int
-    lane: str
-    uses: int
-    expiresAt: int
+    count: int = Field(examples=[50], description="How many invites were signed.")
+    lane: str = Field(examples=["priority"], description="Their lane: skip or priority.")
+    uses: int = Field(examples=[1], description="Visitors each lets in.")
+    expiresAt: int = Field(examples=[1765198800000], description="When they expire, epoch ms.")
 
 
 class AuditEvent(Answer):
     """queue.* events name the queue; session.revoked names the session."""
 
-    id: str = Field(pattern=CURSOR_PATTERN.pattern)
-    type: Literal[AUDIT_EVENTS]  # type: ignore[valid-type]
-    queue: AuditQueue | None = None
-    keyId: str
-    at: int = Field(description="Epoch ms.")
-    changes: dict[str, Change] = Field(default_factory=dict)
-    action: AuditAction | None = None
-    session: AuditSession | None = None
-    reason: str | None = Field(None, description="session.revoked: as given.")
-    invites: AuditInvites | None = None
+    id: str = Field(
+        examples=["1765112400000-0"],
+        description="The event's id; also what a page's cursor points at.",
+        pattern=CURSOR_PATTERN.pattern,
+    )
+    type: Literal[AUDIT_EVENTS] = Field(  # type: ignore[valid-type]
+        examples=["queue.updated"],
+        description="What happened: a room created, changed or deleted, invites signed, or a "
+        "session revoked.",
+    )
+    queue: AuditQueue | None = Field(
+        None,
+        examples=[{"id": "q0123456789abcdef", "slug": "spring-drop"}],
+        description="The room it happened to (room events only).",
+    )
+    keyId: str = Field(
+        examples=["k7d2e9"],
+        description="Who did it: the id of the key used (safety-net for the room's own switches).",
+    )
+    at: int = Field(examples=[1765112400000], description="When, epoch ms.")
+    changes: dict[str, Change] = Field(
+        examples=[{"ratePerMinute": {"before": 120, "after": 300}}],
+        description="Each setting changed, its value before and after.",
+        default_factory=dict,
+    )
+    action: AuditAction | None = Field(
+        None, examples=[None], description="The action run on the room, if any."
+    )
+    session: AuditSession | None = Field(
+        None, examples=[None], description="The session or visitor revoked (revocations only)."
+    )
+    reason: str | None = Field(None, examples=[None], description="session.revoked: as given.")
+    invites: AuditInvites | None = Field(
+        None,
+        examples=[None],
+        description="What was signed (invites only; never the invites themselves).",
+    )
     model_config = ConfigDict(json_schema_extra=schema_extra())
 
 
 class AuditPage(Answer):
-    environment: str
-    events: list[AuditEvent]
-    nextCursor: str | None = Field(description="Null on the last page.")
+    environment: str = Field(examples=["prod"], description="The environment the events belong to.")
+    events: list[AuditEvent] = Field(
+        examples=[
+            [
+                {
+                    "id": "1765112400000-0",
+                    "type": "queue.updated",
+                    "queue": {"id": "q0123456789abcdef", "slug": "spring-drop"},
+                    "keyId": "k7d2e9",
+                    "at": 1765112400000,
+                    "changes": {"ratePerMinute": {"before": 120, "after": 300}},
+                }
+            ]
+        ],
+        description="The events, newest first.",
+    )
+    nextCursor: str | None = Field(
+        examples=["1765112399000-3"], description="Null on the last page."
+    )

@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field
 from anteroom.queue.rooms import room_config as rooms
 from anteroom.queue.rooms import room_events
 from anteroom.web.api.api_models import Answer, Body, Wording, schema_extra
-from anteroom.web.manage.management_models import FIELD_DOCS, field_type
+from anteroom.web.manage.management_models import FIELD_DOCS, FIELD_EXAMPLES, field_type
 
 EVENT_ID = r"^ev[0-9a-f]{12}$"
 EVENT_STATES = ("scheduled", "prequeue", "running", "ended")
@@ -23,7 +23,8 @@ def _overrides_schema() -> dict[str, Any]:
     properties = {}
     for name in room_events.OVERRIDES:
         schema = TypeAdapter(field_type(rooms.BY_API[name])).json_schema()
-        properties[name] = schema | {"description": FIELD_DOCS[name]}
+        words = {"description": FIELD_DOCS[name], "examples": [FIELD_EXAMPLES[name]]}
+        properties[name] = schema | words
     return {"additionalProperties": False, "minProperties": 1, "properties": properties}
 
 
@@ -73,21 +74,35 @@ class _EventRules(Body):
 
 class EventCreate(_EventRules):
     startsAt: int = Field(
-        description="Epoch ms (room clock): the overrides apply from here.", **TIME
+        examples=[1765112400000],
+        description="Epoch ms (room clock): the overrides apply from here.",
+        **TIME,
     )
     endsAt: int = Field(
-        description="Epoch ms: the room's own settings apply again from here.", **TIME
+        examples=[1765116000000],
+        description="Epoch ms: the room's own settings apply again from here.",
+        **TIME,
     )
-    preQueueOpensAt: int | None = Field(None, description=PREQUEUE_DOC, **TIME)
-    overrides: dict[str, Any] = Field(description=OVERRIDES_DOC)
+    preQueueOpensAt: int | None = Field(
+        None, examples=[1765111500000], description=PREQUEUE_DOC, **TIME
+    )
+    overrides: dict[str, Any] = Field(
+        examples=[{"ratePerMinute": 300, "mode": "random"}], description=OVERRIDES_DOC
+    )
     model_config = ConfigDict(json_schema_extra=lambda schema: _document_overrides(schema))
 
 
 class EventPatch(_EventRules):
-    startsAt: int | None = Field(None, description="Only while the event is scheduled.", **TIME)
-    endsAt: int | None = Field(None, description="Not into the past.", **TIME)
-    preQueueOpensAt: int | None = Field(None, description=PREQUEUE_DOC, **TIME)
-    overrides: dict[str, Any] | None = Field(None, description="Replaces the event's overrides.")
+    startsAt: int | None = Field(
+        None, examples=[1765112400000], description="Only while the event is scheduled.", **TIME
+    )
+    endsAt: int | None = Field(
+        None, examples=[1765119600000], description="Not into the past.", **TIME
+    )
+    preQueueOpensAt: int | None = Field(None, examples=[None], description=PREQUEUE_DOC, **TIME)
+    overrides: dict[str, Any] | None = Field(
+        None, examples=[{"ratePerMinute": 600}], description="Replaces the event's overrides."
+    )
     model_config = ConfigDict(
         json_schema_extra=lambda schema: _document_overrides(schema, minProperties=1)
     )
@@ -100,26 +115,56 @@ class EventPatch(_EventRules):
 
 
 class Event(Answer):
-    id: str = Field(pattern=EVENT_ID)
-    startsAt: int
-    endsAt: int
-    preQueueOpensAt: int | None = Field(None, description="Its own pre-queue's opening, if any.")
-    overrides: dict[str, Any]
-    state: Literal[EVENT_STATES] = Field(  # type: ignore[valid-type]
-        description="At the answer's time on the room's clock."
+    id: str = Field(
+        examples=["ev0123456789ab"],
+        description="The event's id, for changing or cancelling it.",
+        pattern=EVENT_ID,
+    )
+    startsAt: int = Field(
+        examples=[1765112400000],
+        description="When its overrides start to apply, epoch ms of the room's clock.",
+    )
+    endsAt: int = Field(
+        examples=[1765116000000], description="When the room's own settings apply again, epoch ms."
+    )
+    preQueueOpensAt: int | None = Field(
+        None, examples=[None], description="Its own pre-queue's opening, if any."
+    )
+    overrides: dict[str, Any] = Field(
+        examples=[{"ratePerMinute": 300}],
+        description="The room's settings it replaces while it runs.",
+    )
+    state: Literal[EVENT_STATES] = Field(
+        examples=["scheduled"],  # type: ignore[valid-type]
+        description="At the answer's time on the room's clock.",
     )
 
 
 class EventList(Answer):
-    queue: str
-    now: int = Field(description="The room's clock (epoch ms) the states are given at.")
+    queue: str = Field(examples=["q0123456789abcdef"], description="The room's id.")
+    now: int = Field(
+        examples=[1765112340000], description="The room's clock (epoch ms) the states are given at."
+    )
     clockAheadMs: int = Field(
         description="How far the room's clock is ahead of the server's real time, in ms: 0 "
         "unless the room's clock was moved for a rehearsal. A wall time meant for an event is "
         "this much later on the room's clock.",
         examples=[0],
     )
-    activeEvent: str | None = Field(description="The id of the event running now, or null.")
+    activeEvent: str | None = Field(
+        examples=[None], description="The id of the event running now, or null."
+    )
     events: list[Event] = Field(
-        description="Sorted by startsAt; ended events stay listed for 14 days."
+        examples=[
+            [
+                {
+                    "id": "ev0123456789ab",
+                    "startsAt": 1765112400000,
+                    "endsAt": 1765116000000,
+                    "overrides": {"ratePerMinute": 300},
+                    "state": "scheduled",
+                }
+            ]
+        ],
+        description="Sorted by startsAt; ended events stay listed for 14 days.",
     )

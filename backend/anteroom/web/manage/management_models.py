@@ -15,11 +15,20 @@ from pydantic import ConfigDict, Field, create_model
 from anteroom.queue.rooms import room_config as rooms
 from anteroom.sdk import bypass_rules, tokens
 from anteroom.store import keystore
-from anteroom.web.api.api_models import Answer, Body, Wording, checked, schema_extra, token_text
+from anteroom.web.api.api_models import (
+    Answer,
+    Body,
+    Wording,
+    checked,
+    schema_extra,
+    token_example,
+    token_text,
+)
 from anteroom.web.pages.fairness_models import Draw
 from anteroom.web.visitor.visitor_models import ROOM_STATUSES, VisitorText
 
 ROOM_ID = re.compile(r"^q[0-9a-f]{16}$")
+ROOM_ID_EXAMPLE = "q0123456789abcdef"
 ACTIONS = ("open", "pause", "close", "reroll")
 MAX_OPENS_AT = 253_402_300_799_999  # the last millisecond of year 9999
 
@@ -110,17 +119,76 @@ FIELD_DOCS = {
     "clock ms of the last switch; null: never switched); a PATCH may send them back, they are "
     "ignored. Each switch is in the audit log (keyId `safety-net`) and the series.",
 }
-_RULE_KINDS = {"kind": {"enum": ["path-prefix", "address-range"]}}
-_SECRET_KINDS = {"kind": {"enum": ["header", "cookie"]}}
-_RULE_NAME = {"type": "string", "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$"}
-_RULE_VALUE = {"type": "string", "minLength": 1, "maxLength": bypass_rules.MAX_VALUE_LENGTH}
+# What a room's settings look like, one example each (a new field must be added here too).
+FIELD_EXAMPLES: dict[str, Any] = {
+    "slug": "spring-drop",
+    "name": "Spring sneaker drop",
+    "ratePerMinute": 120,
+    "capacity": 2_000,
+    "admissionTtlSec": 600,
+    "holdScore": 70,
+    "noScriptScore": None,
+    "bindIp": False,
+    "publicFairness": True,
+    "sessionRenewal": True,
+    "redirectUrl": "https://shop.example.com/drop",
+    "maxWaiting": 100_000,
+    "abandonAfterSec": 300,
+    "gracePeriodSec": 120,
+    "pollBudgetPerSecond": 2_000,
+    "failMode": "closed",
+    "mode": "fifo",
+    "notice": {"en": "Sizes 42 and 43 are sold out.", "de": "Größen 42 und 43 sind vergriffen."},
+    "closedMessage": "Sold out. Thank you for waiting.",
+    "theme": {"logoUrl": "https://shop.example.com/logo.png", "accentColor": "#2a5bd7"},
+    "bypass": [{"kind": "path-prefix", "value": "/static/"}],
+    "safetyNet": {"activeSessions": 500, "arrivalsPerMinute": 1_000, "coolDownSec": 600},
+    "drawBeacon": {
+        "url": "https://api.drand.sh",
+        "genesisTime": 1_595_431_050,
+        "period": 30,
+    },
+}
+_RULE_KINDS = {
+    "kind": {
+        "enum": ["path-prefix", "address-range"],
+        "description": "What the rule matches: a path and everything below it, or the client's "
+        "address within a network range.",
+        "examples": ["path-prefix"],
+    }
+}
+_SECRET_KINDS = {
+    "kind": {
+        "enum": ["header", "cookie"],
+        "description": "Where the request carries the secret: a header, or a cookie.",
+        "examples": ["header"],
+    }
+}
+_RULE_NAME = {
+    "type": "string",
+    "pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$",
+    "description": "The header's or the cookie's name.",
+    "examples": ["X-Shop-Staff"],
+}
+_RULE_VALUE = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": bypass_rules.MAX_VALUE_LENGTH,
+    "description": "The path prefix (starting with a slash) or the address range (CIDR).",
+    "examples": ["/static/"],
+}
 
 
 def _bypass_type(secret: dict[str, Any], secret_id: bool) -> Any:
     """The bypass list: rules with a ``value``, or a ``name`` and a ``secret``."""
     secret_rule = {"name": _RULE_NAME, "secret": secret}
     if secret_id:
-        secret_rule["secretId"] = {"type": ["string", "null"]}
+        secret_rule["secretId"] = {
+            "type": ["string", "null"],
+            "description": "Changes whenever the secret is set, so a change can be told without "
+            "the secret ever being shown again.",
+            "examples": ["b3f1c2d4"],
+        }
     rules = [
         {"properties": _RULE_KINDS | {"value": _RULE_VALUE}, "required": ["kind", "value"]},
         {"properties": _SECRET_KINDS | secret_rule, "required": ["kind", *secret_rule]},
@@ -133,16 +201,44 @@ def _bypass_type(secret: dict[str, Any], secret_id: bool) -> Any:
 # The bypass rules as written (secrets in clear) and as answered (no secret).
 BYPASS_IN = _bypass_type(
     {
+        "description": "The value the header or cookie must carry to pass; stored hashed.",
+        "examples": ["a-long-random-staff-secret"],
         "type": "string",
         "minLength": bypass_rules.MIN_SECRET_LENGTH,
         "maxLength": bypass_rules.MAX_SECRET_LENGTH,
     },
     secret_id=False,
 )
-BYPASS_OUT = _bypass_type({"type": "null"}, secret_id=True)
+BYPASS_OUT = _bypass_type(
+    {
+        "type": "null",
+        "description": "Never shown back: always null in an answer.",
+        "examples": [None],
+    },
+    secret_id=True,
+)
 _NET_STATE = {
-    "state": {"enum": ["calm", "queueing"], "readOnly": True},
-    "since": {"type": ["integer", "null"], "readOnly": True},
+    "state": {
+        "enum": ["calm", "queueing"],
+        "readOnly": True,
+        "description": "Whether the room lets everyone in now (calm) or queues them.",
+        "examples": ["calm"],
+    },
+    "since": {
+        "type": ["integer", "null"],
+        "readOnly": True,
+        "description": "When the room last switched, in epoch ms of its clock; null: never.",
+        "examples": [1_765_112_400_000],
+    },
+}
+_NET_WORDS = {
+    "activeSessions": ("Admitted visitors active at once that start the queueing.", 500),
+    "arrivalsPerMinute": ("Arrivals in the last minute that start the queueing.", 1_000),
+    "coolDownSec": (
+        "Seconds the line must stay empty and both measures below them before the room is "
+        "calm again.",
+        600,
+    ),
 }
 
 
@@ -150,6 +246,7 @@ def _safety_net_type(*, answer: bool) -> Any:
     """The safety net: its thresholds (rooms.SAFETY_NET_LIMITS), and its state when answered."""
     props: dict[str, Any] = {
         name: {"type": "integer", "minimum": rule.lo, "maximum": rule.hi}
+        | {"description": _NET_WORDS[name][0], "examples": [_NET_WORDS[name][1]]}
         for name, rule in rooms.SAFETY_NET_LIMITS.items()
     }
     props |= _NET_STATE
@@ -186,10 +283,32 @@ FIELD_TYPES: dict[str, Any] = {
             json_schema_extra={
                 "additionalProperties": False,
                 "properties": {
-                    "logoUrl": {"type": "string", "format": "uri", "pattern": "^https://"},
-                    "accentColor": {"type": "string", "pattern": rooms.COLOR_PATTERN.pattern},
-                    "backgroundColor": {"type": "string", "pattern": rooms.COLOR_PATTERN.pattern},
-                    "title": {"type": "string", "minLength": 1, "maxLength": rooms.NAME_MAX_LENGTH},
+                    "logoUrl": {
+                        "type": "string",
+                        "format": "uri",
+                        "pattern": "^https://",
+                        "description": "The brand's logo, an https image.",
+                        "examples": ["https://shop.example.com/logo.png"],
+                    },
+                    "accentColor": {
+                        "type": "string",
+                        "pattern": rooms.COLOR_PATTERN.pattern,
+                        "description": "Buttons and the progress bar.",
+                        "examples": ["#2a5bd7"],
+                    },
+                    "backgroundColor": {
+                        "type": "string",
+                        "pattern": rooms.COLOR_PATTERN.pattern,
+                        "description": "The page's background.",
+                        "examples": ["#ffffff"],
+                    },
+                    "title": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": rooms.NAME_MAX_LENGTH,
+                        "description": "The page's heading, instead of the room's name.",
+                        "examples": ["The spring drop"],
+                    },
                 },
             },
         ),
@@ -207,9 +326,25 @@ FIELD_TYPES: dict[str, Any] = {
                 "additionalProperties": False,
                 "required": ["url", "genesisTime", "period"],
                 "properties": {
-                    "url": {"type": "string", "format": "uri"},
-                    "genesisTime": {"type": "integer", "minimum": 0},
-                    "period": {"type": "integer", "minimum": 1, "maximum": 3_600},
+                    "url": {
+                        "type": "string",
+                        "format": "uri",
+                        "description": "The beacon's base address.",
+                        "examples": ["https://api.drand.sh"],
+                    },
+                    "genesisTime": {
+                        "type": "integer",
+                        "minimum": 0,
+                        "description": "When the beacon's first round was emitted, epoch seconds.",
+                        "examples": [1_595_431_050],
+                    },
+                    "period": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 3_600,
+                        "description": "Seconds between two of its rounds.",
+                        "examples": [30],
+                    },
                 },
             },
         ),
@@ -243,7 +378,8 @@ def _room_fields(*, create: bool, answer: bool) -> dict[str, Any]:
             default: Any = ...
         else:
             default = f.default if create else None  # PATCH: None only stands for "not sent"
-        out[f.api] = (kind, Field(default, description=FIELD_DOCS[f.api]))
+        words = {"description": FIELD_DOCS[f.api], "examples": [FIELD_EXAMPLES[f.api]]}
+        out[f.api] = (kind, Field(default, **words))
     return out
 
 
@@ -309,6 +445,7 @@ RoomPatch = create_model(
             None,
             description="open (resume a paused room), pause (only from open), close, reroll (a "
             "new seed and commitment for a draw not yet made; the old one is listed withdrawn).",
+            examples=["pause"],
         ),
     ),
     opensAt=(
@@ -319,42 +456,91 @@ RoomPatch = create_model(
             le=MAX_OPENS_AT,
             description='Epoch ms, only with "action": "open" on an idle room; a past one is '
             "taken as given.",
+            examples=[1_765_116_000_000],
         ),
     ),
 )
 Room = create_model(
     "Room",
     __base__=Answer,
-    id=(str, Field(pattern=ROOM_ID.pattern)),
-    environment=(str, Field(pattern=keystore.ENV_PATTERN.pattern)),
+    id=(
+        str,
+        Field(
+            pattern=ROOM_ID.pattern,
+            description="The room's id, for the calls on one room.",
+            examples=[ROOM_ID_EXAMPLE],
+        ),
+    ),
+    environment=(
+        str,
+        Field(
+            pattern=keystore.ENV_PATTERN.pattern,
+            description="The environment the room belongs to, as its keys do.",
+            examples=["prod"],
+        ),
+    ),
     **_room_fields(create=False, answer=True),
-    status=(Literal[ROOM_STATUSES], ...),  # type: ignore[valid-type]
-    opensAt=(int | None, Field(description="Epoch ms; null: not set.")),
+    status=(
+        Literal[ROOM_STATUSES],  # type: ignore[valid-type]
+        Field(
+            description="Whether the room is open, paused (nobody let in, the line kept) or "
+            "idle (closed).",
+            examples=["open"],
+        ),
+    ),
+    opensAt=(
+        int | None,
+        Field(
+            description="When the room opens, epoch ms; null: not set.",
+            examples=[1_765_116_000_000],
+        ),
+    ),
     draw=(
         Draw | None,
         Field(
             None,
             description="The opening's draw when it has a pre-queue (opened at a future "
             "opensAt): its commitment at once, its seed, root and count once drawn.",
+            examples=[None],
         ),
     ),
 )
 
 
+ROOM_EXAMPLE = {"id": ROOM_ID_EXAMPLE, "environment": "prod", "status": "open"} | {
+    name: value for name, value in FIELD_EXAMPLES.items() if name != "bypass"
+}
+
+
 class Stats(Answer):
-    waiting: int = Field(ge=0)
-    held: int = Field(ge=0)
-    active: int = Field(ge=0)
-    admittedLastMinute: int = Field(ge=0)
-    dealtTotal: int = Field(ge=0)
-    opensAt: int | None
+    waiting: int = Field(ge=0, description="Visitors in the line now.", examples=[2_400])
+    held: int = Field(ge=0, description="Visitors held aside for their bot score.", examples=[12])
+    active: int = Field(
+        ge=0, description="Admitted visitors whose admission still runs.", examples=[1_850]
+    )
+    admittedLastMinute: int = Field(
+        ge=0, description="Visitors let in during the last minute.", examples=[120]
+    )
+    dealtTotal: int = Field(
+        ge=0, description="Spots given out since the room opened.", examples=[9_310]
+    )
+    opensAt: int | None = Field(
+        description="When the room opens, epoch ms; null: not scheduled.",
+        examples=[1_765_116_000_000],
+    )
 
 
 class LineEntry(Answer):
-    ticket: int = Field(ge=1)
-    position: int = Field(ge=1)
-    visitor: str
-    score: int = Field(ge=0, le=100)
+    ticket: int = Field(
+        ge=1, description="The spot's number in the order of arrival.", examples=[4_812]
+    )
+    position: int = Field(ge=1, description="Places to the front, 1 being next.", examples=[1])
+    visitor: str = Field(
+        description="The visitor's id: the same across their sessions.", examples=["v8f3a91c2"]
+    )
+    score: int = Field(
+        ge=0, le=100, description="The visitor's bot score, 0 to 100.", examples=[10]
+    )
 
 
 class InForce(Answer):
@@ -362,17 +548,37 @@ class InForce(Answer):
     the mode under its safety net."""
 
     ratePerMinute: int = Field(ge=1, description="Admissions a minute now.", examples=[300])
-    capacity: int | None = Field(description="Active sessions at most now; null: no limit.")
+    capacity: int | None = Field(
+        description="Active sessions at most now; null: no limit.", examples=[2_000]
+    )
     mode: str = Field(description="The queueing mode now.", examples=["fifo"])
-    event: str | None = Field(description="The running event's id; null: none runs.")
+    event: str | None = Field(
+        description="The running event's id; null: none runs.", examples=["ev0123456789ab"]
+    )
 
 
 class RoomDetail(Room):  # type: ignore[valid-type, misc]
-    stats: Stats
-    inForce: InForce
+    stats: Stats = Field(
+        description="The room's numbers now.",
+        examples=[
+            {
+                "waiting": 2_400,
+                "held": 12,
+                "active": 1_850,
+                "admittedLastMinute": 120,
+                "dealtTotal": 9_310,
+                "opensAt": None,
+            }
+        ],
+    )
+    inForce: InForce = Field(
+        description="What the room acts on now, a running event's changes included.",
+        examples=[{"ratePerMinute": 300, "capacity": 2_000, "mode": "fifo", "event": None}],
+    )
     line: list[LineEntry] = Field(
         default_factory=list,
         max_length=200,
+        examples=[[{"ticket": 4_812, "position": 1, "visitor": "v8f3a91c2", "score": 10}]],
         description="While open or paused: the first 200 waiting spots, in drain order (a "
         "paused room drains them in this order when it resumes).",
     )
@@ -385,16 +591,25 @@ MAX_INVITE_USES = 1_000_000
 class InviteCreate(Body):
     """``POST /queues/{id}/invites``: how many invites, until when, for how many, which lane."""
 
-    count: int = Field(ge=1, le=MAX_INVITES, description="Invites to sign (each its own id).")
+    count: int = Field(
+        ge=1, le=MAX_INVITES, description="Invites to sign (each its own id).", examples=[50]
+    )
     expiresAt: int = Field(
-        ge=1, le=MAX_OPENS_AT, description="Epoch ms, on the room's clock; in the future."
+        ge=1,
+        le=MAX_OPENS_AT,
+        description="Epoch ms, on the room's clock; in the future.",
+        examples=[1_765_202_400_000],
     )
     uses: int = Field(
-        ge=1, le=MAX_INVITE_USES, description="Visitor identities each invite lets in, in all."
+        ge=1,
+        le=MAX_INVITE_USES,
+        description="Visitor identities each invite lets in, in all.",
+        examples=[1],
     )
     lane: Literal[tokens.INVITE_LANES] = Field(  # type: ignore[valid-type]
         description="skip: admitted at once, within capacity (waits at the head of the line "
-        "while it is full); priority: ahead of the public line, in invite order."
+        "while it is full); priority: ahead of the public line, in invite order.",
+        examples=["priority"],
     )
     messages: ClassVar[dict[str, Wording]] = {
         "count": f"must be an integer from 1 to {MAX_INVITES}",
@@ -409,9 +624,12 @@ class InviteList(Answer):
         min_length=1,
         max_length=MAX_INVITES,
         description="Signed iv1 invites of the room, for links: /queue/<slug>?invite=….",
+        examples=[[token_example(tokens.INVITE)]],
     )
 
 
 class RoomList(Answer):
-    environment: str
-    queues: list[Room]  # type: ignore[valid-type]
+    environment: str = Field(description="The environment the rooms belong to.", examples=["prod"])
+    queues: list[Room] = Field(  # type: ignore[valid-type]
+        description="Every room of the environment, by slug.", examples=[[ROOM_EXAMPLE]]
+    )

@@ -32,13 +32,13 @@ def _step_ms(value: Any) -> Any:
     raise problem(f"must be a multiple of {rs.FINE_MS} ms (10 s)")
 
 
-def _integer(minimum: int, multiple_of: int | None = None) -> Any:
+def _integer(minimum: int, example: int, multiple_of: int | None = None) -> Any:
     """A parameter's schema as a query string carries it (absent: the default described)."""
 
     def edit(schema: dict[str, Any]) -> None:
         described = schema.get("description", "")
         schema.clear()
-        schema.update(type="integer", minimum=minimum, description=described)
+        schema.update(type="integer", minimum=minimum, description=described, examples=[example])
         if multiple_of:
             schema["multipleOf"] = multiple_of
 
@@ -52,18 +52,18 @@ class SeriesQuery(Body):
         None,
         alias="from",
         description="Epoch ms (default: an hour before `to`).",
-        json_schema_extra=_integer(0),
+        json_schema_extra=_integer(0, 1_765_112_400_000),
     )
     to: Annotated[int | None, BeforeValidator(_epoch_ms)] = Field(
         None,
         description="Epoch ms, exclusive (default: now, by the room's clock).",
-        json_schema_extra=_integer(0),
+        json_schema_extra=_integer(0, 1_765_116_000_000),
     )
     step: Annotated[int | None, BeforeValidator(_step_ms)] = Field(
         None,
         description="Ms per point, a multiple of 10000 (60000 for ranges older than 24 h); "
         f"default: the smallest giving at most {MAX_POINTS} points.",
-        json_schema_extra=_integer(rs.FINE_MS, rs.FINE_MS),
+        json_schema_extra=_integer(rs.FINE_MS, 60_000, rs.FINE_MS),
     )
     messages: ClassVar[dict[str, Wording]] = {}
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
@@ -110,49 +110,74 @@ Ints = list[int | None]
 Floats = list[float | None]
 
 
+def _said(description: str, example: Any) -> Any:
+    """A field's description and example."""
+    return Field(description=description, examples=[example])
+
+
+def _column(description: str, *example: Any) -> Any:
+    """A column: one value per point (null: no sample in that window)."""
+    return Field(description=description + " Null: no sample.", examples=[list(example)])
+
+
 class SeriesMark(Answer):
     """A moment the charts mark: a scheduled event's start or end (room_events)."""
 
-    at: int = Field(description="Epoch ms (room clock).")
-    kind: Literal["eventStarts", "eventEnds"]
-    event: str = Field(description="The event's id.")
+    at: int = _said("When, epoch ms of the room's clock.", 1_765_114_200_000)
+    kind: Literal["eventStarts", "eventEnds"] = _said(
+        "Whether an event starts or ends then.", "eventStarts"
+    )
+    event: str = _said("The event's id.", "ev0123456789ab")
 
 
 class Series(Answer):
     """Column-wise (ready for a chart): the n-th value of each list belongs to ``times[n]``."""
 
-    id: str
-    from_: int = Field(alias="from", description="Epoch ms, as resolved.")
-    to: int = Field(description="Epoch ms, exclusive.")
-    step: int = Field(description="Ms per point.")
-    resolution: int = Field(description="Ms between stored samples: 10000 or 60000.")
-    now: int = Field(description="The room's clock when read.")
-    times: list[int] = Field(description="Start of each point's window (epoch ms).")
-    status: Ints = Field(description="0 idle, 1 open, 2 paused; null: no sample.")
-    waiting: Ints
-    held: Ints
-    active: Ints
-    rate: Ints = Field(description="Configured ratePerMinute.")
-    capacity: Ints
-    admitted: Ints = Field(description="Admissions dealt in the window.")
-    entries: Ints
-    refusedFull: Ints = Field(description="QueueFull refusals in the window.")
-    refusedDenied: Ints = Field(description="QueueDenied refusals in the window.")
-    refusedBusy: Ints = Field(description="Busy refusals in the window.")
-    leaves: Ints
-    abandoned: Ints = Field(description="Spots dropped as abandoned (swept) in the window.")
-    waitP50: Floats = Field(description="Seconds from ticket to admission, of those admitted.")
-    waitP90: Floats
-    waitP99: Floats
-    waitBuckets: list[str] = Field(description="Upper bounds (s) of the wait histogram.")
-    waits: list[list[int] | None] = Field(description="Admitted per wait bucket, per window.")
+    id: str = _said("The room's id.", "q0123456789abcdef")
+    from_: int = Field(
+        alias="from", description="Epoch ms, as resolved.", examples=[1_765_112_400_000]
+    )
+    to: int = _said("Epoch ms, exclusive.", 1_765_116_000_000)
+    step: int = _said("Milliseconds per point.", 60_000)
+    resolution: int = _said("Milliseconds between stored samples: 10000 or 60000.", 10_000)
+    now: int = _said("The room's clock when read, epoch ms.", 1_765_115_990_000)
+    times: list[int] = _said(
+        "The start of each point's window, epoch ms.", [1_765_112_400_000, 1_765_112_460_000]
+    )
+    status: Ints = _column("The room's state: 0 idle, 1 open, 2 paused.", 1, 1)
+    waiting: Ints = _column("Visitors in the line at the window's last sample.", 2_400, 2_310)
+    held: Ints = _column("Visitors held aside at the window's last sample.", 12, 11)
+    active: Ints = _column("Admitted visitors active at the window's last sample.", 1_850, 1_900)
+    rate: Ints = _column("Admissions a minute the room dealt at.", 120, 120)
+    capacity: Ints = _column("The most active visitors allowed at once.", 2_000, 2_000)
+    admitted: Ints = _column("Admissions dealt in the window.", 120, 118)
+    entries: Ints = _column("Visitors who took a spot in the window.", 300, 280)
+    refusedFull: Ints = _column("Entries refused in the window as the line was full.", 0, 0)
+    refusedDenied: Ints = _column("Entries refused in the window as bots.", 3, 1)
+    refusedBusy: Ints = _column("Entries refused in the window as Redis was full.", 0, 0)
+    leaves: Ints = _column("Visitors who left the line in the window.", 4, 6)
+    abandoned: Ints = _column("Spots dropped in the window as their visitor went quiet.", 2, 5)
+    waitP50: Floats = _column(
+        "Seconds from taking a spot to admission, of those admitted: the median.", 540.0, 560.0
+    )
+    waitP90: Floats = _column("The same wait: nine in ten were admitted within it.", 900.0, 930.0)
+    waitP99: Floats = _column("The same wait: 99 in 100 were admitted within it.", 1_150.0, 1_200.0)
+    waitBuckets: list[str] = _said(
+        "Upper bounds of the wait histogram, in seconds.", ["30", "60", "300", "900", "+Inf"]
+    )
+    waits: list[list[int] | None] = _said(
+        "Admissions per wait bucket, per window (null: no sample).",
+        [[0, 10, 60, 40, 10], None],
+    )
     marks: list[SeriesMark] = Field(
         default_factory=list,
-        description="Scheduled events' starts and ends within [from, to), in time order.",
+        description="Scheduled events' starts and ends within the range, in time order.",
+        examples=[[{"at": 1_765_114_200_000, "kind": "eventStarts", "event": "ev0123456789ab"}]],
     )
     safetyNet: list[Literal["calm", "queueing"] | None] = Field(
         description="The safety net's state at the window's last sample; null: no safety net "
-        "(or no sample). A change from one window to the next is a switch."
+        "(or no sample). A change from one window to the next is a switch.",
+        examples=[["calm", "queueing"]],
     )
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

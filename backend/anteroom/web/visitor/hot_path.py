@@ -204,15 +204,23 @@ def _door(path: HotPath, services: Services, environ: WSGIEnvironment) -> WebDoo
     return WebDoor(services, address_limits.Limits.of(path.app.extensions, address))
 
 
-def _fields(body: bytes, token_field: str) -> tuple[str, str]:
-    """``(apiKey, token)`` of a plain well-formed body, else HandOver."""
+def _fields(body: bytes, token_fields: tuple[str, ...]) -> tuple[str, str]:
+    """``(apiKey, token)`` of a plain well-formed body, else HandOver.
+
+    The token may come under any one of ``token_fields`` (its name, then the older one still
+    taken); a body with both, or neither, is the views' to refuse by name.
+    """
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
         raise HandOver() from None
     if type(data) is not dict or len(data) != 2:
         raise HandOver()
-    api_key, token = data.get("apiKey"), data.get(token_field)
+    api_key, token = data.get("apiKey"), None
+    for name in token_fields:
+        token = data.get(name)
+        if token is not None:
+            break
     for value in (api_key, token):
         # ASCII: nothing to check for text a UTF-8 store cannot take (json_body does that).
         if type(value) is not str or len(value) > MAX_STRING_LENGTH or not value.isascii():

@@ -97,16 +97,18 @@ def enter() -> ResponseReturnValue:
 @routes.view(bp, routes.POLL_QUEUE)
 def poll() -> ResponseReturnValue:
     s, body = services(), parse(TicketRequest)
-    return answered(calls.poll(s, WebDoor(s), request.remote_addr, body.apiKey, body.ticket))
+    return answered(calls.poll(s, WebDoor(s), request.remote_addr, body.apiKey, body.token_value))
 
 
 @routes.view(bp, routes.LEAVE_QUEUE)
 def leave() -> ResponseReturnValue:
     body = parse(TicketRequest)
-    return answered(calls.leave(services(), body.apiKey, body.ticket))
+    return answered(calls.leave(services(), body.apiKey, body.token_value))
 
 
 @routes.view(bp, routes.REFRESH_ADMISSION)
 def refresh() -> ResponseReturnValue:
     s, body = services(), parse(RefreshRequest)
-    return answered(calls.refresh(s, WebDoor(s), request.remote_addr, body.apiKey, body.token))
+    return answered(
+        calls.refresh(s, WebDoor(s), request.remote_addr, body.apiKey, body.token_value)
+    )
