@@ -2,8 +2,9 @@
 import "uplot/dist/uPlot.min.css";
 import "./console.css";
 import { call, problem } from "./api.js";
+import { AuditTable } from "./audit.js";
 import { RoomCharts } from "./charts.js";
-import { contrastRatio, count, releasedBy, safetyNetSummary, when, zone } from "./format.js";
+import { contrastRatio, count, languageName, releasedBy, safetyNetSummary, when, zone } from "./format.js";
 import { placed, span, summary } from "./schedule.js";
 
 const REFRESH_MS = 5000;
@@ -31,17 +32,6 @@ function el(tag, attrs = {}, children = []) {
 }
 
 /** @param {string} id @returns {HTMLElement} */
-/** "French (fr)": a page language by its name, in English, with its code. */
-function languageName(/** @type {string} */ code) {
-  let name = code;
-  try {
-    name = new Intl.DisplayNames(["en"], { type: "language" }).of(code) || code;
-  } catch {
-    // an engine without Intl.DisplayNames shows the code alone
-  }
-  return name === code ? code : `${name} (${code})`;
-}
-
 function byId(id) {
   return /** @type {HTMLElement} */ (document.getElementById(id));
 }
@@ -88,7 +78,9 @@ class RoomPage {
     this.room = null;
     this.dialog = /** @type {HTMLDialogElement} */ (byId("confirm"));
     this.canWrite = scopes.includes("queues:write");
-    this.canAudit = scopes.includes("audit:read");
+    this.audit = scopes.includes("audit:read")
+      ? new AuditTable(byId("audit-section"), { me: main.dataset.key || "", room: id })
+      : null;
     this.actionsKey = "";
     /** @type {HTMLElement[] | null} */
     this.forms = null;
@@ -98,7 +90,8 @@ class RoomPage {
     this.openAt = el("form");
     /** @type {Record<string, HTMLInputElement>} */
     this.inputs = {};
-    this.roomNow = 0;
+    // The room's clock as the page was served: the first series already asks for the chosen span.
+    this.roomNow = Number(main.dataset.now) || 0;
     /** How far the room's clock runs ahead of real time (0 unless moved for a rehearsal). */
     this.clockAheadMs = 0;
     /** @type {(() => void)[]} fill the text and theme forms from the room, unless being edited */
@@ -135,7 +128,7 @@ class RoomPage {
     }
     if (events.status === 200) this.showSchedule(events.body);
     this.showActions();
-    if (this.canAudit) await this.showAudit();
+    if (this.audit) await this.audit.refresh();
   }
 
   /**
@@ -271,22 +264,6 @@ class RoomPage {
     const empty = status === "open" || status === "paused" ? "Nobody is waiting." : "The room is not open: its line forms when it opens.";
     if (!rows.length) rows.push(el("tr", {}, [el("td", { colspan: "4" }, [empty])]));
     byId("line").querySelector("tbody")?.replaceChildren(...rows);
-  }
-
-  async showAudit() {
-    const page = await call("GET", "/audit?limit=100");
-    if (page.status !== 200) return;
-    const mine = page.body.events.filter((/** @type {any} */ e) => !e.queue || e.queue.id === this.id);
-    const items = mine.slice(0, 30).map((/** @type {any} */ e) => {
-      const changed = Object.entries(e.changes || {})
-        .filter(([, c]) => JSON.stringify(c.before) !== JSON.stringify(c.after))
-        .map(([k, c]) => `${k}: ${JSON.stringify(c.before)} → ${JSON.stringify(c.after)}`);
-      const action = e.action ? ` ${e.action.name}` : "";
-      const text = `${when(e.at)} · ${e.type}${action} by key ${e.keyId}${changed.length ? ` · ${changed.join(", ")}` : ""}`;
-      return el("li", {}, [text]);
-    });
-    if (!items.length) items.push(el("li", {}, ["Nothing recorded yet."]));
-    byId("audit").replaceChildren(...items);
   }
 
   // -- actions -------------------------------------------------------------------------------
@@ -637,7 +614,14 @@ async function loop(/** @type {() => Promise<void>} */ step) {
   setTimeout(() => loop(step), REFRESH_MS);
 }
 
-if (main.dataset.page === "rooms") loop(showRooms);
+if (main.dataset.page === "rooms") {
+  const section = document.getElementById("audit-section");
+  const audit = section ? new AuditTable(section, { me: main.dataset.key || "" }) : null;
+  loop(async () => {
+    await showRooms();
+    await audit?.refresh();
+  });
+}
 if (main.dataset.page === "room" && main.dataset.room) {
   const page = new RoomPage(main.dataset.room);
   loop(() => page.refresh());

@@ -141,7 +141,9 @@ def test_operator_watches_the_line_move_and_pauses_and_resumes(
     expect(page.locator("#chart-admissions")).to_have_attribute(
         "data-last", json.dumps([6, 6], separators=(",", ":")), timeout=10_000
     )
-    expect(page.locator("#audit li").first).to_contain_text("queue.updated open")
+    resumed = page.locator("#audit tbody tr").first
+    expect(resumed).to_contain_text("Opened")
+    expect(resumed).to_contain_text("Status: paused → open")
     expect(page.locator("#line tbody tr").first).to_contain_text("1")
 
     # A phone.
