@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from console_pages import open_room_page, sign_in
 from playwright.sync_api import Page, expect
+from test_accessibility import assert_no_violations
 
 from anteroom.engine import Engine
 from anteroom.store.audit_log import AuditLog
@@ -145,6 +146,7 @@ def test_the_audit_log_is_a_table_in_words(stack: Stack, new_context: Any) -> No
     page.get_by_label("Room", exact=True).select_option("")
     expect(rows).to_have_count(4)
     expect(rows.filter(has_text="Deleted the room")).to_contain_text("Autumn drop")
+    assert_no_violations(page, "console room page with its audit log, desktop")
 
 
 def test_the_audit_log_fits_a_phone(stack: Stack, new_context: Any) -> None:
@@ -166,6 +168,8 @@ def test_the_audit_log_fits_a_phone(stack: Stack, new_context: Any) -> None:
     sign_in(page, live, secret)
     expect(page.locator("table#audit tbody tr")).to_have_count(4, timeout=10_000)
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
+    assert_no_violations(page, "console rooms list with its audit log, 360 px")
     page.goto(f"{live.url}/console/rooms/{room}")
     expect(page.locator("table#audit tbody tr")).to_have_count(4, timeout=10_000)
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
+    assert_no_violations(page, "console room page with its audit log, 360 px")
