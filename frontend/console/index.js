@@ -237,7 +237,7 @@ class RoomPage {
       ["Active", count(stats.active) + (room.capacity ? ` of ${count(room.capacity)}` : "")],
       ["Admitted last minute", `${count(stats.admittedLastMinute)} (rate ${count(room.inForce?.ratePerMinute ?? room.ratePerMinute)} / min${room.inForce?.event ? ", the running event's" : ""})`],
       ["Admitted in all", count(stats.dealtTotal)],
-      ["holdScore", String(room.holdScore)],
+      ["Hold score", String(room.holdScore)],
       ["Mode", room.mode],
       ["Session renewal", room.sessionRenewal === false ? "not renewable: admissions end at their expiry" : "renewable while active"],
       // how many, never what: the API shows no secret, and the console shows not even a name
@@ -398,7 +398,7 @@ class RoomPage {
     this.inputs.holdScore = input;
     const preview = el("p", { id: "hold-preview", "aria-live": "polite", class: "hint" });
     const form = el("form", { class: "stack", "data-field": "holdScore" }, [
-      el("label", { for: "field-holdScore" }, ["holdScore (sessions scoring at or above it are held)"]),
+      el("label", { for: "field-holdScore" }, ["Hold score (sessions scoring at or above it are held)"]),
       input,
       preview,
       el("button", { type: "submit" }, ["Change"]),
@@ -425,7 +425,7 @@ class RoomPage {
       event.preventDefault();
       const next = Number(input.value);
       say();
-      this.confirmThen(`Change holdScore from ${this.room.holdScore} to ${next}. ${preview.textContent}`, { holdScore: next });
+      this.confirmThen(`Change the hold score from ${this.room.holdScore} to ${next}. ${preview.textContent}`, { holdScore: next });
     });
     return form;
   }
