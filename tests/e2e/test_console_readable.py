@@ -156,20 +156,23 @@ def test_the_audit_log_fits_a_phone(stack: Stack, new_context: Any) -> None:
     room = make_room(engine, env=env, slug="drop-" + secrets.token_hex(4))
     engine.open(room)
     seed_audit(engine, env, room, record.id)
+    # What a phone cannot break at spaces: a long text, and a theme with a long logo address.
     long_text = {"*": "Sizes S and M are sold out; " * 6, "fr": "Épuisé-" * 20}
-    AuditLog(engine.redis, engine.keys).record(
-        env,
-        "queue.updated",
-        queue=engine.get_room(room),
-        key_id=record.id,
-        changes={"notice": {"before": None, "after": long_text}},
-    )
+    logo = "https://cdn.shop.example/brand/" + "a1b2c3d4" * 12 + "/logo.png"
+    theme = {"accentColor": "#2a5bd7", "backgroundColor": "#ffffff", "logoUrl": logo}
+    for changes in (
+        {"notice": {"before": None, "after": long_text}},
+        {"theme": {"before": None, "after": theme}},
+    ):
+        AuditLog(engine.redis, engine.keys).record(
+            env, "queue.updated", queue=engine.get_room(room), key_id=record.id, changes=changes
+        )
     page = new_context(viewport={"width": 360, "height": 740}).new_page()
     sign_in(page, live, secret)
-    expect(page.locator("table#audit tbody tr")).to_have_count(4, timeout=10_000)
+    expect(page.locator("table#audit tbody tr")).to_have_count(5, timeout=10_000)
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
     assert_no_violations(page, "console rooms list with its audit log, 360 px")
     page.goto(f"{live.url}/console/rooms/{room}")
-    expect(page.locator("table#audit tbody tr")).to_have_count(4, timeout=10_000)
+    expect(page.locator("table#audit tbody tr")).to_have_count(5, timeout=10_000)
     assert page.evaluate("document.documentElement.scrollWidth") <= 360
     assert_no_violations(page, "console room page with its audit log, 360 px")
