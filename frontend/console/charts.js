@@ -1,6 +1,6 @@
 // The room's charts, drawn with uPlot from the series API's columns; each with a text summary.
 import uPlot from "uplot";
-import { count, last, lineSummary, perMinute, recentSum } from "./format.js";
+import { axisTime, count, last, lineSummary, perMinute, recentSum, when } from "./format.js";
 
 /** @typedef {Record<string, any>} Series */
 
@@ -132,8 +132,22 @@ export class RoomCharts {
     const options = {
       width: this.width(canvas),
       height: 180,
-      series: [{}, ...labels.map((label, i) => ({ label, stroke: COLORS[i], width: 2, spanGaps: false }))],
-      axes: [{}, { size: 48 }],
+      // The console's one clock (uPlot's own says "2:30pm"): the legend as every time on the
+      // page, the axis as a time of day (with the day once the span is longer than one).
+      series: [
+        { value: (/** @type {any} */ _u, /** @type {number | null} */ t) => (t === null ? "–" : when(t * 1000)) },
+        ...labels.map((label, i) => ({ label, stroke: COLORS[i], width: 2, spanGaps: false })),
+      ],
+      axes: [
+        {
+          space: 64,
+          values: (/** @type {any} */ u, /** @type {number[]} */ splits) => {
+            const spanMs = (u.scales.x.max - u.scales.x.min) * 1000;
+            return splits.map((t) => axisTime(t * 1000, spanMs));
+          },
+        },
+        { size: 48 },
+      ],
       scales: { y: { range: (/** @type {any} */ _u, /** @type {number} */ lo, /** @type {number} */ hi) => [0, Math.max(1, hi || 0) * 1.1] } },
       cursor: { drag: { x: false, y: false } },
       plugins: [this.markPlugin()],

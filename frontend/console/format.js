@@ -18,8 +18,50 @@ export function when(ms, timeZone) {
   return new Intl.DateTimeFormat("en-GB", {
     dateStyle: "medium",
     timeStyle: "short",
+    hourCycle: "h23", // one clock everywhere: the console never says am or pm
     timeZone,
   }).format(new Date(ms));
+}
+
+/**
+ * The time of day, 24-hour ("14:05"), in the operator's time zone.
+ * @param {number} ms epoch ms
+ * @param {string} [timeZone] for tests; the browser's by default
+ * @returns {string}
+ */
+export function clock(ms, timeZone) {
+  return new Intl.DateTimeFormat("en-GB", { hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZone })
+    .format(new Date(ms));
+}
+
+/**
+ * A chart axis's label: the time of day, with the day when the chart spans more than one.
+ * @param {number} ms epoch ms
+ * @param {number} spanMs what the chart shows
+ * @param {string} [timeZone]
+ * @returns {string}
+ */
+export function axisTime(ms, spanMs, timeZone) {
+  if (spanMs <= 86400000) return clock(ms, timeZone);
+  const day = new Intl.DateTimeFormat("en-GB", { day: "numeric", month: "short", timeZone }).format(new Date(ms));
+  return `${day} ${clock(ms, timeZone)}`;
+}
+
+/**
+ * "French (fr)": a page language by its name, in English, with its code; "*" is the text kept
+ * for every language without one of its own.
+ * @param {string} code
+ * @returns {string}
+ */
+export function languageName(code) {
+  if (code === "*") return "every other language";
+  let name = code;
+  try {
+    name = new Intl.DisplayNames(["en"], { type: "language" }).of(code) || code;
+  } catch {
+    // not a language tag, or an engine without Intl.DisplayNames: the code alone
+  }
+  return name === code ? code : `${name} (${code})`;
 }
 
 /**
@@ -122,4 +164,94 @@ export function contrastRatio(one, other) {
   };
   const [a, b] = [luminance(one), luminance(other)].sort((x, y) => y - x);
   return (a + 0.05) / (b + 0.05);
+}
+
+// -- the audit log, in words ----------------------------------------------------------------------
+
+/** @type {Record<string, string>} a room's fields as the console's forms name them */
+const FIELDS = {
+  name: "Name", slug: "Address (slug)", status: "Status", mode: "Mode",
+  ratePerMinute: "Rate (per minute)", capacity: "Capacity", holdScore: "Hold score",
+  opensAt: "Opens", notice: "Notice", closedMessage: "Closed message", theme: "Theme",
+  redirectUrl: "Shop address", sessionRenewal: "Session renewal", publicFairness: "Public fairness report",
+  bypass: "Bypass rules", safetyNet: "Safety net", "safetyNet.state": "Safety net",
+  "safetyNet.since": "Safety net since", draw: "Draw", drawBeacon: "Draw beacon", preQueueMinutes: "Pre-queue",
+};
+
+/** @type {Record<string, string>} */
+const ACTION_WORDS = {
+  open: "Opened", pause: "Paused", close: "Closed", reroll: "Redrew the opening",
+};
+
+/** @param {string} name a field's API name: its label, or its words ("maxWait" → "Max wait") */
+function fieldLabel(name) {
+  if (FIELDS[name]) return FIELDS[name];
+  if (name.startsWith("events.")) return "Event";
+  const words = name.replace(/[._]/g, " ").replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/**
+ * A value as the operator reads it.
+ * @param {string} name the field it belongs to
+ * @param {any} value
+ * @param {string} [timeZone]
+ * @returns {string}
+ */
+function valueWords(name, value, timeZone) {
+  if (value === null || value === undefined || value === "") return name === "capacity" ? "no limit" : "none";
+  if (typeof value === "boolean") return value ? "on" : "off";
+  if (typeof value === "number") {
+    // epoch ms fields end in At or are the net's "since"
+    return /At$|since$/.test(name) ? when(value, timeZone) : count(value);
+  }
+  if (typeof value === "string") return name === "notice" || name === "closedMessage" ? `"${value}"` : value;
+  if (Array.isArray(value)) return `${count(value.length)} ${name === "bypass" ? "rule" : "item"}${value.length === 1 ? "" : "s"}`;
+  if (name === "notice" || name === "closedMessage") {
+    // texts by language: the one for every language first
+    const keys = Object.keys(value).sort((a, b) => (a === "*" ? -1 : b === "*" ? 1 : a.localeCompare(b)));
+    return keys.map((k) => `${languageName(k)}: "${value[k]}"`).join("; ");
+  }
+  if (name === "draw") return value.seed ? "drawn" : "committed, not yet drawn";
+  if (name.startsWith("events.")) {
+    const overrides = Object.entries(value.overrides || {}).map(([k, v]) => `${fieldLabel(k).toLowerCase()} ${valueWords(k, v, timeZone)}`);
+    return `${when(value.startsAt, timeZone)} to ${clock(value.endsAt, timeZone)}${overrides.length ? ` (${overrides.join(", ")})` : ""}`;
+  }
+  return Object.entries(value).map(([k, v]) => `${fieldLabel(k).toLowerCase()} ${valueWords(k, v, timeZone)}`).join(", ");
+}
+
+/**
+ * One audit entry as a row of the console's table: when, who, which room, what, and each
+ * change as "Label: before → after" in words.
+ * @param {any} e an event of GET /audit
+ * @param {{names: Record<string, string>, me: string, timeZone?: string}} context room names by
+ *   id, the signed-in key's id
+ * @returns {{id: string, when: string, who: string, room: string, roomId: string, what: string, changes: string[]}}
+ */
+export function auditRow(e, { names, me, timeZone }) {
+  const who = e.keyId === "safety-net" ? "the safety net" : `key ${e.keyId}${e.keyId === me ? " (you)" : ""}`;
+  const room = e.queue ? names[e.queue.id] || e.queue.slug : "every room";
+  const changes = Object.entries(e.changes || {})
+    .filter(([, c]) => JSON.stringify(c.before) !== JSON.stringify(c.after))
+    .map(([k, c]) => `${fieldLabel(k)}: ${valueWords(k, c.before, timeZone)} → ${valueWords(k, c.after, timeZone)}`);
+  let what = "Changed settings";
+  if (e.type === "queue.created") what = "Created the room";
+  else if (e.type === "queue.deleted") what = "Deleted the room";
+  else if (e.type === "queue.invites") {
+    what = "Issued invites";
+    const i = e.invites || {};
+    changes.push(`${count(i.count)} invite${i.count === 1 ? "" : "s"} for the ${i.lane} lane, ${count(i.uses)} use${i.uses === 1 ? "" : "s"} each, until ${when(i.expiresAt, timeZone)}`);
+  } else if (e.type === "session.revoked") {
+    const s = e.session || {};
+    what = s.vid ? "Revoked a visitor" : "Revoked a session";
+    changes.push(`${s.vid ? `Visitor ${s.vid}` : `Session ${s.jti}`}${e.reason ? `, because: ${e.reason}` : ""}`);
+  } else if (e.action) {
+    what = ACTION_WORDS[e.action.name] || e.action.name;
+    if (e.action.opensAt) what = "Scheduled the opening";
+  } else if (Object.keys(e.changes || {}).some((k) => k.startsWith("safetyNet."))) what = "Safety net switched";
+  else if (Object.keys(e.changes || {}).some((k) => k.startsWith("events."))) {
+    const c = Object.values(e.changes)[0];
+    what = !c.before ? "Scheduled an event" : !c.after ? "Cancelled an event" : "Changed an event";
+  }
+  return { id: e.id, when: when(e.at, timeZone), who, room, roomId: e.queue?.id || "", what, changes };
 }

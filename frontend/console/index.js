@@ -2,8 +2,9 @@
 import "uplot/dist/uPlot.min.css";
 import "./console.css";
 import { call, problem } from "./api.js";
+import { AuditTable } from "./audit.js";
 import { RoomCharts } from "./charts.js";
-import { contrastRatio, count, releasedBy, safetyNetSummary, when, zone } from "./format.js";
+import { contrastRatio, count, languageName, releasedBy, safetyNetSummary, when, zone } from "./format.js";
 import { placed, span, summary } from "./schedule.js";
 
 const REFRESH_MS = 5000;
@@ -31,17 +32,6 @@ function el(tag, attrs = {}, children = []) {
 }
 
 /** @param {string} id @returns {HTMLElement} */
-/** "French (fr)": a page language by its name, in English, with its code. */
-function languageName(/** @type {string} */ code) {
-  let name = code;
-  try {
-    name = new Intl.DisplayNames(["en"], { type: "language" }).of(code) || code;
-  } catch {
-    // an engine without Intl.DisplayNames shows the code alone
-  }
-  return name === code ? code : `${name} (${code})`;
-}
-
 function byId(id) {
   return /** @type {HTMLElement} */ (document.getElementById(id));
 }
@@ -88,7 +78,9 @@ class RoomPage {
     this.room = null;
     this.dialog = /** @type {HTMLDialogElement} */ (byId("confirm"));
     this.canWrite = scopes.includes("queues:write");
-    this.canAudit = scopes.includes("audit:read");
+    this.audit = scopes.includes("audit:read")
+      ? new AuditTable(byId("audit-section"), { me: main.dataset.key || "", room: id })
+      : null;
     this.actionsKey = "";
     /** @type {HTMLElement[] | null} */
     this.forms = null;
@@ -98,7 +90,8 @@ class RoomPage {
     this.openAt = el("form");
     /** @type {Record<string, HTMLInputElement>} */
     this.inputs = {};
-    this.roomNow = 0;
+    // The room's clock as the page was served: the first series already asks for the chosen span.
+    this.roomNow = Number(main.dataset.now) || 0;
     /** How far the room's clock runs ahead of real time (0 unless moved for a rehearsal). */
     this.clockAheadMs = 0;
     /** @type {(() => void)[]} fill the text and theme forms from the room, unless being edited */
@@ -135,7 +128,7 @@ class RoomPage {
     }
     if (events.status === 200) this.showSchedule(events.body);
     this.showActions();
-    if (this.canAudit) await this.showAudit();
+    if (this.audit) await this.audit.refresh();
   }
 
   /**
@@ -244,7 +237,7 @@ class RoomPage {
       ["Active", count(stats.active) + (room.capacity ? ` of ${count(room.capacity)}` : "")],
       ["Admitted last minute", `${count(stats.admittedLastMinute)} (rate ${count(room.inForce?.ratePerMinute ?? room.ratePerMinute)} / min${room.inForce?.event ? ", the running event's" : ""})`],
       ["Admitted in all", count(stats.dealtTotal)],
-      ["holdScore", String(room.holdScore)],
+      ["Hold score", String(room.holdScore)],
       ["Mode", room.mode],
       ["Session renewal", room.sessionRenewal === false ? "not renewable: admissions end at their expiry" : "renewable while active"],
       // how many, never what: the API shows no secret, and the console shows not even a name
@@ -271,22 +264,6 @@ class RoomPage {
     const empty = status === "open" || status === "paused" ? "Nobody is waiting." : "The room is not open: its line forms when it opens.";
     if (!rows.length) rows.push(el("tr", {}, [el("td", { colspan: "4" }, [empty])]));
     byId("line").querySelector("tbody")?.replaceChildren(...rows);
-  }
-
-  async showAudit() {
-    const page = await call("GET", "/audit?limit=100");
-    if (page.status !== 200) return;
-    const mine = page.body.events.filter((/** @type {any} */ e) => !e.queue || e.queue.id === this.id);
-    const items = mine.slice(0, 30).map((/** @type {any} */ e) => {
-      const changed = Object.entries(e.changes || {})
-        .filter(([, c]) => JSON.stringify(c.before) !== JSON.stringify(c.after))
-        .map(([k, c]) => `${k}: ${JSON.stringify(c.before)} → ${JSON.stringify(c.after)}`);
-      const action = e.action ? ` ${e.action.name}` : "";
-      const text = `${when(e.at)} · ${e.type}${action} by key ${e.keyId}${changed.length ? ` · ${changed.join(", ")}` : ""}`;
-      return el("li", {}, [text]);
-    });
-    if (!items.length) items.push(el("li", {}, ["Nothing recorded yet."]));
-    byId("audit").replaceChildren(...items);
   }
 
   // -- actions -------------------------------------------------------------------------------
@@ -421,7 +398,7 @@ class RoomPage {
     this.inputs.holdScore = input;
     const preview = el("p", { id: "hold-preview", "aria-live": "polite", class: "hint" });
     const form = el("form", { class: "stack", "data-field": "holdScore" }, [
-      el("label", { for: "field-holdScore" }, ["holdScore (sessions scoring at or above it are held)"]),
+      el("label", { for: "field-holdScore" }, ["Hold score (sessions scoring at or above it are held)"]),
       input,
       preview,
       el("button", { type: "submit" }, ["Change"]),
@@ -448,7 +425,7 @@ class RoomPage {
       event.preventDefault();
       const next = Number(input.value);
       say();
-      this.confirmThen(`Change holdScore from ${this.room.holdScore} to ${next}. ${preview.textContent}`, { holdScore: next });
+      this.confirmThen(`Change the hold score from ${this.room.holdScore} to ${next}. ${preview.textContent}`, { holdScore: next });
     });
     return form;
   }
@@ -637,7 +614,14 @@ async function loop(/** @type {() => Promise<void>} */ step) {
   setTimeout(() => loop(step), REFRESH_MS);
 }
 
-if (main.dataset.page === "rooms") loop(showRooms);
+if (main.dataset.page === "rooms") {
+  const section = document.getElementById("audit-section");
+  const audit = section ? new AuditTable(section, { me: main.dataset.key || "" }) : null;
+  loop(async () => {
+    await showRooms();
+    await audit?.refresh();
+  });
+}
 if (main.dataset.page === "room" && main.dataset.room) {
   const page = new RoomPage(main.dataset.room);
   loop(() => page.refresh());

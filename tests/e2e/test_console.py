@@ -141,7 +141,9 @@ def test_operator_watches_the_line_move_and_pauses_and_resumes(
     expect(page.locator("#chart-admissions")).to_have_attribute(
         "data-last", json.dumps([6, 6], separators=(",", ":")), timeout=10_000
     )
-    expect(page.locator("#audit li").first).to_contain_text("queue.updated open")
+    resumed = page.locator("#audit tbody tr").first
+    expect(resumed).to_contain_text("Opened")
+    expect(resumed).to_contain_text("Status: paused → open")
     expect(page.locator("#line tbody tr").first).to_contain_text("1")
 
     # A phone.
@@ -206,14 +208,16 @@ def test_hold_score_and_opening_time_are_confirmed_in_words(stack: Stack, new_co
     sign_in(page, live, secret)
 
     page.goto(f"{live.url}/console/rooms/{held_room}")
-    field = page.get_by_label("holdScore (sessions scoring at or above it are held)")
+    field = page.get_by_label("Hold score (sessions scoring at or above it are held)")
     field.fill("80")
     expect(page.locator("#hold-preview")).to_have_text(
         "Raising it to 80 releases 2 held visitors into the line, in their original places."
     )
     page.locator('form[data-field="holdScore"] button').click()
     dialog = page.get_by_role("dialog")
-    expect(dialog).to_contain_text("Change holdScore from 70 to 80. Raising it to 80 releases 2")
+    expect(dialog).to_contain_text(
+        "Change the hold score from 70 to 80. Raising it to 80 releases 2"
+    )
     dialog.get_by_role("button", name="Confirm").click()
     expect(page.locator('[data-figure="Held"]')).to_have_text("1", timeout=10_000)
     assert engine.get_room(held_room)["holdScore"] == 80

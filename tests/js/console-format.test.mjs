@@ -1,7 +1,7 @@
 // The console's pure helpers: what an operator reads in the summaries and confirmations.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { last, lineSummary, perMinute, recentSum, releasedBy, safetyNetSummary, when } from "../../frontend/console/format.js";
+import { auditRow, axisTime, clock, languageName, last, lineSummary, perMinute, recentSum, releasedBy, safetyNetSummary, when } from "../../frontend/console/format.js";
 
 test("a holdScore raise releases the held visitors scoring below it", () => {
   const held = { 75: 2, 90: 1 };
@@ -39,4 +39,68 @@ test("the safety net figure says its state, since when and its thresholds", () =
     safetyNetSummary({ ...net, state: "queueing", since }, "UTC"),
     `queueing since ${when(since, "UTC")} (queues from 500 active or 1,200 arrivals / min; calm after 300 s quiet)`,
   );
+});
+
+test("one clock everywhere: 24-hour times, on the charts' axes too", () => {
+  const afternoon = Date.UTC(2026, 11, 3, 14, 5);
+  assert.equal(when(afternoon, "UTC"), "3 Dec 2026, 14:05");
+  assert.equal(clock(afternoon, "UTC"), "14:05");
+  assert.equal(clock(afternoon, "America/New_York"), "09:05");
+  assert.equal(axisTime(afternoon, 3600000, "UTC"), "14:05");
+  assert.equal(axisTime(afternoon, 7 * 86400000, "UTC"), "3 Dec 14:05");
+  assert.doesNotMatch(axisTime(afternoon, 3600000, "America/Los_Angeles"), /am|pm/i);
+});
+
+test("languages are named, their code beside", () => {
+  assert.equal(languageName("pt-BR"), "Brazilian Portuguese (pt-BR)");
+  assert.equal(languageName("fr"), "French (fr)");
+  assert.equal(languageName("*"), "every other language");
+});
+
+test("an audit entry says who did what to which room, the change in words", () => {
+  const at = Date.UTC(2026, 11, 3, 14, 5);
+  const names = { r1: "Spring drop" };
+  const rate = auditRow({
+    id: "1-0", type: "queue.updated", queue: { id: "r1", slug: "spring" }, keyId: "k1", at,
+    changes: { ratePerMinute: { before: 120, after: 300 }, capacity: { before: 50, after: null } },
+  }, { names, me: "k1", timeZone: "Europe/Paris" });
+  assert.equal(rate.when, "3 Dec 2026, 15:05");
+  assert.equal(rate.who, "key k1 (you)");
+  assert.equal(rate.room, "Spring drop");
+  assert.equal(rate.what, "Changed settings");
+  assert.deepEqual(rate.changes, [
+    "Rate (per minute): 120 → 300",
+    "Capacity: 50 → no limit",
+  ]);
+  const notice = auditRow({
+    id: "2-0", type: "queue.updated", queue: { id: "r9", slug: "gone" }, keyId: "k2", at,
+    changes: { notice: { before: "Sold out", after: { "*": "Sold out", "pt-BR": "Esgotado" } } },
+  }, { names, me: "k1", timeZone: "UTC" });
+  assert.equal(notice.room, "gone");
+  assert.equal(notice.who, "key k2");
+  assert.deepEqual(notice.changes, [
+    'Notice: "Sold out" → every other language: "Sold out"; Brazilian Portuguese (pt-BR): "Esgotado"',
+  ]);
+  const pause = auditRow({
+    id: "3-0", type: "queue.updated", queue: { id: "r1", slug: "spring" }, keyId: "k1", at,
+    changes: { status: { before: "open", after: "paused" } }, action: { name: "pause", opensAt: null },
+  }, { names, me: "", timeZone: "UTC" });
+  assert.equal(pause.what, "Paused");
+  assert.deepEqual(pause.changes, ["Status: open → paused"]);
+  const net = auditRow({
+    id: "4-0", type: "queue.updated", queue: { id: "r1", slug: "spring" }, keyId: "safety-net", at,
+    changes: { "safetyNet.state": { before: "calm", after: "queueing" }, "safetyNet.since": { before: null, after: at } },
+  }, { names, me: "", timeZone: "UTC" });
+  assert.equal(net.who, "the safety net");
+  assert.equal(net.what, "Safety net switched");
+  assert.deepEqual(net.changes, ["Safety net: calm → queueing", "Safety net since: none → 3 Dec 2026, 14:05"]);
+  const revoked = auditRow({
+    id: "5-0", type: "session.revoked", keyId: "k1", at, session: { vid: "v123" }, reason: "bot",
+  }, { names, me: "", timeZone: "UTC" });
+  assert.equal(revoked.room, "every room");
+  assert.equal(revoked.what, "Revoked a visitor");
+  assert.deepEqual(revoked.changes, ["Visitor v123, because: bot"]);
+  for (const row of [rate, notice, pause, net, revoked]) {
+    for (const line of row.changes) assert.doesNotMatch(line, /ratePerMinute|safetyNet\.|[{}]/);
+  }
 });

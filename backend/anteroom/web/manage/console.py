@@ -76,7 +76,14 @@ def _sign_in_page(status: int = 200, error: str = "", setup_error: str = "") -> 
     except StorageError:
         setup = False
     return _page(
-        "console_sign_in.html", status=status, error=error, setup=setup, setup_error=setup_error
+        "console_sign_in.html",
+        status=status,
+        error=error,
+        setup=setup,
+        setup_error=setup_error,
+        # said from the session's own limits, so the page cannot tell another
+        idle_minutes=sessions.IDLE_SEC // 60,
+        max_hours=sessions.MAX_SEC // 3600,
     )
 
 
@@ -105,7 +112,7 @@ def home() -> ResponseReturnValue:
         return _sign_in_page(503, "The console cannot reach its storage; try again shortly.")
     if session is None:
         return _sign_in_page()
-    return _page("console.html", session=session, page="rooms", room_id="")
+    return _page("console.html", session=session, page="rooms", room_id="", room_now=0)
 
 
 @bp.get("/rooms/<room_id>")
@@ -122,7 +129,8 @@ def room_page(room_id: str) -> ResponseReturnValue:
     # The report's public page, as visitors reach it (with the environment's public key), when
     # the room shows it; the console's JSON copy is there either way.
     public_report = None
-    if room["publicFairness"]:
+    has_draw = room.get("draw") is not None  # without one, the report's pages answer 404
+    if has_draw and room["publicFairness"]:
         query = urlencode({"key": session.key.public_key})
         public_report = f"/queue/{quote(room['slug'])}/fairness?{query}"
     return _page(
@@ -132,9 +140,22 @@ def room_page(room_id: str) -> ResponseReturnValue:
         room_id=room_id,
         languages=" ".join(rooms.PAGE_LANGUAGES),
         public_report=public_report,
+        has_draw=has_draw,
+        # The room's clock now: the charts' first span starts from it (without it the series
+        # answers its default hour until the next refresh has read the clock).
+        room_now=_room_now(room_id),
         # "waiting for beacon round N": the pre-queue waits with the draw; the operator sees why
         draw_waiting=(room.get("draw") or {}).get("waiting"),
     )
+
+
+def _room_now(room_id: str) -> int:
+    """The room's clock (epoch ms), or 0 when storage cannot say it now."""
+    try:
+        with management.storage():
+            return int(services().series.now_ms(room_id))
+    except errors.ApiError:
+        return 0
 
 
 @bp.post("/sign-in")
