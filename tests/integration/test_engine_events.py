@@ -370,7 +370,9 @@ def test_several_instances_share_a_pre_queue_and_its_draw(engine: Engine, redis_
     inside = [v for v in entered if first <= ticket[v] <= last]
     after = sorted((v for v in entered if ticket[v] > last), key=ticket.__getitem__)
     assert len(before) > 10 and len(inside) > 10 and len(after) > 10  # each group had some
-    served = sorted(entered, key=lambda v: (0, int(spots[v][8])) if v in admitted else (1, line[v]))
+    served = sorted(
+        entered, key=lambda v: (0, int(spots[v]["dealNumber"])) if v in admitted else (1, line[v])
+    )
     assert served == before + drawn_order(engine, room, inside, first) + after
     # drawn once: the range's keys, each taken once (a second placing would have moved some
     # again), and the line's block counts match it
