@@ -1,10 +1,7 @@
 -- needs: _base, _admissions, _revocations, _blocks, _bucket, _expiry, _record, _room, _draw_random, _drain_budget
--- The drain's view of a waiting record, in one match and without a table per spot (it deals
--- up to 200 a call): head "ticket|score|", score, middle "|seen|session jti|network tag|",
--- seen, session jti, entry time ('' in records older than the wait histogram). The admitted
--- record is then the same with its state and tail rewritten (see spot_record in _spot.lua),
+-- The drain reads a waiting record in one match and without a table per spot (it deals up to
+-- 200 a call), and writes the admitted record from its parts (see spot_record in _spot.lua),
 -- booked in the drain's batch (see book_dealt in _admissions.lua).
-local WAITING_PATTERN = '^([^|]*|([^|]*)|)w(|([^|]*)|([^|]*)|[^|]*|)([^|]*)||$'
 
 -- The drain: admit in drain order from the head of LINE, as many as the bank (and capacity)
 -- allows (a passthrough room: as capacity allows), at most MAX_ADMIT per call. Every spot read leaves the line: admitted, dropped
@@ -40,11 +37,15 @@ local function drain(room, now)
     local raws = redis.call('HMGET', SPOTS, unpack(vids))
     for i = 1, #vids do
       local vid, raw = vids[i], raws[i]
-      local head, score, middle, seen, session_jti, since
-      if raw then head, score, middle, seen, session_jti, since = raw:match(WAITING_PATTERN) end
+      local ticket, score, seen, session_jti, network_tag, since
+      if raw then
+        @SPOT~(raw){ticket = ticket, score = score, state = 'w', seen = seen,
+          sessionJti = session_jti, networkTag = network_tag, since = since, expires = '',
+          dealNumber = ''}
+      end
       if not raw then
         -- an orphaned order entry: nothing to admit
-      elseif not head then -- an older record: the long way
+      elseif not ticket then -- an older record: the long way
         local spot = parse_spot(raw)
         if spot.score >= hold_score then
           redis.call('ZADD', bucket(spot.score), order_keys[i], vid)
@@ -71,7 +72,9 @@ local function drain(room, now)
       else
         deal_number = deal_number + 1
         records[n + 1] = vid
-        records[n + 2] = head .. 'a' .. middle .. admitted_at .. '|' .. expires .. '|' .. deal_number
+        records[n + 2] = @SPOT{ticket = ticket, score = score, state = 'a', seen = seen,
+          sessionJti = session_jti, networkTag = network_tag, since = admitted_at,
+          expires = expires, dealNumber = deal_number}
         slots[n + 1] = expires
         slots[n + 2] = vid
         n = n + 2

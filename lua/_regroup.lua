@@ -7,7 +7,6 @@
 -- others count spots not yet moved, so a change to a line longer than one step is exact only
 -- once regrouped.
 local REGROUP_STEP, REGROUP_CARRIED = 1000, 200
-local SCORE_PATTERN = '^[^|]*|([^|]*)|'
 
 -- Released spots are counted (`nrel`) and, being admitted behind later arrivals by the
 -- operator's choice (a raised holdScore), lower the mark out-of-order admissions are measured
@@ -56,7 +55,8 @@ local function convict_step(room, count)
   for i = 1, #items, 2 do
     local vid, order_key = items[i], items[i + 1]
     local raw = redis.call('HGET', SPOTS, vid)
-    local score = raw and tonumber(raw:match(SCORE_PATTERN))
+    local score
+    if raw then @SPOT~(raw){score = score, ...}; score = tonumber(score) end
     if not score then
       redis.call('ZREM', LINE, vid) -- an orphaned order entry
       count_block(block_of(order_key), -1)

@@ -5,13 +5,13 @@ local function get_spot(vid)
   return parse_spot(raw)
 end
 
+-- The stored record of `spot` (see _record.lua): `expires` and the deal number only once admitted.
 local function spot_record(spot)
-  local tail = fmt(spot.since) .. '||'
-  if spot.state == 'a' then
-    tail = fmt(spot.since) .. '|' .. fmt(spot.expires) .. '|' .. fmt(spot.deal_number)
-  end
-  return table.concat({fmt(spot.ticket), spot.score, spot.state, fmt(spot.seen),
-    spot.session_jti, spot.network_tag, tail}, '|')
+  local admitted = spot.state == 'a'
+  return @SPOT{ticket = fmt(spot.ticket), score = spot.score, state = spot.state,
+    seen = fmt(spot.seen), sessionJti = spot.session_jti, networkTag = spot.network_tag,
+    since = fmt(spot.since), expires = admitted and fmt(spot.expires) or '',
+    dealNumber = admitted and fmt(spot.deal_number) or ''}
 end
 
 local function put_spot(vid, spot) redis.call('HSET', SPOTS, vid, spot_record(spot)) end

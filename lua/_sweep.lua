@@ -5,8 +5,6 @@
 -- carry it along; being inside the room's script, it needs no lock between workers.
 local SWEEP_STEP = 100
 
--- State and `seen` of a raw spot record, without building the whole record: most are alive.
-local SWEEP_PATTERN = '^[^|]*|[^|]*|([^|]*)|([^|]*)|'
 
 -- One step of the sweep (about `count` spots); returns spots dropped, pass finished.
 local function sweep_step(room, now, count)
@@ -19,7 +17,8 @@ local function sweep_step(room, now, count)
   local page = redis.call('HSCAN', SPOTS, cursor, 'COUNT', count)
   local items, dropped = page[2], 0
   for i = 2, #items, 2 do
-    local state, seen = items[i]:match(SWEEP_PATTERN)
+    -- state and `seen` without building the whole record: most are alive
+    local @SPOT~(items[i]){state = state, seen = seen, ...}
     if (state == 'w' and abandoned(tonumber(seen), room.abandon_after, now)) or state == 'a' then
       local spot = parse_spot(items[i])
       if state == 'w' or admission_gone(spot.expires, now) then

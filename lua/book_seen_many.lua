@@ -1,6 +1,6 @@
 -- Book the last-seen of many waiting spots at once: the far polls a process answered from its
 -- snapshot in the last second (queue/line/seen_bookings.py), one call per room per process per
--- second. Each record is rewritten around its `seen` field (the fourth) without being parsed.
+-- second. Each record is rewritten around its `seen` field, its rest kept as it was.
 -- needs: _clock
 -- KEYS: room spots
 -- ARGV: generation, then for each spot: vid, ticket, ahead (ms: seen becomes at least now + it).
@@ -16,15 +16,18 @@ local raws = redis.call('HMGET', SPOTS, unpack(vids))
 local writes, gone = {}, {}
 for j = 1, #vids do
   local raw, i = raws[j], 2 + (j - 1) * 3
-  local head, spot_ticket, seen, tail
-  if raw then head, spot_ticket, seen, tail = raw:match('^(([^|]*)|[^|]*|w|)([^|]*)(|.*)$') end
-  if not head or spot_ticket ~= ARGV[i + 1] then
+  local spot_ticket, score, seen, rest
+  if raw then
+    @SPOT~(raw){ticket = spot_ticket, score = score, state = 'w', seen = seen, ... = rest}
+  end
+  if not spot_ticket or spot_ticket ~= ARGV[i + 1] then
     gone[#gone + 1] = vids[j]
   else
     local until_ms = now + tonumber(ARGV[i + 2])
     if tonumber(seen) < until_ms then
       writes[#writes + 1] = vids[j]
-      writes[#writes + 1] = head .. string.format('%.0f', until_ms) .. tail
+      writes[#writes + 1] = @SPOT{ticket = spot_ticket, score = score, state = 'w',
+        seen = string.format('%.0f', until_ms), ... = rest}
     end
   end
 end

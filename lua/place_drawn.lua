@@ -24,7 +24,8 @@ for i = 3, #ARGV, 3 do
   else
     -- held: filed in its score's bucket (the spot's record names the score)
     local raw = redis.call('HGET', SPOTS, vid)
-    local score = raw and raw:match('^[^|]*|([^|]*)|')
+    local score
+    if raw then @SPOT~(raw){score = score, ...} end
     if score and redis.call('ZADD', bucket(score), 'XX', 'CH', order_key, vid) == 1 then
       moved = moved + 1
     end

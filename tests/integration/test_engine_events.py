@@ -13,6 +13,7 @@ import pytest
 from anteroom.engine import Engine
 from anteroom.queue.connection.redis_link import connect
 from anteroom.queue.line import room_engine as eng
+from anteroom.queue.line import spot_record
 from anteroom.queue.line.far_poll import answer_far
 from anteroom.queue.line.line_blocks import block_of
 from anteroom.queue.rooms import room_events
@@ -356,18 +357,22 @@ def test_several_instances_share_a_pre_queue_and_its_draw(engine: Engine, redis_
     first, last = (int(x) for x in engine.redis.hmget(keys["room"], "pqf", "pqt"))
     assert engine.redis.hget(keys["room"], "pqs") is None  # the draw is made and done
     # every visitor once: admitted (by deal number) or waiting in line (by order key)
-    spots = {vid: raw.split("|") for vid, raw in engine.redis.hgetall(keys["spots"]).items()}
+    spots = {
+        vid: spot_record.parse(raw) for vid, raw in engine.redis.hgetall(keys["spots"]).items()
+    }
     line = dict(engine.redis.zrange(keys["line"], 0, -1, withscores=True))
     assert sorted(spots) == sorted(entered)
-    admitted = {vid for vid, f in spots.items() if f[2] == "a"}
+    admitted = {vid for vid, f in spots.items() if f["state"] == "a"}
     assert set(line) == set(entered) - admitted
     assert len(admitted) == engine.stats(room).dealt_total
-    ticket = {vid: int(f[0]) for vid, f in spots.items()}
+    ticket = {vid: int(f["ticket"]) for vid, f in spots.items()}
     before = sorted((v for v in entered if ticket[v] < first), key=ticket.__getitem__)
     inside = [v for v in entered if first <= ticket[v] <= last]
     after = sorted((v for v in entered if ticket[v] > last), key=ticket.__getitem__)
     assert len(before) > 10 and len(inside) > 10 and len(after) > 10  # each group had some
-    served = sorted(entered, key=lambda v: (0, int(spots[v][8])) if v in admitted else (1, line[v]))
+    served = sorted(
+        entered, key=lambda v: (0, int(spots[v]["dealNumber"])) if v in admitted else (1, line[v])
+    )
     assert served == before + drawn_order(engine, room, inside, first) + after
     # drawn once: the range's keys, each taken once (a second placing would have moved some
     # again), and the line's block counts match it

@@ -15,6 +15,7 @@ from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue.connection.script_replies import SNAPSHOT_AT
 from anteroom.queue.line import room_engine as eng
+from anteroom.queue.line import spot_record
 from anteroom.queue.line.poll_cadence import poll_after
 from anteroom.sdk.tokens import TicketClaims
 from helpers import carried_claims, free_port, make_room
@@ -190,7 +191,7 @@ def test_a_due_booking_of_a_deep_spot_is_written_by_its_one_poll(
     assert (answer.status, answer.position) == ("waiting", 201)
     assert evalsha_calls(engine) - calls == 1
     record = redis_client.hget(keys["spots"], vid) or ""
-    assert int(record.split("|")[3]) == START + 151_000 + 600_000 + 150_000
+    assert int(spot_record.parse(record)["seen"]) == START + 151_000 + 600_000 + 150_000
     assert answer.kept_until_ms == START + 151_000 + 600_000 + 150_000 + 300_000
     engine.poll(room, vid, ticket, 1)  # booked: nothing more to write
     assert redis_client.hget(keys["spots"], vid) == record

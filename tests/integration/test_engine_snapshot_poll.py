@@ -17,6 +17,7 @@ import redis
 from anteroom.engine import Engine, QueueAnswer
 from anteroom.queue.connection.redis_link import connect
 from anteroom.queue.line import room_engine as eng
+from anteroom.queue.line import spot_record
 from anteroom.queue.line.far_poll import EXACT_WITHIN
 from anteroom.queue.line.line_blocks import block_of
 from anteroom.sdk.tokens import TicketClaims
@@ -241,7 +242,9 @@ def test_last_seen_is_booked_in_one_call_per_room_and_a_gone_spot_hears_so(
     assert engine.flush_bookings() == 20
     assert calls.ops.count("book_seen_many") == 1
     record = redis_client.hget(engine.keys.room_keys(room)["spots"], "v2310") or ""
-    assert int(record.split("|")[3]) > START + 200_000 + 300_000  # kept beyond abandonAfterSec
+    assert (
+        int(spot_record.parse(record)["seen"]) > START + 200_000 + 300_000
+    )  # kept beyond abandonAfterSec
     assert engine.bookings.is_gone(room, "v2305", 2_306)
     with pytest.raises(eng.TicketGone):
         far_poll(engine, room, "v2305", answers["v2305"])
@@ -358,4 +361,4 @@ def test_several_processes_answering_far_polls_keep_the_line_counted(
     assert counted == dict(Counter(block_of(int(key)) for _, key in line))
     for vid in (f"v{i}" for i in range(2_100, SPOTS)):  # every booking landed, none was lost
         record = redis_client.hget(keys["spots"], vid)
-        assert record is not None and record.split("|")[2] == "w"
+        assert record is not None and spot_record.parse(record)["state"] == "w"

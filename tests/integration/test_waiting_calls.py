@@ -7,9 +7,10 @@ import pytest
 
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.visit import waiting
+from anteroom.visit import room_lookup, waiting
 from anteroom.visit.outcomes import Admitted, Left, Refused, Waiting
-from anteroom.web.visitor.visit_door import WebDoor
+from anteroom.visit.refusals import Refusal
+from anteroom.web.serving import http_errors as errors
 from helpers import make_room
 
 pytestmark = pytest.mark.redis
@@ -25,21 +26,42 @@ def _entered(services: Services, room_id: str, vid: str) -> tokens.TicketClaims:
 def test_poll_refresh_and_leave_answer_by_tag(services: Services) -> None:
     room_id = make_room(services.engine, env="shop", slug="drop", ratePerMinute=60)
     services.engine.open(room_id)
-    door = WebDoor(services)
     first = _entered(services, room_id, "v1" * 8)
     second = _entered(services, room_id, "v2" * 8)
-    waited = waiting.poll(services, door, second, "203.0.113.9")
+    waited = waiting.poll(services, second, "203.0.113.9")
     assert type(waited) is Waiting and waited.body["position"] == 2 and waited.retry_after
     services.engine.shift_clock(room_id, 1_000)
-    admitted = waiting.poll(services, door, first, "203.0.113.9")
+    admitted = waiting.poll(services, first, "203.0.113.9")
     assert type(admitted) is Admitted and admitted.retry_after is None
     admission = tokens.AdmissionClaims.from_wire(
         tokens.decode(services.keyring, admitted.body["token"], tokens.ADMISSION)
     )
-    assert type(waiting.refresh(services, door, admission, "203.0.113.9")) is Admitted
+    assert type(waiting.refresh(services, admission, "203.0.113.9")) is Admitted
     ended = tokens.AdmissionClaims(**{**admission.__dict__, "not_renewable": True})
-    assert waiting.refresh(services, door, ended, None) == Refused("NotRenewable")
+    assert waiting.refresh(services, ended, None) == Refused("NotRenewable")
     assert type(waiting.leave(services, second)) is Left
     services.engine.close(room_id)
-    gone = waiting.poll(services, door, second, "203.0.113.9")
+    gone = waiting.poll(services, second, "203.0.113.9")
     assert isinstance(gone, Refused) and gone.code == "TicketGone"
+
+
+def test_the_room_lookup_refuses_as_the_use_cases_answer(services: Services) -> None:
+    """The room lookup is the use cases' own (visit/room_lookup.py): a key, room or ticket's
+    room not found is a Refused the use case returns, mapped to the API's error in one place."""
+    room_id = make_room(services.engine, env="shop", slug="drop")
+    with pytest.raises(Refusal) as unknown:
+        room_lookup.room_by_slug(services, "shop", "nope")
+    assert unknown.value.refused == Refused("RoomNotFound", "No room 'nope' here.")
+    with pytest.raises(Refusal) as secret:
+        room_lookup.environment_of(services, "sk_not_public")
+    assert secret.value.refused.code == "Unauthorized"
+    assert room_lookup.room_by_slug(services, "shop", "drop")["id"] == room_id
+    orphan = tokens.TicketClaims("q" + "0" * 16, "v9" * 8, 1, 1, "shop", "s-v9", 0)
+    gone = waiting.poll(services, orphan, "203.0.113.9")
+    assert gone == Refused("TicketGone", "This room no longer exists.")
+    mapped = errors.from_domain(unknown.value)
+    assert (mapped.code, mapped.error, mapped.body()["message"]) == (
+        404,
+        "RoomNotFound",
+        "No room 'nope' here.",
+    )

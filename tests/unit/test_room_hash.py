@@ -197,22 +197,32 @@ def test_no_script_returns_a_long_reply_by_position() -> None:
     assert positional_replies("return {'ERR', code, retry or 0}") == []  # short: by header
 
 
-_BY_PLACE = re.compile(r"\.\. *'\|\|+'|table\.concat\(\{[^}]*\}, *'\|'\)|\bf\[\d+\]")
-# The spot record (_spot.lua writes it, _record.lua reads it with one pattern match, for the
-# poll's speed) is still parts at places: the one left, documented in _record.lua's header.
-SPOT_RECORD = {"_spot.lua"}
+# A record's parts at places written by hand: two or more parts joined with '|' around an
+# expression, a table of parts concatenated with '|', a pattern reading two parts or more, a
+# part read by its index.
+_BY_PLACE = re.compile(
+    r"\.\. *'\|\|+'"
+    r"|\.\. *'\|' *\.\.[^\n]*\.\. *'\|' *\.\."
+    r"|table\.concat\(\{[^}]*\}, *'\|'\)"
+    r"|\[\^\|\]\*\)?\|\(?\[\^\|\]\*"
+    r"|\bf\[\d+\]"
+)
 
 
 def test_no_script_writes_or_reads_a_record_of_parts_by_place() -> None:
-    """A record kept in one field (`evo`) is written and read by part name through one list
-    (_event_state.lua's EVENT_STATE), not as parts at places written twice by hand."""
+    """A record kept in one string is written and read by part name through one list: `evo`
+    through _event_state.lua's EVENT_STATE, a spot through queue/line/spot_record.py (the
+    assembler writes ``@SPOT{…}`` and ``@SPOT~(raw){…}``), not as parts at places by hand."""
     offenders = [
         f"{path.name}: {m[0]}"
         for path in sorted(LUA.glob("*.lua"))
-        if path.name not in SPOT_RECORD
         for m in _BY_PLACE.finditer(path.read_text(encoding="utf-8"))
     ]
     assert offenders == []
     assert _BY_PLACE.search("return fmt(b) .. '||||||' .. prequeue")
     assert _BY_PLACE.search("table.concat({fmt(b), id, mode}, '|')")
     assert _BY_PLACE.search("return {boundary = tonumber(f[1]) or 0}")
+    assert _BY_PLACE.search("head .. 'a' .. middle .. at .. '|' .. expires .. '|' .. deal")
+    assert _BY_PLACE.search("raw:match('^[^|]*|([^|]*)|')")
+    assert _BY_PLACE.search("raw:match('^(([^|]*)|[^|]*|w|)([^|]*)(|.*)$')")
+    assert not _BY_PLACE.search("redis.call('HEXISTS', INV, invite.id .. '|' .. vid)")

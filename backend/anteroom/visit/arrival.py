@@ -28,7 +28,7 @@ from anteroom.queue.line.room_engine import AddressLimited
 from anteroom.queue.rooms import room_config
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.visit import answers, bypass
+from anteroom.visit import answers, bypass, room_lookup
 from anteroom.visit.fail_open import fail_open
 from anteroom.visit.outcomes import Challenge, Entered, Refused, Session, Spot
 from anteroom.visit.ports import Caller, Door
@@ -150,8 +150,8 @@ def take_spot(
         if known:
             s.series.tally(known["id"], "ndenied")
         return Refused("QueueDenied")
-    room = door.room(env, slug)
     try:
+        room = room_lookup.room_by_slug(s, env, slug)
         invite = _invite(s, room, invite_token)
         tag = network_tag(s, room, caller.address)
     except Refusal as refusal:
@@ -210,7 +210,10 @@ def enter(
     same proof (after a timeout, a 503, a lost answer) gets the same session, hence the same
     spot: the first answer again.
     """
-    room = door.room(env, slug)
+    try:
+        room = room_lookup.room_by_slug(s, env, slug)
+    except Refusal as refusal:
+        return refusal.refused
     proof = _proof(s, env, challenge, solutions)
     if isinstance(proof, Refused):
         return proof

@@ -1,7 +1,7 @@
 """What a use case asks of the entrance that calls it (the request's facts and the web's parts).
 
 The entrance (web/visitor/visit_door.py) builds both per request: ``Caller`` from the request, a
-``Door`` over the parts still kept in web/ (the room lookup by key, the per-address limits).
+``Door`` over the parts still kept in web/ (the per-address limits).
 """
 
 from __future__ import annotations
@@ -36,14 +36,6 @@ class Caller:
 
 class Door(Protocol):
     """The entrance's parts a use case calls (each may raise the entrance's own refusal)."""
-
-    def room(self, env: str, slug: str) -> dict[str, Any]:
-        """The room ``slug`` of ``env`` as visitors meet it (events applied), or refuse."""
-        ...
-
-    def room_by_id(self, room_id: str) -> dict[str, Any]:
-        """The room a ticket or an admission names, as visitors meet it, or refuse (gone)."""
-        ...
 
     def charge(self, limit: str) -> None:
         """Count this request against the per-address limit ``limit``, or refuse."""

@@ -17,11 +17,10 @@ from anteroom.queue.connection.storage_errors import StorageBusy, StorageUnavail
 from anteroom.queue.line import room_engine as eng
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.visit import answers
+from anteroom.visit import answers, room_lookup
 from anteroom.visit.answers import Binding
 from anteroom.visit.fail_open import fail_open, usable_offline
 from anteroom.visit.outcomes import Left, Refused, Spot
-from anteroom.visit.ports import Door
 from anteroom.visit.refusals import (
     Refusal,
     engine_refusal,
@@ -33,7 +32,6 @@ from anteroom.visit.refusals import (
 
 def poll(
     s: Services,
-    door: Door,
     ticket: tokens.TicketClaims,
     address: str | None,
     polled: str | None = None,
@@ -49,7 +47,7 @@ def poll(
     room: dict[str, Any] | None = None
     qr, qj = ticket.room_id, ticket.session_id or ""
     try:
-        room = door.room_by_id(qr)
+        room = room_lookup.room_by_id(s, qr)
         answer = s.breaker.call(
             lambda: s.engine.poll(
                 qr, ticket.visitor_id, ticket.ticket, ticket.generation, qj, ticket.near_head,
@@ -57,6 +55,8 @@ def poll(
             ),
             s.keys.room(qr),
         )  # fmt: skip
+    except Refusal as refusal:
+        return refusal.refused
     except StorageUnavailable:
         # the network the spot entered from, like a normal admission; the poller's when unknown
         polled_from = lambda room: network_tag(s, room, address)  # noqa: E731
@@ -71,9 +71,7 @@ def poll(
     return answers.render(s, room, ticket.visitor_id, answer, again)
 
 
-def refresh(
-    s: Services, door: Door, admission: tokens.AdmissionClaims, address: str | None
-) -> Spot | Refused:
+def refresh(s: Services, admission: tokens.AdmissionClaims, address: str | None) -> Spot | Refused:
     """Extend a live admission by the room's admission life (a room may refuse renewals).
 
     During an outage a fail-open room renews it under the same rules: the binding and network
@@ -86,7 +84,7 @@ def refresh(
     room: dict[str, Any] | None = None
     qr, vid = admission.room_id, admission.visitor_id
     try:
-        room = door.room_by_id(qr)
+        room = room_lookup.room_by_id(s, qr)
         answers.check_renewable(room)
         answer = s.breaker.call(
             lambda: s.engine.refresh(

@@ -19,7 +19,14 @@ the two cannot drift (``expand``):
 - a shared constant is named ``$NAME`` (``SHARED``: the Python value it stands for);
 - a long reply is built by name, ``@ANSWER{status = 'held', ticket = t, …}``, and written as
   the array of its slots in script_replies' order ('' for a slot not named); ``reply[@ANSWER.
-  pollAfterMs]`` is that slot's position.
+  pollAfterMs]`` is that slot's position;
+- a record kept as one ``|``-joined string (queue/line/spot_record.RECORDS) is written by name,
+  ``@SPOT{ticket = t, state = 'w', …}`` (the parts joined in the record's order, '' for a part
+  not named; ``... = rest`` ends it with a rest read as below), and read by name,
+  ``local @SPOT~(raw){score = score, state = 'w', ...}``: the assignment of the named parts, in
+  the record's order, from one match of a pattern written here (a quoted value is matched as
+  written, a part not named is skipped; ``...`` leaves the record's end open, ``... = rest``
+  takes the rest from the separator after the last part named).
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from redis.commands.core import Script
 
 from anteroom.queue.connection.script_replies import REPLIES
 from anteroom.queue.draw import room_draw
-from anteroom.queue.line import far_poll, line_blocks, poll_cadence
+from anteroom.queue.line import far_poll, line_blocks, poll_cadence, spot_record
 from anteroom.queue.rooms import key_layout
 from anteroom.queue.rooms.room_hash import STORED
 from anteroom.resources import resource_dir
@@ -133,7 +140,11 @@ def _lua_value(value: int | tuple[int, ...]) -> str:
     return str(int(value))
 
 
-_REPLY = re.compile(r"@([A-Z]+)\{")
+_REPLY = re.compile(r"@([A-Z][A-Z_]*)\{")
+_MATCH = re.compile(r"@([A-Z][A-Z_]*)~\(")
+_LITERAL = re.compile(r"""^'([^'\\]*)'$|^"([^"\\]*)"$""")
+_MAGIC = re.compile(r"([\^$()%.\[\]*+\-?])")
+OPEN = "..."  # a record's spec: the parts after the last named are not read (or are `rest`)
 _ITEM = re.compile(r"^\s*(\w+)\s*=(?!=)\s*(.*?)\s*$", re.DOTALL)
 
 
@@ -179,10 +190,108 @@ def _items(body: str) -> list[str]:
     return [item for item in [*items, current] if item.strip()]
 
 
+def _spec(name: str, body: str, where: str, form: str) -> dict[str, str]:
+    """The ``part = value`` items of a record's spec, checked against its parts."""
+    given: dict[str, str] = {}
+    for item in _items(body):
+        if item.strip() == OPEN:
+            given[OPEN] = ""
+            continue
+        rest = item.strip().startswith(OPEN)
+        named = _ITEM.match(item.replace(OPEN, "_rest_", 1) if rest else item)
+        if rest and named:
+            given[OPEN] = " ".join(named[2].split())
+            continue
+        if not named or named[1] not in spot_record.RECORDS[name]:
+            raise ValueError(f"{where}: {form}{{{item.strip()}}} names no part of {name}")
+        given[named[1]] = " ".join(named[2].split())
+    return given
+
+
+def _lua_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _record(name: str, body: str, where: str) -> str:
+    """``@NAME{part = expr, …}``: one concatenation of the parts in the record's order."""
+    given = _spec(name, body, where, f"@{name}")
+    parts = spot_record.RECORDS[name]
+    last = max((parts.index(p) for p in given if p != OPEN), default=len(parts) - 1)
+    upto = parts[: last + 1] if OPEN in given else parts
+    pieces: list[tuple[bool, str]] = []  # (literal, text)
+    for i, part in enumerate(upto):
+        if i:
+            pieces.append((True, "|"))
+        value = given.get(part, "''")
+        literal = _LITERAL.match(value)
+        if literal:
+            pieces.append((True, literal[1] if literal[1] is not None else literal[2]))
+        else:
+            pieces.append((False, f"({value})"))
+    if given.get(OPEN):
+        pieces.append((False, f"({given[OPEN]})"))
+    merged: list[tuple[bool, str]] = []
+    for literal, piece in pieces:
+        if literal and merged and merged[-1][0]:
+            merged[-1] = (True, merged[-1][1] + piece)
+        else:
+            merged.append((literal, piece))
+    if len(merged) == 1 and not merged[0][0]:
+        return f"('' .. {merged[0][1]})"
+    return "(" + " .. ".join(_lua_string(p) if lit else p for lit, p in merged) + ")"
+
+
+def _record_reads(text: str, where: str) -> str:
+    """``@NAME~(raw){part = var, …}``: the named vars, in the record's order, = one match."""
+    while found := _MATCH.search(text):
+        name, close = found[1], _closing(text, found.end())
+        if name not in spot_record.RECORDS:
+            raise ValueError(f"{where}: @{name}~(…) is no record of spot_record.RECORDS")
+        subject = text[found.end() : close].strip()
+        if text[close + 1 : close + 2] != "{":
+            raise ValueError(f"{where}: @{name}~({subject}) wants its parts in {{…}}")
+        end = _closing(text, close + 2)
+        given = _spec(name, text[close + 2 : end], where, f"@{name}~")
+        parts = spot_record.RECORDS[name]
+        named = [parts.index(p) for p in given if p != OPEN]
+        upto = parts[: max(named) + 1] if OPEN in given and named else parts
+        pattern, names = "^", []
+        for i, part in enumerate(upto):
+            pattern += "|" if i else ""
+            value = given.get(part)
+            literal = _LITERAL.match(value) if value else None
+            if value is None:
+                pattern += "[^|]*"
+            elif literal:
+                pattern += _MAGIC.sub(r"%\1", literal[1] if literal[1] is not None else literal[2])
+            else:
+                if not re.fullmatch(r"[A-Za-z_]\w*", value):
+                    raise ValueError(f"{where}: @{name}~{{{part} = {value}}} is no local's name")
+                pattern += "([^|]*)"
+                names.append(value)
+        if given.get(OPEN):
+            pattern += "(|.*)$"
+            names.append(given[OPEN])
+        elif OPEN in given and len(upto) < len(parts):
+            pattern += "|"
+        else:
+            pattern += "$"
+        if not names:
+            raise ValueError(f"{where}: @{name}~({subject}) reads no part")
+        read = f"{', '.join(names)} = ({subject}):match({_lua_string(pattern)})"
+        text = text[: found.start()] + read + text[end + 1 :]
+    return text
+
+
 def _replies(text: str, where: str) -> str:
     """``@NAME{slot = expr, …}`` written as the array of NAME's slots (``''`` where not named)."""
+    text = _record_reads(text, where)
     while found := _REPLY.search(text):
         name, end = found[1], _closing(text, found.end())
+        if name in spot_record.RECORDS:
+            record = _record(name, text[found.end() : end], where)
+            text = text[: found.start()] + record + text[end + 1 :]
+            continue
         if name not in REPLIES:
             raise ValueError(f"{where}: @{name}{{…}} is no reply of script_replies.REPLIES")
         given: dict[str, str] = {}

@@ -30,6 +30,7 @@ from flask.typing import ResponseReturnValue
 
 from anteroom.queue.connection.storage_errors import StorageError
 from anteroom.service_container import Services
+from anteroom.visit import room_lookup
 from anteroom.web.api import api_routes as routes
 from anteroom.web.manage.management_api import (
     Call,
@@ -46,7 +47,6 @@ from anteroom.web.pages.public_documents import DocumentCache, answer
 from anteroom.web.serving import http_errors as errors
 from anteroom.web.serving.http_errors import ApiError
 from anteroom.web.visitor import address_limits as limits
-from anteroom.web.visitor import room_lookup
 
 bp = Blueprint("fairness", __name__)
 EXTENSION = "anteroom.web.pages.public_documents"

@@ -13,10 +13,10 @@ from werkzeug.exceptions import NotFound
 from anteroom.queue.connection.storage_errors import StorageError
 from anteroom.queue.rooms import room_config as rooms
 from anteroom.service_container import Services
+from anteroom.visit import room_lookup
+from anteroom.visit.refusals import Refusal
 from anteroom.web.pages import page_languages as languages
 from anteroom.web.serving import http_errors as errors
-from anteroom.web.serving.http_errors import ApiError
-from anteroom.web.visitor import room_lookup
 
 bp = Blueprint("pages", __name__)
 
@@ -90,8 +90,8 @@ def queue_page(slug: str) -> ResponseReturnValue:
     try:
         env = room_lookup.environment_of(s, api_key)
         room = room_lookup.room_by_slug(s, env, slug)
-    except ApiError as exc:
-        if exc.code == 404:
+    except Refusal as refusal:
+        if refusal.refused.code == "RoomNotFound":
             return error_page(404, "notfound", "RoomNotFound")
         return error_page(401, "badkey", "Unauthorized")
     except StorageError:
@@ -134,7 +134,7 @@ def theme_css(slug: str) -> ResponseReturnValue:
         room = room_lookup.room_by_slug(
             s, room_lookup.environment_of(s, request.args.get("key", "")), slug
         )
-    except (ApiError, StorageError):
+    except (Refusal, StorageError):
         return Response("/* no such theme */", status=404, mimetype="text/css")
     css = theme_stylesheet(theme_colours(room.get("theme") or {}))
     response = Response(css, mimetype="text/css")

@@ -26,7 +26,8 @@ from anteroom.queue.connection.storage_errors import StorageError
 from anteroom.queue.rooms import room_config as rooms
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.visit import arrival, outcomes, waiting
+from anteroom.visit import arrival, outcomes, room_lookup, waiting
+from anteroom.visit.refusals import Refusal
 from anteroom.web.pages import hosted_pages as pages
 from anteroom.web.pages import page_languages as languages
 from anteroom.web.serving.http_errors import (
@@ -36,7 +37,6 @@ from anteroom.web.serving.http_errors import (
     RateLimited,
     RoomClosed,
 )
-from anteroom.web.visitor import room_lookup
 from anteroom.web.visitor.visit_door import WebDoor, caller, refused
 
 bp = Blueprint("plain", __name__)
@@ -52,8 +52,8 @@ def plain_page(slug: str) -> ResponseReturnValue:
     try:
         env = room_lookup.environment_of(s, api_key)
         room = room_lookup.room_by_slug(s, env, slug)
-    except ApiError as exc:
-        if exc.code == 404:
+    except Refusal as refusal:
+        if refusal.refused.code == "RoomNotFound":
             return pages.error_page(404, "notfound", "RoomNotFound")
         return pages.error_page(401, "badkey", "Unauthorized")
     except StorageError:
@@ -105,7 +105,7 @@ def _poll(s: Services, env: str, room: dict[str, Any]) -> dict[str, Any] | None:
     if claims.environment != env or claims.room_id != room["id"]:
         return None
     # A fresh ticket on every answer (polled=None): the cookie lasts as long as the ticket.
-    answer = waiting.poll(s, WebDoor(s), claims, request.remote_addr)
+    answer = waiting.poll(s, claims, request.remote_addr)
     if isinstance(answer, outcomes.Refused):
         if answer.code == "TicketGone":
             return None

@@ -11,6 +11,7 @@ from werkzeug.exceptions import HTTPException
 from anteroom.identity import sessions
 from anteroom.queue.connection.storage_errors import StorageBusy, StorageError, StorageUnavailable
 from anteroom.queue.line import room_engine as eng
+from anteroom.visit.refusals import Refusal
 
 log = logging.getLogger("anteroom")
 # The Retry-After of every answer Redis's trouble gives (Unavailable, Busy), wherever raised.
@@ -218,6 +219,15 @@ def from_domain(exc: Exception) -> ApiError:
             return InviteExpired()
         case StorageBusy():
             return Busy(retry_after=STORAGE_RETRY_SEC)
+        case Refusal():  # a use case's refusal raised to its caller (visit/room_lookup.py)
+            refused = exc.refused
+            return by_code(
+                refused.code,
+                refused.message,
+                retry_after=refused.retry_after,
+                fields=refused.fields,
+                closed_message=refused.closed_message,
+            )
     raise TypeError(f"no API error for {type(exc).__name__}") from exc
 
 
@@ -285,7 +295,7 @@ def _storage(exc: StorageError) -> Response:
     return to_response(storage_refusal(exc))
 
 
-def _identity(exc: sessions.IdentityRefused) -> Response:
+def _identity(exc: sessions.IdentityRefused | Refusal) -> Response:
     return to_response(from_domain(exc))
 
 
@@ -299,4 +309,5 @@ def init_app(app: Flask) -> None:
     app.register_error_handler(HTTPException, http_error)
     app.register_error_handler(StorageError, _storage)
     app.register_error_handler(sessions.IdentityRefused, _identity)
+    app.register_error_handler(Refusal, _identity)
     app.register_error_handler(Exception, _unexpected)

@@ -79,8 +79,8 @@ class HotPath:
         self.max_body = int(app.config["MAX_CONTENT_LENGTH"])
         # A waiting visitor's calls: the address, and the body's (apiKey, token).
         self.handlers: dict[str, Callable[[Services, str | None, tuple[str, str]], Answer]] = {
-            POLL: lambda s, address, f: calls.poll(s, WebDoor(s), address, *f),
-            REFRESH: lambda s, address, f: calls.refresh(s, WebDoor(s), address, *f),
+            POLL: lambda s, address, f: calls.poll(s, address, *f),
+            REFRESH: lambda s, address, f: calls.refresh(s, address, *f),
             LEAVE: lambda s, address, f: calls.leave(s, *f),
         }
         # The calls of a body with more in it (an arrival's, the older journey's): the body's

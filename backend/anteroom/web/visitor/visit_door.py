@@ -1,6 +1,6 @@
 """What the HTTP entrances hand the visitor's use cases (anteroom.visit): the request's facts
-(``caller``), the parts still kept in web/ (``WebDoor``: the room lookup, the per-address
-limits), and a refusal as the API's error."""
+(``caller``), the parts still kept in web/ (``WebDoor``: the per-address limits), and a
+refusal as the API's error."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from anteroom.visit import outcomes
 from anteroom.visit.ports import Caller
 from anteroom.web.serving import http_errors as errors
 from anteroom.web.visitor import address_limits as limits
-from anteroom.web.visitor import room_lookup
 
 
 class WebDoor:
@@ -25,12 +24,6 @@ class WebDoor:
     def __init__(self, services: Services, address_limits: limits.Limits | None = None) -> None:
         self.services = services
         self.limits = address_limits
-
-    def room(self, env: str, slug: str) -> dict[str, Any]:
-        return room_lookup.room_by_slug(self.services, env, slug)
-
-    def room_by_id(self, room_id: str) -> dict[str, Any]:
-        return room_lookup.room_by_id(self.services, room_id)
 
     def charge(self, limit: str) -> None:
         if self.limits is None:

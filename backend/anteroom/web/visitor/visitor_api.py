@@ -97,7 +97,7 @@ def enter() -> ResponseReturnValue:
 @routes.view(bp, routes.POLL_QUEUE)
 def poll() -> ResponseReturnValue:
     s, body = services(), parse(TicketRequest)
-    return answered(calls.poll(s, WebDoor(s), request.remote_addr, body.apiKey, body.token_value))
+    return answered(calls.poll(s, request.remote_addr, body.apiKey, body.token_value))
 
 
 @routes.view(bp, routes.LEAVE_QUEUE)
@@ -109,6 +109,4 @@ def leave() -> ResponseReturnValue:
 @routes.view(bp, routes.REFRESH_ADMISSION)
 def refresh() -> ResponseReturnValue:
     s, body = services(), parse(RefreshRequest)
-    return answered(
-        calls.refresh(s, WebDoor(s), request.remote_addr, body.apiKey, body.token_value)
-    )
+    return answered(calls.refresh(s, request.remote_addr, body.apiKey, body.token_value))

@@ -14,11 +14,11 @@ from typing import Any, TypeVar
 from anteroom.identity import sessions as identity
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.visit import arrival, challenges, outcomes, waiting
+from anteroom.visit import arrival, challenges, outcomes, room_lookup, waiting
 from anteroom.visit.ports import Caller
+from anteroom.visit.refusals import Refusal
 from anteroom.web.api import api_routes as routes
 from anteroom.web.serving import http_errors as errors
-from anteroom.web.visitor import room_lookup
 from anteroom.web.visitor.visit_door import WebDoor
 from anteroom.web.visitor.visitor_models import (
     ArriveRequest,
@@ -73,10 +73,18 @@ def _spot(answer: outcomes.Spot | outcomes.Refused, room_id: str | None) -> Answ
     return Answer(200, answer.body, headers, room_id)
 
 
+def environment_of(s: Services, api_key: str) -> str:
+    """The environment of public key ``api_key``, or the API's refusal (Unauthorized)."""
+    try:
+        return room_lookup.environment_of(s, api_key)
+    except Refusal as refusal:
+        raise errors.from_domain(refusal) from None
+
+
 def claims_of(s: Services, api_key: str, token: str, kind: type[C], name: str) -> C:
     """The claims of ``token`` (a ``name``) when it is valid and of ``api_key``'s environment,
     or the API's refusal (nothing has been written yet)."""
-    env = room_lookup.environment_of(s, api_key)
+    env = environment_of(s, api_key)
     try:
         claims = kind.from_wire(identity.decode_or_raise(s.identity, token, kind.TOKEN_TYPE))
     except identity.IdentityRefused as exc:
@@ -88,20 +96,20 @@ def claims_of(s: Services, api_key: str, token: str, kind: type[C], name: str) -
     return claims
 
 
-def poll(s: Services, door: WebDoor, address: str | None, api_key: str, ticket: str) -> Answer:
+def poll(s: Services, address: str | None, api_key: str, ticket: str) -> Answer:
     """``POST /api/v1/queue/poll``."""
     try:
         claims = claims_of(s, api_key, ticket, tokens.TicketClaims, "ticket")
-        return _spot(waiting.poll(s, door, claims, address, polled=ticket), claims.room_id)
+        return _spot(waiting.poll(s, claims, address, polled=ticket), claims.room_id)
     except errors.ApiError as exc:
         return error(exc)
 
 
-def refresh(s: Services, door: WebDoor, address: str | None, api_key: str, token: str) -> Answer:
+def refresh(s: Services, address: str | None, api_key: str, token: str) -> Answer:
     """``POST /api/v1/admission/refresh``."""
     try:
         claims = claims_of(s, api_key, token, tokens.AdmissionClaims, "admission")
-        return _spot(waiting.refresh(s, door, claims, address), claims.room_id)
+        return _spot(waiting.refresh(s, claims, address), claims.room_id)
     except errors.ApiError as exc:
         return error(exc)
 
@@ -121,7 +129,7 @@ def leave(s: Services, api_key: str, ticket: str) -> Answer:
 def arrive(s: Services, door: WebDoor, caller: Caller, body: ArriveRequest) -> Answer:
     """``POST /api/v1/arrive``: a challenge that carries its own measurement."""
     try:
-        env = room_lookup.environment_of(s, body.apiKey)
+        env = environment_of(s, body.apiKey)
         issued = arrival.arrive(s, door, env, body.room, caller, body.signals, body.maxPuzzles)
     except errors.ApiError as exc:
         return error(exc)
@@ -134,7 +142,7 @@ def join(s: Services, door: WebDoor, caller: Caller, body: JoinRequest) -> Answe
     """``POST /api/v1/queue/join``: the proof checked, the session opened, the spot taken."""
     solutions = body.solutions if body.solutions is not None else str(body.solution)
     try:
-        env = room_lookup.environment_of(s, body.apiKey)
+        env = environment_of(s, body.apiKey)
         answer = arrival.enter(
             s, door, env, caller, body.room, body.challenge, solutions, body.signals,
             body.previousSession, body.invite,
@@ -157,7 +165,7 @@ def challenge(s: Services, door: WebDoor, caller: Caller, body: ChallengeRequest
     m = body.measurement
     measured = m and challenges.Measured(m.challenge, m.solutions, m.hashesPerSecond)
     try:
-        env = room_lookup.environment_of(s, body.apiKey)
+        env = environment_of(s, body.apiKey)
         answer = challenges.challenge(
             s, door, env, caller, body.room, body.signals, body.maxPuzzles,
             measure=body.measure, measured=measured,
@@ -173,7 +181,7 @@ def identify(s: Services, door: WebDoor, caller: Caller, body: IdentifyRequest) 
     """``POST /api/v1/identify``: a solved challenge traded for a session."""
     solutions = body.solutions if body.solutions is not None else str(body.solution)
     try:
-        env = room_lookup.environment_of(s, body.apiKey)
+        env = environment_of(s, body.apiKey)
         answer = arrival.identify(
             s, door, env, caller, body.challenge, solutions, body.signals, body.previousSession
         )
@@ -187,7 +195,7 @@ def identify(s: Services, door: WebDoor, caller: Caller, body: IdentifyRequest) 
 def enter(s: Services, door: WebDoor, caller: Caller, body: EnterRequest) -> Answer:
     """``POST /api/v1/queue/enter``: the session's spot taken (or found again)."""
     try:
-        env = room_lookup.environment_of(s, body.apiKey)
+        env = environment_of(s, body.apiKey)
         session = claims_of(s, body.apiKey, body.sessionToken, tokens.SessionClaims, "session")
         answer = arrival.take_spot(s, door, env, caller, body.room, session, body.invite)
     except errors.ApiError as exc:

@@ -1,7 +1,9 @@
-"""Rooms by key for the visitor path: a public key's environment, a room by slug or by id.
+"""Rooms by key for the visitor's use cases: a public key's environment, a room by slug or by id.
 
 Each read is cached, answered from the room directory while it is current, and known offline
-during an outage (the directory knows every room).
+during an outage (the directory knows every room). A key or room not found is refused as the
+visitor's ``Refusal`` (Unauthorized, RoomNotFound, TicketGone): the use cases return it, the
+pages and the entrances map it (web/serving/http_errors.from_domain).
 """
 
 from __future__ import annotations
@@ -12,13 +14,15 @@ from typing import Any
 from anteroom.queue.line import room_engine as eng
 from anteroom.queue.rooms import room_events
 from anteroom.service_container import Services
-from anteroom.web.serving import http_errors as errors
+from anteroom.visit.outcomes import Refused
+from anteroom.visit.refusals import Refusal
 
 
 def environment_of(services: Services, api_key: str) -> str:
-    """Environment of a public key (cached; known offline during an outage), or Unauthorized."""
+    """Environment of a public key (cached; known offline during an outage); refuses an unknown
+    one (Unauthorized)."""
     if not api_key.startswith("pk_"):
-        raise errors.Unauthorized("apiKey must be a public key (pk_…).")
+        raise Refusal(Refused("Unauthorized", "apiKey must be a public key (pk_…)."))
     known = services.directory.current()
     if known is not None and api_key in known.public_keys:
         return known.public_keys[api_key]  # read by the directory's last round: no round trip
@@ -30,7 +34,7 @@ def environment_of(services: Services, api_key: str) -> str:
         lambda: services.directory.environment_of(api_key),
     )
     if not env:
-        raise errors.Unauthorized("Unknown apiKey.")
+        raise Refusal(Refused("Unauthorized", "Unknown apiKey."))
     return str(env)
 
 
@@ -66,7 +70,7 @@ def room_by_slug(services: Services, env: str, slug: str) -> dict[str, Any]:
 
     room = services.rooms.get(("slug", env, slug), load, offline)
     if room is None:
-        raise errors.RoomNotFound(f"No room {slug!r} here.")
+        raise Refusal(Refused("RoomNotFound", f"No room {slug!r} here."))
     return in_effect(room)
 
 
@@ -89,7 +93,7 @@ def room_by_id(services: Services, room_id: str) -> dict[str, Any]:
 
     room = services.rooms.get(("id", room_id), load, lambda: services.directory.room_by_id(room_id))
     if room is None:
-        raise errors.TicketGone("This room no longer exists.")
+        raise Refusal(Refused("TicketGone", "This room no longer exists."))
     return in_effect(room)
 
 
