@@ -215,5 +215,5 @@ def test_the_console_links_each_rooms_report(client: FlaskClient, services: Serv
     assert copy.status_code == 200 and copy.json["commitment"] == room.public()["commitment"]
     room.patch({"publicFairness": False})
     page = client.get(f"/console/rooms/{room.id}").get_data(as_text=True)
-    assert public not in page and "publicFairness is off" in page
+    assert public not in page and "not public (the room does not publish it)" in page
     assert client.get(f"/console/api/queues/{room.id}/fairness").status_code == 200
