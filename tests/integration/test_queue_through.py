@@ -8,6 +8,7 @@ import asyncio
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -94,7 +95,10 @@ def test_async_httpx_queues_through_without_blocking_the_loop(kit: KitServer) ->
                 await asyncio.sleep(0.05)
             return (await call).status_code
 
-    status = asyncio.run(main())
+    # A loop of its own, in a thread: the browser tests' Playwright may hold this thread's loop
+    # for the whole session, and asyncio.run refuses to start inside a running one.
+    with ThreadPoolExecutor(1) as own:
+        status = own.submit(asyncio.run, main()).result()
     state = case.done()
     assert status == 200
     assert journey(state) == QUEUED
