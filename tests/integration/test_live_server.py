@@ -144,15 +144,19 @@ def test_mobile_client_follows_only_the_answers(
     assert result.valid and result.claims and result.claims["env"] == "app"
 
 
-def test_an_over_long_chunked_body_is_413_under_gunicorn(server: LiveServer) -> None:
-    body = json.dumps({"apiKey": "x" * (4 * MAX_BODY_BYTES)}).encode()
+@pytest.mark.parametrize("chunked", [True, False], ids=["chunked", "content-length"])
+def test_an_over_long_body_is_413_under_gunicorn(server: LiveServer, chunked: bool) -> None:
+    # 8 MiB: more than the socket buffers hold, so the client is still sending
+    # when the server answers. A client that sends the whole body before it reads (http.client,
+    # most mobile stacks) must hear the 413, not a connection reset.
+    body = json.dumps({"apiKey": "x" * (512 * MAX_BODY_BYTES)}).encode()
     connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     try:
         connection.request(
             "POST", "/api/v1/queue/poll",
-            body=iter(body[i : i + 4096] for i in range(0, len(body), 4096)),
+            body=iter(body[i : i + 4096] for i in range(0, len(body), 4096)) if chunked else body,
             headers={"Content-Type": "application/json"},
-            encode_chunked=True,
+            encode_chunked=chunked,
         )  # fmt: skip
         response = connection.getresponse()
         answer = json.loads(response.read())

@@ -18,6 +18,7 @@ headers and body, and one address a cap on the connections it holds open in a wo
 from __future__ import annotations
 
 import os
+import socket
 import time
 import warnings
 from typing import Any
@@ -30,6 +31,10 @@ from gunicorn.workers.ggevent import GeventWorker
 from anteroom.config import Settings
 from anteroom.ops.connection_limits import Limits, OpenCounts, RequestGuard
 from anteroom.web.serving import metrics
+
+
+# How long a closing connection hears out the rest of a body the server did not read.
+LINGER_SECONDS = 5.0
 
 
 def resolve_in_place() -> None:
@@ -102,8 +107,13 @@ class Worker(GeventWorker):  # type: ignore[misc]
         """Serve one request (gunicorn's), the guard able to close its connection after it."""
         self.connection.request = req
         self.connection.listener = listener_name
+        self.connection.closing = False
         try:
             return super().handle_request(listener_name, req, sock, addr)
+        except StopIteration:  # gunicorn's word for "close this connection now"
+            if self.connection.closing:
+                linger(sock, LINGER_SECONDS)
+            raise
         finally:
             self.connection.request = None
 
@@ -121,6 +131,7 @@ class Worker(GeventWorker):  # type: ignore[misc]
         req = getattr(self.connection, "request", None)
         if req is not None:
             req.force_close()
+            self.connection.closing = True
 
     def _refuse(self, key: str, client: Any) -> None:
         metrics.CONNECTION_LIMITS.labels("per_address").inc()
@@ -132,3 +143,24 @@ class Worker(GeventWorker):  # type: ignore[misc]
                 self.limits.per_address,
             )
         client.close()
+
+
+def linger(sock: socket.socket, seconds: float) -> None:
+    """Read and drop what the client still sends, for up to ``seconds``, after the answer.
+
+    The guard answers an over-long or late body without reading the rest of it. Closing a socket
+    with bytes unread makes the kernel send a reset, and a client that sends its whole body before
+    it reads (http.client, many mobile stacks) then sees "connection reset" instead of the 413
+    that was already on its way. Shutting the write side tells the client the answer is complete;
+    draining lets it finish sending and read it. nginx's lingering close does the same.
+    """
+    try:
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        return  # the client is gone already
+    with gevent.Timeout(seconds, False):
+        try:
+            while sock.recv(65536):
+                pass
+        except OSError:
+            pass
