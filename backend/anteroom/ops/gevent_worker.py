@@ -32,7 +32,6 @@ from anteroom.config import Settings
 from anteroom.ops.connection_limits import Limits, OpenCounts, RequestGuard
 from anteroom.web.serving import metrics
 
-
 # How long a closing connection hears out the rest of a body the server did not read.
 LINGER_SECONDS = 5.0
 
