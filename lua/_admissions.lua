@@ -1,4 +1,4 @@
--- needs: _base, _room, _spot, _blocks
+-- needs: _base, _room, _spot, _blocks, _waits
 -- Admissions dealt per second in a 60-slot ring (ADM), for admittedLastMinute and capacity ETAs.
 local function count_admissions(now, count)
   local second = math.floor(now / 1000)
@@ -31,17 +31,6 @@ local function free_expired(now)
 end
 
 local function active_count(now) return redis.call('ZCOUNT', ACTIVE, '(' .. fmt(now), '+inf') end
-
--- The wait histogram (WAITS): admissions by their wait from entry, field = the bucket's upper
--- bound in seconds (the operator console reads it; key_layout.WAIT_BUCKETS, whose bounds the
--- assembler writes in here, queue/connection/lua_scripts.py).
-local WAIT_BOUNDS = $WAIT_BOUNDS
-local function wait_bucket(wait_ms)
-  for _, bound in ipairs(WAIT_BOUNDS) do
-    if wait_ms <= bound * 1000 then return tostring(bound) end
-  end
-  return 'inf'
-end
 
 -- Admissions are dealt in a batch: the batch's spot records, active slots, admission count,
 -- waits and peak are then booked with one command each.

@@ -1,4 +1,4 @@
--- needs: _base, _admissions, _revocations, _blocks, _bucket, _expiry, _record, _room, _draw_random, _drain_budget
+-- needs: _base, _admissions, _waits, _revocations, _blocks, _bucket, _expiry, _record, _room, _draw_random, _drain_budget
 -- The drain reads a waiting record in one match and without a table per spot (it deals up to
 -- 200 a call), and writes the admitted record from its parts (see spot_record in _spot.lua),
 -- booked in the drain's batch (see book_dealt in _admissions.lua).
@@ -52,6 +52,7 @@ local function drain(room, now)
           redis.call('SADD', BKS, spot.score)
           held = held + 1
         elseif abandoned(spot.seen, room.abandon_after, now) then
+          book_abandoned(spot, now)
           redis.call('HDEL', SPOTS, vid)
           dropped = dropped + 1
         else
@@ -67,6 +68,7 @@ local function drain(room, now)
         held = held + 1
       elseif tonumber(seen) + abandon_ms <= now -- abandoned (see _expiry.lua), inlined
           or (check_revoked and revoked(vid, session_jti, now, true)) then
+        if tonumber(seen) + abandon_ms <= now then book_left_waiting(tonumber(since), now) end
         redis.call('HDEL', SPOTS, vid)
         dropped = dropped + 1
       else

@@ -1,4 +1,4 @@
--- needs: _base, _admissions, _revocations, _blocks, _bucket, _expiry, _record, _room, _cadence, _drain_budget
+-- needs: _base, _admissions, _waits, _revocations, _blocks, _bucket, _expiry, _record, _room, _cadence, _drain_budget
 -- The drain of a room in mode random (docs/operators.md, "Queueing modes"): each admission is drawn
 -- among the eligible waiting, every spot in the line with the same chance whatever its arrival. The
 -- k-th admission of the opening takes rank H(seed, k) mod n of the line (n its length then), H the
@@ -46,6 +46,7 @@ local function drain_random(room, now)
       held = held + 1
     elseif abandoned(spot.seen, room.abandon_after, now)
         or (check_revoked and revoked(vid, spot.session_jti, now, true)) then
+      if abandoned(spot.seen, room.abandon_after, now) then book_abandoned(spot, now) end
       redis.call('HDEL', SPOTS, vid)
       dropped = dropped + 1
     else

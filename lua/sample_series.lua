@@ -2,8 +2,11 @@
 -- already written this 10 s slot: one call writes the sample and claims the slot in one step.
 -- A sample is one sorted-set member, scored by its slot (room clock ms):
 --   slot:status:waiting:held:active:rate:capacity:<counters...>:<wait buckets...>:net
+--   :<abandon buckets...>
 -- (status 0 idle, 1 open, 2 paused; counters and buckets cumulative, in ARGV's order; net, the
--- safety net's state: 0 none, 1 calm, 2 queueing, absent from samples older than it). It goes
+-- safety net's state: 0 none, 1 calm, 2 queueing, absent from samples older than it; the
+-- abandon buckets, spots that left before their turn by their wait, absent from older samples,
+-- so older readers, which stop at net, read newer samples unchanged). It goes
 -- into s10 (trimmed to FINE_KEEP) and, when it is the minute's first, into s60 (COARSE_KEEP);
 -- each is given a TTL, so a deleted room's series vanish by themselves.
 -- Not a room operation (lua_scripts.STANDALONE): it builds its keys from the room's base.
@@ -13,16 +16,19 @@
 -- KEYS[1]: the room's key base (KeySpace.room_base; the scripts add room, line, active, bks,
 --   b:<score>, waits, s10, s60).
 -- ARGV: fine step, coarse step, fine keep, coarse keep (ms), then the counter fields of the
---   room hash, then '|', then the wait buckets (fields of the waits hash).
+--   room hash, then '|', then the wait buckets (fields of the waits hash), then '|', then the
+--   abandon buckets (fields of the waits hash too).
 -- Reply: {1, ms until the next slot} after writing, {0, ms} when the slot was taken, {-1} if
 --   the room is gone.
 local BASE = KEYS[1]
 local ROOM = BASE .. 'room'
 local FINE, COARSE = tonumber(ARGV[1]), tonumber(ARGV[2])
 local FINE_KEEP, COARSE_KEEP = tonumber(ARGV[3]), tonumber(ARGV[4])
-local counters, buckets, i = {}, {}, 5
+local counters, buckets, abandons, i = {}, {}, {}, 5
 while ARGV[i] ~= '|' do counters[#counters + 1] = ARGV[i]; i = i + 1 end
-for j = i + 1, #ARGV do buckets[#buckets + 1] = ARGV[j] end
+i = i + 1
+while ARGV[i] and ARGV[i] ~= '|' do buckets[#buckets + 1] = ARGV[i]; i = i + 1 end
+for j = i + 1, #ARGV do abandons[#abandons + 1] = ARGV[j] end
 local head = redis.call('HMGET', ROOM, @{status, clockOffset, pinnedClock, ratePerMinute, capacity,
   safetyNet, safetyNetState, mode, eventState})
 if not head[@status] then return {-1} end
@@ -56,6 +62,10 @@ for k = 1, #buckets do row[#row + 1] = waits[k] or 0 end
 local net = 0
 if (head[@safetyNet] or '') ~= '' then net = head[@safetyNetState] == 'q' and 2 or 1 end
 row[#row + 1] = net
+if #abandons > 0 then
+  local left = redis.call('HMGET', BASE .. 'waits', unpack(abandons))
+  for k = 1, #abandons do row[#row + 1] = left[k] or 0 end
+end
 local member = table.concat(row, ':')
 redis.call('ZADD', S10, slot, member)
 redis.call('ZREMRANGEBYSCORE', S10, '-inf', '(' .. fmt(slot - FINE_KEEP))

@@ -217,3 +217,22 @@ def test_the_console_links_each_rooms_report(client: FlaskClient, services: Serv
     page = client.get(f"/console/rooms/{room.id}").get_data(as_text=True)
     assert public not in page and "not public (the room does not publish it)" in page
     assert client.get(f"/console/api/queues/{room.id}/fairness").status_code == 200
+
+
+def test_the_report_counts_those_who_left_before_their_turn(
+    client: FlaskClient, services: Services
+) -> None:
+    room = Opening(client, services, ratePerMinute=60)
+    for i in range(5):
+        room.enter(f"pre{i}")
+    gone = room.engine.enter(room.id, "pre-gone", "s", 10)
+    room.engine.leave(room.id, "pre-gone", gone.ticket or 0, gone.generation)  # before opening
+    room.run(MINUTE)
+    late = room.engine.enter(room.id, "late", "s", 10)  # behind the pool: waits
+    room.run(2_000)
+    assert room.engine.leave(room.id, "late", late.ticket or 0, late.generation)
+    report = room.public()
+    # the opening's count: the one who left the pre-queue before it opened is not in it
+    assert report["leftBeforeTurn"] == 1
+    page = client.get(f"/queue/drop/fairness?key={room.key}").get_data(as_text=True)
+    assert '<dd id="left-early">1</dd>' in page

@@ -216,3 +216,21 @@ def test_breaker_and_redis_errors_during_an_outage(tmp_path: Path) -> None:
     assert added("anteroom_redis_errors_total", kind="unavailable") == 4
     assert added("anteroom_refusals_total", code="Unavailable") == 4
     assert value(found, "anteroom_room_waiting") == 0  # no figure rather than a stale one
+
+
+def test_spots_that_left_before_their_turn_are_a_histogram_by_their_wait(
+    client: FlaskClient, services: Services
+) -> None:
+    room = open_room(services.engine, env="shop", slug="drop", capacity=1, admissionTtlSec=3600)
+    services.directory.refresh_once()
+    services.engine.enter(room, "in", "s0", 10)  # the one slot: the others wait
+    waiting = [services.engine.enter(room, f"v{i}", f"s{i}", 10) for i in (1, 2)]
+    services.engine.shift_clock(room, 45_000)
+    for i, answer in enumerate(waiting, start=1):
+        assert services.engine.leave(room, f"v{i}", answer.ticket or 0, answer.generation)
+    client.application.extensions["anteroom_room_gauges"].ttl = 0.0
+    found = scrape(client)
+    name, labels = "anteroom_room_abandoned_wait_seconds_bucket", {"slug": "drop"}
+    assert value(found, name, le="30.0", **labels) == 0
+    assert value(found, name, le="60.0", **labels) == 2  # cumulative, as Prometheus reads it
+    assert value(found, name, le="+Inf", **labels) == 2

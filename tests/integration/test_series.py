@@ -408,3 +408,55 @@ def test_processes_racing_for_a_slot_write_it_once(
         assert written.count(True) == 1
         engine.shift_clock(room, 10_000)
     assert len(series.samples(room, T0, T0 + HOUR, coarse=False)) == 3
+
+
+def left_before_their_turn(engine: Engine, series: RoomSeries) -> str:
+    """A room where, on its pinned clock, one waiting visitor leaves after 25 s, one goes quiet
+    and is dropped, and an admitted one leaves; sampled at T0 and at the end (T0 + 145 s)."""
+    # One slot, held for an hour by the first visitor: everyone after waits, whatever the clock.
+    room = pinned_room(engine, capacity=1, admissionTtlSec=3600, abandonAfterSec=60)
+    first = engine.enter(room, "first", "s0", 10)
+    assert first.status == "admitted"
+    stays = engine.enter(room, "stays", "s1", 10)
+    leaves = engine.enter(room, "leaves", "s2", 10)
+    engine.enter(room, "quiet", "s3", 10)
+    assert series.sample(room)[0]
+    engine.shift_clock(room, 25_000)
+    assert engine.leave(room, "leaves", leaves.ticket or 0, leaves.generation)  # waited 25 s
+    assert engine.leave(room, "first", first.ticket or 0, first.generation)  # admitted: no count
+    # "quiet" never polls again; "stays" does, so only "quiet" is dropped as abandoned.
+    for _ in range(6):
+        engine.shift_clock(room, 20_000)
+        engine.poll(room, "stays", stays.ticket or 0, stays.generation, "s1")
+        engine.tick(room)
+        engine.sweep(room)
+    assert series.sample(room)[0]
+    return room
+
+
+def test_spots_that_left_before_their_turn_are_counted_by_their_wait(
+    engine: Engine, series: RoomSeries
+) -> None:
+    room = left_before_their_turn(engine, series)
+    first, last = series.samples(room, T0, T0 + HOUR, coarse=False)
+    assert sum(first.abandoned) == 0
+    by_bucket = dict(zip(rs.WAIT_BUCKETS, last.abandoned, strict=True))
+    assert by_bucket["30"] == 1  # the one who left after 25 s
+    # the quiet one, dropped once 60 s unpolled had passed, at the first tick after
+    assert by_bucket["60"] + by_bucket["120"] == 1
+    assert sum(last.abandoned) == 2  # the admitted one who left is not among them
+    assert dict(zip(rs.COUNTERS.values(), last.counters, strict=True))["leaves"] == 2
+
+
+def test_series_api_shows_who_left_before_their_turn(
+    client: FlaskClient, services: Services
+) -> None:
+    _, reader = services.keystore.create("test", ["queues:read"])
+    room = left_before_their_turn(services.engine, services.series)
+    url = f"/api/management/v1/queues/{room}/series"
+    query = {"from": T0, "to": T0 + 180_000, "step": 60_000}
+    body = client.get(url, headers={"Authorization": f"Bearer {reader}"}, query_string=query).json
+    # the first window has no sample before it to count from, the middle one no sample at all
+    assert body["abandonedWaits"][:2] == [None, None]
+    last = body["abandonedWaits"][2]
+    assert last[body["waitBuckets"].index("30")] == 1 and sum(last) == 2

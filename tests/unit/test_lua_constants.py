@@ -59,7 +59,7 @@ def wait_bounds() -> list[int]:
 
 # (lua file, Lua name, Python home): the home is read when the test runs.
 TWINS = [
-    ("_admissions", "WAIT_BOUNDS", wait_bounds),
+    ("_waits", "WAIT_BOUNDS", wait_bounds),
     ("_admissions", "MAX_ADMIT", lambda: far_poll.MAX_ADMIT),
     ("_cadence", "FRONT_MIN", lambda: poll_cadence.FRONT_MIN),
     ("_cadence", "FRONT_MS", lambda: poll_cadence.FRONT_MS),

@@ -8,7 +8,9 @@ Read from what the service records, never from visitors' data:
 - the wait histogram (``waits``, bucketed: the quantiles are interpolated inside a bucket), less
   what it held before the opening, as the newest series sample before ``opensAt`` tells (the
   histogram outlives a close);
-- the series (room_series.py) for the most admissions dealt in any clock minute.
+- the series (room_series.py) for the most admissions dealt in any clock minute;
+- the spots that left before their turn (the ``a<bound>`` fields of ``waits``), less what the
+  sample before the opening held, as for the wait histogram.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class OpeningFigures:
     longest_pause_sec: float
     rate_per_minute: int
     most_dealt_in_minute: int | None  # None before any minute was sampled
+    left_before_turn: int = 0
 
 
 def _counts(engine: Engine, room_id: str) -> dict[str, int]:
@@ -53,16 +56,22 @@ def _counts(engine: Engine, room_id: str) -> dict[str, int]:
     return {name: int(float(v or 0)) for name, v in zip(COUNTS, values, strict=True)}
 
 
-def _opening_waits(engine: Engine, series: RoomSeries, room_id: str, opens_at: int) -> list[int]:
-    """The wait histogram's counts since ``opens_at``: now less the sample before it."""
+def _opening_waits(
+    engine: Engine, series: RoomSeries, room_id: str, opens_at: int
+) -> tuple[list[int], int]:
+    """The wait histogram's counts since ``opens_at`` and the spots that left before their turn
+    since then: now less the sample before it."""
     now = engine.waits(room_id)
     current = [now[bound] for bound in WAIT_BUCKETS]
+    left = sum(engine.abandoned_of([room_id])[0])
     before = series.samples(room_id, opens_at, opens_at, coarse=False)
     before = before or series.samples(room_id, opens_at, opens_at, coarse=True)
     if not before:
-        return current
+        return current, left
     # A close restarts nothing in the histogram, so a drop means it was deleted: start from 0.
-    return [c - p if c >= p else c for p, c in zip(before[-1].waits, current, strict=True)]
+    waits = [c - p if c >= p else c for p, c in zip(before[-1].waits, current, strict=True)]
+    left_before = sum(before[-1].abandoned)
+    return waits, left - left_before if left >= left_before else left
 
 
 def _most_in_a_minute(series: RoomSeries, room_id: str, opens_at: int, now: int) -> int | None:
@@ -89,7 +98,7 @@ def opening_figures(engine: Engine, series: RoomSeries, room: dict[str, Any]) ->
     # A close sets opensAt back to 0: the closed opening's waits and minutes are not told apart
     # from the room's life any more, so the report leaves them out.
     opens_at = int(room.get("opensAt") or 0)
-    waits = _opening_waits(engine, series, room_id, opens_at) if opens_at else []
+    waits, left = _opening_waits(engine, series, room_id, opens_at) if opens_at else ([], 0)
     most = _most_in_a_minute(series, room_id, opens_at, now) if opens_at else None
     return OpeningFigures(
         admitted_from_pre_queue=counts["admittedFromPreQueue"],
@@ -103,4 +112,5 @@ def opening_figures(engine: Engine, series: RoomSeries, room: dict[str, Any]) ->
         longest_pause_sec=round(pause_ms / 1000, 3),
         rate_per_minute=int(room["ratePerMinute"]),
         most_dealt_in_minute=most,
+        left_before_turn=left,
     )

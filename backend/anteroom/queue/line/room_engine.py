@@ -41,7 +41,7 @@ from anteroom.queue.line.room_snapshot import SnapshotCache
 from anteroom.queue.line.seen_bookings import SeenBookings
 from anteroom.queue.rooms import room_config as rooms
 from anteroom.queue.rooms import room_events
-from anteroom.queue.rooms.key_layout import DEFAULT_PREFIX, WAIT_BUCKETS, KeySpace
+from anteroom.queue.rooms.key_layout import ABANDON_FIELDS, DEFAULT_PREFIX, WAIT_BUCKETS, KeySpace
 from anteroom.queue.rooms.room_hash import stored
 from anteroom.sdk import draw as draws
 from anteroom.sdk.tokens import InviteClaims, SessionClaims, TicketClaims
@@ -802,6 +802,16 @@ class Engine:
         with storage_errors():
             raw = self.redis.hgetall(self.keys.room_keys(room_id)["waits"])
         return {bound: int(raw.get(bound, 0)) for bound in WAIT_BUCKETS}
+
+    def abandoned_of(self, room_ids: Sequence[str]) -> list[tuple[int, ...]]:
+        """Spots that left before their turn, per room, by how long they had waited (counts per
+        ``WAIT_BUCKETS`` bucket, cumulative since the room was created), in one pipelined round."""
+        pipe = self.redis.pipeline(transaction=False)
+        for room_id in room_ids:
+            pipe.hmget(self.keys.room_keys(room_id)["waits"], ABANDON_FIELDS)
+        with storage_errors():
+            replies = pipe.execute()
+        return [tuple(int(v or 0) for v in reply) for reply in replies]
 
     def line(self, room_id: str, limit: int = 200) -> list[LineEntry]:
         """The first ``limit`` (≤ 200) waiting spots in drain order."""

@@ -11,10 +11,13 @@ from dataclasses import dataclass
 
 DEFAULT_PREFIX = "anteroom:"
 # Upper bounds (seconds) of the wait histogram's buckets: the fields of a room's `waits` hash,
-# the last "inf"; lua/_admissions.lua counts under them (its WAIT_BOUNDS, written in from
+# the last "inf"; lua/_waits.lua counts under them (its WAIT_BOUNDS, written in from
 # here by queue/connection/lua_scripts.py) and room_series.py samples them in this order.
 WAIT_BUCKETS = ("1", "2", "5", "10", "20", "30", "60", "120", "300", "600", "1200", "1800",
                 "3600", "7200", "inf")  # fmt: skip
+# The same hash counts the spots that left before their turn by how long they had waited,
+# under these fields (lua/_waits.lua, book_left_waiting).
+ABANDON_FIELDS = tuple("a" + bound for bound in WAIT_BUCKETS)
 _SAFE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
@@ -45,7 +48,8 @@ class KeySpace:
         ``line`` orders the eligible waiting spots, ``b:<score>`` the held ones of one score
         (scores listed in ``bks``); ``rvk`` is the one store of revocations:
         ``j:<session jti>`` / ``v:<vid>`` → until (ms); ``waits`` counts admissions by their wait
-        (field = a bucket's upper bound in seconds, see ``WAIT_BUCKETS`` above);
+        (field = a bucket's upper bound in seconds, see ``WAIT_BUCKETS`` above) and the spots
+        that left before their turn by how long they had waited (``a<bound>``);
         ``blk`` counts the line's live spots per block of order keys (lua/_blocks.lua);
         ``drawn`` lists the opening's entrant ids in drawn order (queue/draw.py);
         ``inv`` counts invite spends: ``<invite id>`` → uses, ``<invite id>|<vid>`` → 1;

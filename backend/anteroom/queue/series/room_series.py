@@ -25,7 +25,7 @@ import redis
 from anteroom.queue.connection import lua_scripts as scripts
 from anteroom.queue.connection.storage_errors import storage_errors
 from anteroom.queue.line.room_engine import WAIT_BUCKETS
-from anteroom.queue.rooms.key_layout import KeySpace
+from anteroom.queue.rooms.key_layout import ABANDON_FIELDS, KeySpace
 from anteroom.queue.rooms.room_hash import stored  # the wait histogram's buckets, declared once
 
 FINE_MS = 10_000
@@ -65,6 +65,9 @@ class Sample:
     counters: tuple[int, ...]  # COUNTERS
     waits: tuple[int, ...]  # WAIT_BUCKETS, cumulative counts per bucket
     net: int = 0  # the safety net's state (NET_STATES; 0: none)
+    # spots that left before their turn, cumulative per WAIT_BUCKETS bucket of how long they had
+    # waited (zeros in samples older than this count)
+    abandoned: tuple[int, ...] = (0,) * len(WAIT_BUCKETS)
 
     @classmethod
     def parse(cls, member: str) -> Sample:
@@ -73,7 +76,11 @@ class Sample:
         g, c = 2 + len(GAUGES), 2 + len(GAUGES) + len(COUNTERS)
         w = c + len(WAIT_BUCKETS)
         net = parts[w] if len(parts) > w else 0
-        return cls(parts[0], parts[1], tuple(parts[2:g]), tuple(parts[g:c]), tuple(parts[c:w]), net)
+        left = tuple(parts[w + 1 : w + 1 + len(WAIT_BUCKETS)])
+        if len(left) != len(WAIT_BUCKETS):
+            left = (0,) * len(WAIT_BUCKETS)
+        g_, c_, w_ = tuple(parts[2:g]), tuple(parts[g:c]), tuple(parts[c:w])
+        return cls(parts[0], parts[1], g_, c_, w_, net, left)
 
 
 def quantile(histogram: Sequence[int], q: float) -> float | None:
@@ -113,6 +120,7 @@ class SeriesWindow:
     waits: list[list[int] | None]
     quantiles: dict[str, list[float | None]]
     safety_net: list[str | None]  # its state at the window's last sample (None: none, no sample)
+    abandoned: list[list[int] | None]  # left before their turn, per bucket of their wait
 
 
 def aggregate(samples: Sequence[Sample], from_ms: int, to_ms: int, step_ms: int) -> SeriesWindow:
@@ -128,6 +136,7 @@ def aggregate(samples: Sequence[Sample], from_ms: int, to_ms: int, step_ms: int)
     gauges: dict[str, list[int | None]] = {g: [None] * n for g in GAUGES}
     counters: dict[str, list[int | None]] = {c: [None] * n for c in COUNTERS.values()}
     waits: list[list[int] | None] = [None] * n
+    left: list[list[int] | None] = [None] * n
     net: list[str | None] = [None] * n
     previous: Sample | None = None
     for sample in samples:
@@ -142,9 +151,8 @@ def aggregate(samples: Sequence[Sample], from_ms: int, to_ms: int, step_ms: int)
                 more = _increase(previous.counters, sample.counters)
                 for name, value in zip(COUNTERS.values(), more, strict=True):
                     counters[name][i] = (counters[name][i] or 0) + value
-                hist = _increase(previous.waits, sample.waits)
-                old = waits[i] or [0] * len(WAIT_BUCKETS)
-                waits[i] = [a + b for a, b in zip(old, hist, strict=True)]
+                waits[i] = _added(waits[i], _increase(previous.waits, sample.waits))
+                left[i] = _added(left[i], _increase(previous.abandoned, sample.abandoned))
             else:
                 for name in COUNTERS.values():
                     counters[name][i] = counters[name][i] or 0
@@ -153,7 +161,12 @@ def aggregate(samples: Sequence[Sample], from_ms: int, to_ms: int, step_ms: int)
         f"waitP{int(q * 100)}": [None if h is None else quantile(h, q) for h in waits]
         for q in (0.5, 0.9, 0.99)
     }
-    return SeriesWindow(starts, status, gauges, counters, waits, quantiles, net)
+    return SeriesWindow(starts, status, gauges, counters, waits, quantiles, net, left)
+
+
+def _added(so_far: list[int] | None, more: list[int]) -> list[int]:
+    """A window's histogram with one more sample's increase added."""
+    return [a + b for a, b in zip(so_far or [0] * len(more), more, strict=True)]
 
 
 class RoomSeries:
@@ -165,7 +178,7 @@ class RoomSeries:
         self._sample = scripts.register_standalone(client, "sample_series")
         self._count = scripts.register_standalone(client, "count_refusals")
         self._args = [FINE_MS, COARSE_MS, FINE_KEEP_MS, COARSE_KEEP_MS, *COUNTERS, "|"]
-        self._args += list(WAIT_BUCKETS)
+        self._args += [*WAIT_BUCKETS, "|", *ABANDON_FIELDS]
         self._tallies: dict[str, dict[str, int]] = {}
         self._tally_lock = threading.Lock()
 

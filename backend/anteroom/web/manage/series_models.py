@@ -169,6 +169,12 @@ class Series(Answer):
         "Admissions per wait bucket, per window (null: no sample).",
         [[0, 10, 60, 40, 10], None],
     )
+    abandonedWaits: list[list[int] | None] = _said(
+        "Spots that left the line before their turn (their visitor left, or went quiet and was"
+        " dropped) per bucket of how long they had waited (waitBuckets), per window (null: no"
+        " sample).",
+        [[3, 2, 1, 0, 0], None],
+    )
     marks: list[SeriesMark] = Field(
         default_factory=list,
         description="Scheduled events' starts and ends within the range, in time order.",
@@ -206,6 +212,7 @@ def answer(
     out |= {"now": now_ms, "times": window.times, "status": window.status}
     out |= window.gauges | window.counters | window.quantiles
     out |= {"waitBuckets": list(rs.WAIT_BUCKETS), "waits": window.waits}
+    out["abandonedWaits"] = window.abandoned
     out["marks"] = marks_of(events or [], rng)
     out["safetyNet"] = window.safety_net
     return Series.model_validate(out)

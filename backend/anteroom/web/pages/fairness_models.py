@@ -178,6 +178,12 @@ class Fairness(Answer):
         description="The most admissions dealt in any clock minute (the series); null before "
         "a minute is sampled.",
     )
+    leftBeforeTurn: int = Field(
+        examples=[140],
+        ge=0,
+        description="Spots that left the line before their turn during the opening: their "
+        "visitor left, or went quiet and was dropped.",
+    )
 
 
 class Entrants(RootModel[list[str]]):

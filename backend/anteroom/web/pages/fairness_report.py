@@ -22,4 +22,5 @@ def figures(s: Services, room: dict[str, Any]) -> dict[str, Any]:
         "longestPauseSec": found.longest_pause_sec,
         "ratePerMinute": found.rate_per_minute,
         "mostDealtInMinute": found.most_dealt_in_minute,
+        "leftBeforeTurn": found.left_before_turn,
     }

@@ -20,13 +20,13 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, g, request
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from anteroom.queue.connection.breaker import Breaker
 from anteroom.queue.connection.storage_errors import StorageError
-from anteroom.queue.line.room_engine import RoomStats
+from anteroom.queue.line.room_engine import WAIT_BUCKETS, RoomStats
 from anteroom.service_container import Services
 from anteroom.web.api import api_routes as routes
 from anteroom.web.serving import http_errors as errors
@@ -108,11 +108,11 @@ class RoomGauges(Collector):  # type: ignore[misc]
     def __init__(self, services: Services, ttl: float = ROOM_GAUGES_TTL_SEC) -> None:
         self.services = services
         self.ttl = ttl
-        self._cached: tuple[float, list[GaugeMetricFamily]] = (-1e18, [])
+        self._cached: tuple[float, list[Metric]] = (-1e18, [])
         self._lock = threading.Lock()
         self.reads = 0  # Redis rounds made (tests hold the cache to account)
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         with self._lock:
             at, families = self._cached
             if time.monotonic() - at >= self.ttl:
@@ -120,7 +120,7 @@ class RoomGauges(Collector):  # type: ignore[misc]
                 self._cached = (time.monotonic(), families)
         yield from families
 
-    def _read(self) -> list[GaugeMetricFamily]:
+    def _read(self) -> list[Metric]:
         s = self.services
         rooms = dict(s.directory.known.rooms)
         labels = ["room", "slug", "environment"]
@@ -137,11 +137,19 @@ class RoomGauges(Collector):  # type: ignore[misc]
             n: GaugeMetricFamily(f"anteroom_room_{n}", text, labels=labels)
             for n, text in names.items()
         }
+        left = HistogramMetricFamily(
+            "anteroom_room_abandoned_wait_seconds",
+            "Spots that left the line before their turn (their visitor left, or went quiet and"
+            " was dropped), by how long they had waited; counted since the room was created.",
+            labels=labels,
+        )
         stats: list[RoomStats | None] = []
+        abandoned: list[tuple[int, ...] | None] = [None] * len(rooms)
         if rooms:
             self.reads += 1
             try:
                 stats = s.breaker.call(lambda: s.engine.stats_of(list(rooms)))
+                abandoned = list(s.breaker.call(lambda: s.engine.abandoned_of(list(rooms))))
             except StorageError:
                 stats = [None] * len(rooms)
         for (room_id, room), figures in zip(rooms.items(), stats, strict=True):
@@ -156,7 +164,20 @@ class RoomGauges(Collector):  # type: ignore[misc]
             families["capacity"].add_metric(values, math.inf if capacity is None else capacity)
             families["open"].add_metric(values, 1 if figures.status == "open" else 0)
             families["paused"].add_metric(values, 1 if figures.status == "paused" else 0)
-        return list(families.values())
+        for (room_id, room), counts in zip(rooms.items(), abandoned, strict=True):
+            if counts is not None:
+                values = [room_id, room["slug"], room["environment"]]
+                left.add_metric(values, _cumulative(counts), None)
+        return [*families.values(), left]
+
+
+def _cumulative(counts: tuple[int, ...]) -> list[tuple[str, float]]:
+    """Counts per ``WAIT_BUCKETS`` bucket as a Prometheus histogram's cumulative buckets."""
+    out, total = [], 0
+    for bound, n in zip(WAIT_BUCKETS, counts, strict=True):
+        total += n
+        out.append(("+Inf" if bound == "inf" else str(float(bound)), float(total)))
+    return out
 
 
 def _route() -> str:
