@@ -1,4 +1,4 @@
--- needs: _base, _room, _spot, _purge, _due, _expiry, _record, _waits
+-- needs: _base, _room, _spot, _purge, _due, _expiry, _record, _waits, _use
 -- The sweep: abandoned waiting spots and admissions past their grace minute are dropped anywhere
 -- in the line, not only where the drain reaches. A pass starts at most once a minute per room
 -- and walks SPOTS with HSCAN, a bounded step per call, so the room's ticker, enter and poll
@@ -22,7 +22,7 @@ local function sweep_step(room, now, count)
     if (state == 'w' and abandoned(tonumber(seen), room.abandon_after, now)) or state == 'a' then
       local spot = parse_spot(items[i])
       if state == 'w' or admission_gone(spot.expires, now) then
-        book_abandoned(spot, now)
+        if state == 'w' then book_abandoned(spot, now) else book_ran_out(items[i - 1], spot) end
         drop_spot(items[i - 1], spot)
         dropped = dropped + 1
       end

@@ -1,7 +1,7 @@
 -- Enter the line: one spot per (room, vid); a repeated entry returns the same spot. Like poll,
 -- it carries a step of the sweep along, so a full line frees its abandoned places by itself.
--- needs: _base, _room, _events, _spot, _revocations, _drain, _sweep, _regroup, _answer, _admissions, _cadence, _expiry, _invite, _safety_net
--- KEYS: room spots line active adm rvk bks waits blk inv
+-- needs: _base, _room, _events, _spot, _revocations, _drain, _sweep, _regroup, _answer, _admissions, _cadence, _expiry, _invite, _safety_net, _use
+-- KEYS: room spots line active adm rvk bks waits blk inv used
 --   then, after those, the per-address limit's counters (one per window; none on a Redis
 --   Cluster, where they live on another shard and are counted apart).
 -- ARGV: vid, session jti, score (0-100), network tag ('' unless the room binds it), spent
@@ -21,7 +21,7 @@ local vid, session_jti, score, network_tag, spent =
 -- worker counting it apart agrees): every window counts the entry, over in any refuses it.
 local counters, over = tonumber(ARGV[6]) or 0, -1
 for i = 1, counters do
-  local key, limit, window = KEYS[10 + i], tonumber(ARGV[5 + 2 * i]), ARGV[6 + 2 * i]
+  local key, limit, window = KEYS[11 + i], tonumber(ARGV[5 + 2 * i]), ARGV[6 + 2 * i]
   local count = redis.call('INCRBY', key, 1)
   if count == 1 then redis.call('EXPIRE', key, window) end
   if count > limit then over = math.max(over, redis.call('TTL', key), 1) end
@@ -39,6 +39,7 @@ at_events(room, now)
 if revoked(vid, session_jti, now, true) then return err('SessionRevoked') end
 local spot = get_spot(vid)
 if spot and spot.state == 'a' and admission_gone(spot.expires, now) then
+  book_ran_out(vid, spot)
   drop_spot(vid, spot)
   spot = nil
 end

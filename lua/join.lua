@@ -3,7 +3,7 @@
 -- the session the count earns, then enters as enter.lua does, with that session. On a Redis
 -- Cluster these keys live on other shards than the room's: the caller makes the calls apart.
 -- wraps: enter (its body runs as `enter_op()`, after this prelude has set its vid, jti, score)
--- KEYS: room spots line active adm rvk bks waits blk inv
+-- KEYS: room spots line active adm rvk bks waits blk inv used
 --   then the enter limit's counters (as enter.lua), then the identify limit's m counters, the
 --   network's and the environment's identify counters of this minute, the challenge's marker.
 -- ARGV: m, per identify counter its limit and window; the busy-network threshold; the proof's
@@ -24,7 +24,7 @@ local sessions = {
 }
 local own = at + 8 -- join's own arguments; enter's follow
 local n = tonumber(ARGV[own + 6]) or 0
-local first = 10 + n -- the keys before the identify counters
+local first = 11 + n -- the keys before the identify counters
 local over = -1
 for i = 1, m do
   local key, limit, window = KEYS[first + i], tonumber(ARGV[2 * i]), ARGV[1 + 2 * i]

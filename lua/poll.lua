@@ -1,7 +1,7 @@
 -- Poll a spot (the full poll, on the primary): proves the visitor is still there, carries the
 -- sweep and the drain along, answers the spot's state.
--- needs: _base, _room, _events, _spot, _revocations, _drain, _sweep, _regroup, _answer, _cadence, _expiry
--- KEYS: room spots line active adm rvk bks waits blk
+-- needs: _base, _room, _events, _spot, _revocations, _drain, _sweep, _regroup, _answer, _cadence, _expiry, _use
+-- KEYS: room spots line active adm rvk bks waits blk used
 -- ARGV: vid, ticket, generation, session jti (all from the signed queue token; the jti may be
 --   '' in tickets signed before tickets carried it), spent (see `limited` in _cadence.lua).
 -- Writes: last-seen only when it is due (see mark_seen, keep_for_cadence); a refused poll
@@ -17,11 +17,12 @@ local spot = get_spot(vid)
 local mine = spot ~= nil and spot.ticket == ticket
 -- Before the spot's own checks: a revoked visitor hears so even when its spot is already gone.
 if revoked(vid, mine and spot.session_jti or session_jti, now, true) then
-  if mine then drop_spot(vid, spot) end
+  if mine then forget_use(vid, spot); drop_spot(vid, spot) end
   return err('SessionRevoked')
 end
 if not mine then return err('TicketGone') end
 if spot.state == 'a' and admission_gone(spot.expires, now) then
+  book_ran_out(vid, spot)
   drop_spot(vid, spot)
   return err('TicketGone')
 end

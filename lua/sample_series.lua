@@ -2,11 +2,12 @@
 -- already written this 10 s slot: one call writes the sample and claims the slot in one step.
 -- A sample is one sorted-set member, scored by its slot (room clock ms):
 --   slot:status:waiting:held:active:rate:capacity:<counters...>:<wait buckets...>:net
---   :<abandon buckets...>
+--   :<abandon buckets...>:<later counters...>
 -- (status 0 idle, 1 open, 2 paused; counters and buckets cumulative, in ARGV's order; net, the
 -- safety net's state: 0 none, 1 calm, 2 queueing, absent from samples older than it; the
--- abandon buckets, spots that left before their turn by their wait, absent from older samples,
--- so older readers, which stop at net, read newer samples unchanged). It goes
+-- abandon buckets, spots that left before their turn by their wait, and the counters added
+-- after them, absent from older samples, so older readers, which stop at net, read newer
+-- samples unchanged). It goes
 -- into s10 (trimmed to FINE_KEEP) and, when it is the minute's first, into s60 (COARSE_KEEP);
 -- each is given a TTL, so a deleted room's series vanish by themselves.
 -- Not a room operation (lua_scripts.STANDALONE): it builds its keys from the room's base.
@@ -17,7 +18,8 @@
 --   b:<score>, waits, s10, s60).
 -- ARGV: fine step, coarse step, fine keep, coarse keep (ms), then the counter fields of the
 --   room hash, then '|', then the wait buckets (fields of the waits hash), then '|', then the
---   abandon buckets (fields of the waits hash too).
+--   abandon buckets (fields of the waits hash too), then '|', then the later counters (of the
+--   room hash, sampled after the abandon buckets).
 -- Reply: {1, ms until the next slot} after writing, {0, ms} when the slot was taken, {-1} if
 --   the room is gone.
 local BASE = KEYS[1]
@@ -28,7 +30,10 @@ local counters, buckets, abandons, i = {}, {}, {}, 5
 while ARGV[i] ~= '|' do counters[#counters + 1] = ARGV[i]; i = i + 1 end
 i = i + 1
 while ARGV[i] and ARGV[i] ~= '|' do buckets[#buckets + 1] = ARGV[i]; i = i + 1 end
-for j = i + 1, #ARGV do abandons[#abandons + 1] = ARGV[j] end
+i = i + 1
+while ARGV[i] and ARGV[i] ~= '|' do abandons[#abandons + 1] = ARGV[i]; i = i + 1 end
+local later = {}
+for j = i + 1, #ARGV do later[#later + 1] = ARGV[j] end
 local head = redis.call('HMGET', ROOM, @{status, clockOffset, pinnedClock, ratePerMinute, capacity,
   safetyNet, safetyNetState, mode, eventState})
 if not head[@status] then return {-1} end
@@ -65,6 +70,10 @@ row[#row + 1] = net
 if #abandons > 0 then
   local left = redis.call('HMGET', BASE .. 'waits', unpack(abandons))
   for k = 1, #abandons do row[#row + 1] = left[k] or 0 end
+end
+if #later > 0 then
+  local more = redis.call('HMGET', ROOM, unpack(later))
+  for k = 1, #later do row[#row + 1] = more[k] or 0 end
 end
 local member = table.concat(row, ':')
 redis.call('ZADD', S10, slot, member)

@@ -3,7 +3,7 @@
 -- calls it about once a second per open room; the `tick` field (room clock, ms) makes only the
 -- first call of each interval work, so N instances run it once per room per interval.
 -- needs: _base, _room, _events, _drain, _sweep, _regroup, _clock, _safety_net
--- KEYS: room spots line active adm rvk bks waits blk
+-- KEYS: room spots line active adm rvk bks waits blk used
 -- ARGV: interval (ms).
 -- Reply: script_replies.TICK, built by name: {ran (1 when this call worked, else 0), now (ms, room
 --   clock), dealt, swept, draw due

@@ -92,3 +92,49 @@ def test_the_stats_of_several_rooms_come_in_one_round_decoded_by_name(engine: En
     assert figures == engine.stats(room)  # the metrics scrape reads what the console reads
     assert (figures.status, figures.waiting) == ("open", 1)
     assert deleted is None  # deleted since: no figure rather than a stale one
+
+
+def unused(engine: Engine, room: str) -> int:
+    return engine.departures_of([room])[0][1]
+
+
+def test_an_admission_that_runs_out_unrenewed_is_counted_unused(engine: Engine) -> None:
+    room = pinned(engine, ratePerMinute=6000, admissionTtlSec=30)
+    engine.shift_clock(room, 1_000)  # a second open: room for five at once
+    renewed, idle, leaver, revoked, polled = (
+        engine.enter(room, vid, f"s-{vid}", 10)
+        for vid in ("renewed", "idle", "leaver", "revoked", "polled")
+    )  # fmt: skip
+    for answer in (renewed, idle, leaver, revoked, polled):
+        assert answer.status == "admitted"
+    engine.shift_clock(room, 10_000)
+    assert renewed.admission is not None
+    engine.refresh(room, "renewed", renewed.generation, renewed.admission.jti)  # seen in use
+    assert engine.leave(room, "leaver", leaver.ticket or 0, leaver.generation)
+    assert engine.revoke(room, vid="revoked", life_ms=60_000)
+    # Past every expiry and its grace minute: the sweep drops the rest, one poll finds its own.
+    engine.shift_clock(room, 120_000)
+    with pytest.raises(eng.TicketGone):
+        engine.poll(room, "polled", polled.ticket or 0, polled.generation)
+    assert unused(engine, room) == 1  # "polled": admitted, never renewed
+    while not engine.sweep(room)[1]:
+        pass
+    # "idle" ran out unrenewed too; "renewed" ran out after a renewal: used, not counted.
+    assert unused(engine, room) == 2
+    used_key = engine.keys.room_keys(room)["used"]
+    assert engine.redis.scard(used_key) == 0  # nothing kept for admissions that are gone
+
+
+def test_a_new_admission_of_the_same_visitor_starts_unused(engine: Engine) -> None:
+    room = pinned(engine, ratePerMinute=6000, admissionTtlSec=30)
+    engine.shift_clock(room, 1_000)
+    first = engine.enter(room, "v", "s1", 10)
+    assert first.admission is not None
+    engine.refresh(room, "v", first.generation, first.admission.jti)
+    engine.shift_clock(room, 200_000)  # the renewed admission runs out
+    again = engine.enter(room, "v", "s2", 10)  # in again: a new admission, never renewed
+    assert again.status == "admitted" and unused(engine, room) == 0
+    engine.shift_clock(room, 200_000)
+    while not engine.sweep(room)[1]:
+        pass
+    assert unused(engine, room) == 1

@@ -234,3 +234,9 @@ def test_spots_that_left_before_their_turn_are_a_histogram_by_their_wait(
     assert value(found, name, le="30.0", **labels) == 0
     assert value(found, name, le="60.0", **labels) == 2  # cumulative, as Prometheus reads it
     assert value(found, name, le="+Inf", **labels) == 2
+    assert value(found, "anteroom_room_unused_admissions_total", **labels) == 0
+    services.engine.shift_clock(room, 3_600_000 + 61_000)  # "in" ran out, never renewed
+    while not services.engine.sweep(room)[1]:
+        pass
+    found = scrape(client)
+    assert value(found, "anteroom_room_unused_admissions_total", **labels) == 1

@@ -445,7 +445,23 @@ def test_spots_that_left_before_their_turn_are_counted_by_their_wait(
     # the quiet one, dropped once 60 s unpolled had passed, at the first tick after
     assert by_bucket["60"] + by_bucket["120"] == 1
     assert sum(last.abandoned) == 2  # the admitted one who left is not among them
+    assert last.later == (0,)  # the admission that left was not left unused
     assert dict(zip(rs.COUNTERS.values(), last.counters, strict=True))["leaves"] == 2
+
+
+def test_the_series_counts_admissions_that_ran_out_unrenewed(
+    engine: Engine, series: RoomSeries
+) -> None:
+    room = pinned_room(engine, admissionTtlSec=30, ratePerMinute=6000)
+    series.sample(room)
+    engine.shift_clock(room, 1_000)
+    assert engine.enter(room, "v", "s", 10).status == "admitted"
+    engine.shift_clock(room, 99_000)  # its 30 s and the grace minute are past
+    while not engine.sweep(room)[1]:
+        pass
+    series.sample(room)
+    window = rs.aggregate(series.samples(room, T0, T0 + HOUR, False), T0, T0 + 120_000, 60_000)
+    assert window.counters["unusedAdmissions"] == [0, 1]
 
 
 def test_series_api_shows_who_left_before_their_turn(

@@ -149,3 +149,6 @@ def test_enter_finds_the_address_counters_after_its_declared_keys() -> None:
     # header moves them, and enter.lua must read them from there.
     offset = re.search(r"KEYS\[(\d+) \+ i\]", _code(text("enter")))
     assert offset and int(offset.group(1)) == len(lua_scripts.operation("enter").keys)
+    # join passes enter's keys, then enter's counters, then its own: it counts past both.
+    first = re.search(r"local first = (\d+) \+ n", _code(text("join")))
+    assert first and int(first.group(1)) == len(lua_scripts.operation("join").keys)

@@ -63,7 +63,7 @@ def _opening_waits(
     since then: now less the sample before it."""
     now = engine.waits(room_id)
     current = [now[bound] for bound in WAIT_BUCKETS]
-    left = sum(engine.abandoned_of([room_id])[0])
+    left = sum(engine.departures_of([room_id])[0][0])
     before = series.samples(room_id, opens_at, opens_at, coarse=False)
     before = before or series.samples(room_id, opens_at, opens_at, coarse=True)
     if not before:

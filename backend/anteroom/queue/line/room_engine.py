@@ -803,15 +803,20 @@ class Engine:
             raw = self.redis.hgetall(self.keys.room_keys(room_id)["waits"])
         return {bound: int(raw.get(bound, 0)) for bound in WAIT_BUCKETS}
 
-    def abandoned_of(self, room_ids: Sequence[str]) -> list[tuple[int, ...]]:
-        """Spots that left before their turn, per room, by how long they had waited (counts per
-        ``WAIT_BUCKETS`` bucket, cumulative since the room was created), in one pipelined round."""
+    def departures_of(self, room_ids: Sequence[str]) -> list[tuple[tuple[int, ...], int]]:
+        """Per room, in one pipelined round: the spots that left before their turn by how long
+        they had waited (counts per ``WAIT_BUCKETS`` bucket), and the admissions that ran out
+        with no renewal seen; both counted since the room was created."""
         pipe = self.redis.pipeline(transaction=False)
         for room_id in room_ids:
             pipe.hmget(self.keys.room_keys(room_id)["waits"], ABANDON_FIELDS)
+            pipe.hget(self.keys.room(room_id), stored("unusedAdmissions"))
         with storage_errors():
             replies = pipe.execute()
-        return [tuple(int(v or 0) for v in reply) for reply in replies]
+        return [
+            (tuple(int(v or 0) for v in left), int(unused or 0))
+            for left, unused in zip(replies[::2], replies[1::2], strict=True)
+        ]
 
     def line(self, room_id: str, limit: int = 200) -> list[LineEntry]:
         """The first ``limit`` (≤ 200) waiting spots in drain order."""

@@ -53,6 +53,7 @@ class KeySpace:
         ``blk`` counts the line's live spots per block of order keys (lua/_blocks.lua);
         ``drawn`` lists the opening's entrant ids in drawn order (queue/draw.py);
         ``inv`` counts invite spends: ``<invite id>`` → uses, ``<invite id>|<vid>`` → 1;
+        ``used`` lists the live admissions seen in use (a renewal): ``<vid>:<deal number>``;
         ``pqz`` numbers an event's pre-queue entrants while their places are drawn
         (lua/shuffle_prequeue.lua); ``fo`` registers the processes serving a failMode-open
         room: ``<process>`` → its last check-in (ms), ``<process>|n`` → when it was found
@@ -61,7 +62,7 @@ class KeySpace:
         base = self.room_base(room_id)
         names = (
             "room", "spots", "line", "active", "adm", "rvk", "bks", "waits", "blk", "drawn", "inv",
-            "pqz", "fo",
+            "pqz", "fo", "used",
         )  # fmt: skip
         return {name: base + name for name in names}
 

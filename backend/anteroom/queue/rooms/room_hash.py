@@ -116,6 +116,7 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("refusedBusy", "nbusy", "Busy refusals (counted by the web tier)"),
     RoomField("leaves", "nleft", "spots and slots freed by leave"),
     RoomField("abandoned", "nswept", "spots dropped as abandoned, expired or revoked"),
+    RoomField("unusedAdmissions", "nunused", "admissions that ran out with no renewal seen"),
     # The opening's fairness counts (docs/draw.md): reset when an idle room
     # opens, kept by a close so the last opening's report stays whole.
     RoomField("admittedFromPreQueue", "npre", "admissions of order keys below 2^52 (the pool)"),

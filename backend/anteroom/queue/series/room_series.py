@@ -46,6 +46,9 @@ COUNTERS = {
         "abandoned",
     )
 }
+# Counters sampled after the abandon buckets (added to the sample's end, so readers of the older
+# shape read newer samples unchanged); a window's increase of each is a column like COUNTERS'.
+LATER_COUNTERS = {stored(name): name for name in ("unusedAdmissions",)}
 GAUGES = ("waiting", "held", "active", "rate", "capacity")
 # The safety net's state in a sample (lua/_safety_net.lua): 0 none (and older samples), 1, 2.
 NET_STATES = {1: "calm", 2: "queueing"}
@@ -68,6 +71,7 @@ class Sample:
     # spots that left before their turn, cumulative per WAIT_BUCKETS bucket of how long they had
     # waited (zeros in samples older than this count)
     abandoned: tuple[int, ...] = (0,) * len(WAIT_BUCKETS)
+    later: tuple[int, ...] = (0,) * len(LATER_COUNTERS)  # LATER_COUNTERS (zeros when older)
 
     @classmethod
     def parse(cls, member: str) -> Sample:
@@ -76,11 +80,15 @@ class Sample:
         g, c = 2 + len(GAUGES), 2 + len(GAUGES) + len(COUNTERS)
         w = c + len(WAIT_BUCKETS)
         net = parts[w] if len(parts) > w else 0
-        left = tuple(parts[w + 1 : w + 1 + len(WAIT_BUCKETS)])
+        a = w + 1 + len(WAIT_BUCKETS)
+        left = tuple(parts[w + 1 : a])
         if len(left) != len(WAIT_BUCKETS):
             left = (0,) * len(WAIT_BUCKETS)
+        later = tuple(parts[a : a + len(LATER_COUNTERS)])
+        if len(later) != len(LATER_COUNTERS):
+            later = (0,) * len(LATER_COUNTERS)
         g_, c_, w_ = tuple(parts[2:g]), tuple(parts[g:c]), tuple(parts[c:w])
-        return cls(parts[0], parts[1], g_, c_, w_, net, left)
+        return cls(parts[0], parts[1], g_, c_, w_, net, left, later)
 
 
 def quantile(histogram: Sequence[int], q: float) -> float | None:
@@ -134,7 +142,8 @@ def aggregate(samples: Sequence[Sample], from_ms: int, to_ms: int, step_ms: int)
     n = len(starts)
     status: list[int | None] = [None] * n
     gauges: dict[str, list[int | None]] = {g: [None] * n for g in GAUGES}
-    counters: dict[str, list[int | None]] = {c: [None] * n for c in COUNTERS.values()}
+    names = [*COUNTERS.values(), *LATER_COUNTERS.values()]
+    counters: dict[str, list[int | None]] = {c: [None] * n for c in names}
     waits: list[list[int] | None] = [None] * n
     left: list[list[int] | None] = [None] * n
     net: list[str | None] = [None] * n
@@ -148,13 +157,15 @@ def aggregate(samples: Sequence[Sample], from_ms: int, to_ms: int, step_ms: int)
             for name, value in zip(GAUGES, sample.gauges, strict=True):
                 gauges[name][i] = value
             if previous is not None:
-                more = _increase(previous.counters, sample.counters)
-                for name, value in zip(COUNTERS.values(), more, strict=True):
+                more = _increase(
+                    (*previous.counters, *previous.later), (*sample.counters, *sample.later)
+                )
+                for name, value in zip(names, more, strict=True):
                     counters[name][i] = (counters[name][i] or 0) + value
                 waits[i] = _added(waits[i], _increase(previous.waits, sample.waits))
                 left[i] = _added(left[i], _increase(previous.abandoned, sample.abandoned))
             else:
-                for name in COUNTERS.values():
+                for name in names:
                     counters[name][i] = counters[name][i] or 0
         previous = sample
     quantiles = {
@@ -178,7 +189,7 @@ class RoomSeries:
         self._sample = scripts.register_standalone(client, "sample_series")
         self._count = scripts.register_standalone(client, "count_refusals")
         self._args = [FINE_MS, COARSE_MS, FINE_KEEP_MS, COARSE_KEEP_MS, *COUNTERS, "|"]
-        self._args += [*WAIT_BUCKETS, "|", *ABANDON_FIELDS]
+        self._args += [*WAIT_BUCKETS, "|", *ABANDON_FIELDS, "|", *LATER_COUNTERS]
         self._tallies: dict[str, dict[str, int]] = {}
         self._tally_lock = threading.Lock()
 

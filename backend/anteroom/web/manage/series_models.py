@@ -157,6 +157,12 @@ class Series(Answer):
     refusedBusy: Ints = _column("Entries refused in the window as Redis was full.", 0, 0)
     leaves: Ints = _column("Visitors who left the line in the window.", 4, 6)
     abandoned: Ints = _column("Spots dropped in the window as their visitor went quiet.", 2, 5)
+    unusedAdmissions: Ints = _column(
+        "Admissions that ran out in the window with no renewal seen: let in, never seen using"
+        " the site (the edge and the agent renew an admission while its visitor browses).",
+        1,
+        0,
+    )
     waitP50: Floats = _column(
         "Seconds from taking a spot to admission, of those admitted: the median.", 540.0, 560.0
     )

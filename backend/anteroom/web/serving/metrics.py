@@ -20,7 +20,12 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, g, request
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
@@ -143,13 +148,19 @@ class RoomGauges(Collector):  # type: ignore[misc]
             " was dropped), by how long they had waited; counted since the room was created.",
             labels=labels,
         )
+        unused = CounterMetricFamily(
+            "anteroom_room_unused_admissions",
+            "Admissions that ran out with no renewal seen (let in, never seen using the site);"
+            " counted since the room was created.",
+            labels=labels,
+        )
         stats: list[RoomStats | None] = []
-        abandoned: list[tuple[int, ...] | None] = [None] * len(rooms)
+        departures: list[tuple[tuple[int, ...], int] | None] = [None] * len(rooms)
         if rooms:
             self.reads += 1
             try:
                 stats = s.breaker.call(lambda: s.engine.stats_of(list(rooms)))
-                abandoned = list(s.breaker.call(lambda: s.engine.abandoned_of(list(rooms))))
+                departures = list(s.breaker.call(lambda: s.engine.departures_of(list(rooms))))
             except StorageError:
                 stats = [None] * len(rooms)
         for (room_id, room), figures in zip(rooms.items(), stats, strict=True):
@@ -164,11 +175,12 @@ class RoomGauges(Collector):  # type: ignore[misc]
             families["capacity"].add_metric(values, math.inf if capacity is None else capacity)
             families["open"].add_metric(values, 1 if figures.status == "open" else 0)
             families["paused"].add_metric(values, 1 if figures.status == "paused" else 0)
-        for (room_id, room), counts in zip(rooms.items(), abandoned, strict=True):
-            if counts is not None:
+        for (room_id, room), found in zip(rooms.items(), departures, strict=True):
+            if found is not None:
                 values = [room_id, room["slug"], room["environment"]]
-                left.add_metric(values, _cumulative(counts), None)
-        return [*families.values(), left]
+                left.add_metric(values, _cumulative(found[0]), None)
+                unused.add_metric(values, found[1])
+        return [*families.values(), left, unused]
 
 
 def _cumulative(counts: tuple[int, ...]) -> list[tuple[str, float]]:
