@@ -1,6 +1,6 @@
 // The room's charts, drawn with uPlot from the series API's columns; each with a text summary.
 import uPlot from "uplot";
-import { axisTime, count, last, lineSummary, perMinute, recentSum, when } from "./format.js";
+import { axisTime, count, departuresSummary, last, lineSummary, perMinute, recentSum, when, windowTotals } from "./format.js";
 
 /** @typedef {Record<string, any>} Series */
 
@@ -57,6 +57,15 @@ export const CHARTS = [
       if (p50 === null) return "Nobody was admitted in this span.";
       return `Of the last admitted, half waited under ${p50} s and nine in ten under ${p90} s.`;
     },
+  },
+  {
+    id: "departures",
+    title: "Left before their turn, and admissions unused, per minute",
+    lines: (s) => [
+      ["Left / min", perMinute(windowTotals(s.abandonedWaits || []), s.step)],
+      ["Unused / min", perMinute(s.unusedAdmissions || s.times.map(() => null), s.step)],
+    ],
+    summary: departuresSummary,
   },
 ];
 

@@ -255,3 +255,42 @@ export function auditRow(e, { names, me, timeZone }) {
   }
   return { id: e.id, when: when(e.at, timeZone), who, room, roomId: e.queue?.id || "", what, changes };
 }
+
+/**
+ * What the series says of those who went without being served: spots that left the line before
+ * their turn (and, of them, how long half had waited at most) and admissions never used, in
+ * the span shown.
+ * @param {{abandonedWaits?: (number[] | null)[], waitBuckets: string[], unusedAdmissions?: (number | null)[]}} s
+ * @returns {string}
+ */
+export function departuresSummary(s) {
+  const buckets = s.waitBuckets;
+  const totals = buckets.map(() => 0);
+  for (const window of s.abandonedWaits || []) {
+    if (window) window.forEach((n, i) => (totals[i] += n));
+  }
+  const left = totals.reduce((a, b) => a + b, 0);
+  const unused = (s.unusedAdmissions || []).reduce((a, b) => a + (b || 0), 0);
+  const admissions = `${count(unused)} admission${unused === 1 ? "" : "s"} ran out unused (no renewal seen).`;
+  if (left === 0) return `Nobody left the line before their turn in this span; ${admissions}`;
+  let seen = 0;
+  let half = buckets[buckets.length - 1];
+  for (let i = 0; i < buckets.length; i++) {
+    seen += totals[i];
+    if (seen * 2 >= left) {
+      half = buckets[i];
+      break;
+    }
+  }
+  const wait = half === "inf" || half === "+Inf" ? `over ${buckets[buckets.length - 2]} s` : `up to ${half} s`;
+  return `${count(left)} left the line before their turn in this span (half had waited ${wait}); ${admissions}`;
+}
+
+/**
+ * Per-window totals of a per-bucket histogram column (null stays null).
+ * @param {(number[] | null)[]} windows
+ * @returns {(number | null)[]}
+ */
+export function windowTotals(windows) {
+  return windows.map((w) => (w ? w.reduce((a, b) => a + b, 0) : null));
+}

@@ -113,6 +113,13 @@ def test_operator_watches_the_line_move_and_pauses_and_resumes(
     expect(page.locator("#chart-admissions")).to_have_attribute(
         "data-last", json.dumps([6, 6], separators=(",", ":")), timeout=10_000
     )  # one admitted every 10 s: 6 a minute, the rate
+    # The last in line gives up: the page counts who left before their turn.
+    gone = crowd.engine.line(crowd.room, 200)[-1]
+    assert crowd.engine.leave(crowd.room, gone.visitor, gone.ticket, 1)
+    crowd.tick()
+    expect(page.locator("#summary-departures")).to_contain_text(
+        "1 left the line before their turn in this span", timeout=10_000
+    )
     page.get_by_label("Show the last").select_option(label="15 minutes")
     expect(page.locator("#chart-line")).to_have_attribute("data-points", FIFTEEN_MINUTES)
     page.evaluate("document.getElementById('charts-h').scrollIntoView()")

@@ -1,7 +1,7 @@
 // The console's pure helpers: what an operator reads in the summaries and confirmations.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { auditRow, axisTime, clock, languageName, last, lineSummary, perMinute, recentSum, releasedBy, safetyNetSummary, when } from "../../frontend/console/format.js";
+import { auditRow, axisTime, clock, departuresSummary, languageName, last, lineSummary, perMinute, recentSum, releasedBy, safetyNetSummary, when, windowTotals } from "../../frontend/console/format.js";
 
 test("a holdScore raise releases the held visitors scoring below it", () => {
   const held = { 75: 2, 90: 1 };
@@ -103,4 +103,15 @@ test("an audit entry says who did what to which room, the change in words", () =
   for (const row of [rate, notice, pause, net, revoked]) {
     for (const line of row.changes) assert.doesNotMatch(line, /ratePerMinute|safetyNet\.|[{}]/);
   }
+});
+
+test("who went unserved: those who left, half of them by their wait, and unused admissions", () => {
+  const waitBuckets = ["30", "60", "300", "inf"];
+  const none = { waitBuckets, abandonedWaits: [null, [0, 0, 0, 0]], unusedAdmissions: [null, 0] };
+  assert.equal(departuresSummary(none), "Nobody left the line before their turn in this span; 0 admissions ran out unused (no renewal seen).");
+  const some = { waitBuckets, abandonedWaits: [[1, 0, 0, 0], null, [0, 2, 1, 0]], unusedAdmissions: [1, null, 0] };
+  assert.equal(departuresSummary(some), "4 left the line before their turn in this span (half had waited up to 60 s); 1 admission ran out unused (no renewal seen).");
+  const late = { waitBuckets, abandonedWaits: [[0, 0, 0, 3]], unusedAdmissions: [2] };
+  assert.match(departuresSummary(late), /^3 left .*half had waited over 300 s\); 2 admissions ran out/);
+  assert.deepEqual(windowTotals([[1, 2], null, [0, 0]]), [3, null, 0]);
 });
