@@ -1,0 +1,242 @@
+"""Signed agents (the IETF Web Bot Auth drafts): who a signed request comes from, or why not.
+
+A request from a signed agent carries an RFC 9421 signature tagged ``web-bot-auth``, made with
+Ed25519 over at least ``@authority`` (and ``signature-agent`` when it names its directory), with
+``created`` and ``expires``, a ``nonce`` used once, and the ``keyid`` (JWK thumbprint) of a key
+its directory lists. :class:`AgentVerifier` checks all of that and answers the directory's URL
+the agent is known by, or a :class:`~anteroom.sdk.message_signatures.SignatureError` whose
+``reason`` says what failed: ``malformed``, ``untagged``, ``algorithm``, ``components``,
+``expired``, ``early``, ``window``, ``nonce``, ``replayed``, ``directory``, ``unknown-key``,
+``forged``.
+
+Directories are fetched over HTTPS (the system's trust store, or a CA file given) and kept for
+their ``Cache-Control: max-age`` (between a minute and a day; five minutes without one); a
+failed fetch is remembered for 30 s, so a directory that is down costs one timeout, not one per
+request. Nonces are remembered until their signature expires. Standard library only.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import re
+import ssl
+import threading
+import urllib.error
+import urllib.request
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from anteroom.sdk.message_signatures import (
+    SignatureError,
+    SignatureInput,
+    SignedRequest,
+    directory_url,
+    ed25519_key,
+    jwk_thumbprint,
+    signatures_of,
+    verify_signature,
+)
+from anteroom.sdk.structured_fields import FieldError, Item, parse_dictionary, parse_item
+
+__all__ = ["AgentVerifier", "Directories", "Fetch", "Nonces", "SignedAgent", "https_fetch"]
+
+TAG = "web-bot-auth"
+MAX_WINDOW_SEC = 86_400  # the longest created → expires a signature may claim
+SKEW_SEC = 60  # a signature "created" this far in the future still counts (clocks differ)
+MAX_DIRECTORY_BYTES = 65_536
+_MAX_AGE = re.compile(r"max-age=(\d+)")
+
+# (status, Cache-Control, body) of a GET, or raises OSError.
+Fetch = Callable[[str], tuple[int, str, bytes]]
+
+
+def https_fetch(timeout: float = 2.0, cafile: str | None = None) -> Fetch:
+    """GET over HTTPS with urllib, the certificate checked (against ``cafile`` if given)."""
+    context = ssl.create_default_context(cafile=cafile)
+
+    def fetch(url: str) -> tuple[int, str, bytes]:
+        request = urllib.request.Request(
+            url, headers={"Accept": "application/http-message-signatures-directory+json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=timeout, context=context) as answer:
+                body = answer.read(MAX_DIRECTORY_BYTES + 1)
+                return answer.status, answer.headers.get("Cache-Control", ""), body
+        except urllib.error.HTTPError as exc:
+            with exc:
+                return exc.code, "", b""
+
+    return fetch
+
+
+@dataclass(frozen=True)
+class SignedAgent:
+    """A request's verified signer: its key directory's URL and the key's thumbprint."""
+
+    directory: str
+    keyid: str
+
+
+class Directories:
+    """Agents' key directories, fetched once and kept for their max-age (bounded in number)."""
+
+    def __init__(self, fetch: Fetch, clock: Callable[[], float], most: int = 1_000) -> None:
+        self.fetch, self.clock, self.most = fetch, clock, most
+        self._kept: OrderedDict[str, tuple[float, dict[str, bytes] | None]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.fetches = 0  # what the cache saves: tests and the bench read it
+
+    def keys(self, url: str) -> dict[str, bytes]:
+        """The directory's Ed25519 keys by thumbprint; SignatureError ``directory`` if it
+        cannot be had (now, or in the last 30 s)."""
+        now = self.clock()
+        with self._lock:
+            kept = self._kept.get(url)
+        if kept is None or kept[0] <= now:
+            kept = self._load(url, now)
+        if kept[1] is None:
+            raise SignatureError("directory", f"the key directory {url} cannot be read")
+        return kept[1]
+
+    def _load(self, url: str, now: float) -> tuple[float, dict[str, bytes] | None]:
+        self.fetches += 1
+        try:
+            status, cache_control, body = self.fetch(url)
+        except (OSError, ValueError):
+            status, cache_control, body = 0, "", b""
+        keys = _parse_directory(body) if status == 200 else None
+        if keys is None:
+            until = now + 30
+        else:
+            found = _MAX_AGE.search(cache_control or "")
+            age = int(found.group(1)) if found else 300
+            until = now + min(max(age, 60), 86_400)
+        with self._lock:
+            self._kept[url] = (until, keys)
+            self._kept.move_to_end(url)
+            while len(self._kept) > self.most:
+                self._kept.popitem(last=False)
+        return until, keys
+
+
+def _parse_directory(body: bytes) -> dict[str, bytes] | None:
+    if len(body) > MAX_DIRECTORY_BYTES:
+        return None
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    listed = document.get("keys") if isinstance(document, dict) else None
+    if not isinstance(listed, list):
+        return None
+    keys = {}
+    for jwk in listed:
+        key = ed25519_key(jwk) if isinstance(jwk, dict) else None
+        if key is not None:
+            keys[jwk_thumbprint(jwk)] = key
+    return keys
+
+
+class Nonces:
+    """Nonces seen, each until its signature expires: a second use is a replay."""
+
+    def __init__(self, most: int = 200_000) -> None:
+        self.most = most
+        self._until: dict[str, float] = {}
+        self._expiring: list[tuple[float, str]] = []  # a heap: the soonest to expire first
+        self._lock = threading.Lock()
+
+    def first_use(self, keyid: str, nonce: str, until: float, now: float) -> bool:
+        """Book ``nonce`` of ``keyid`` until ``until``; False when it was booked already.
+
+        Full of live nonces, it refuses new ones rather than forget one that could be replayed.
+        """
+        name = f"{keyid} {nonce}"
+        with self._lock:
+            while self._expiring and self._expiring[0][0] <= now:
+                _, gone = heapq.heappop(self._expiring)
+                if self._until.get(gone, now + 1) <= now:
+                    del self._until[gone]
+            if name in self._until or len(self._until) >= self.most:
+                return False
+            self._until[name] = until
+            heapq.heappush(self._expiring, (until, name))
+            return True
+
+
+class AgentVerifier:
+    """Checks Web Bot Auth signatures: :meth:`verify` answers the signer, or raises."""
+
+    def __init__(
+        self,
+        directories: Directories,
+        nonces: Nonces,
+        clock: Callable[[], float],
+        max_window: int = MAX_WINDOW_SEC,
+    ) -> None:
+        self.directories, self.nonces, self.clock = directories, nonces, clock
+        self.max_window = max_window
+
+    def verify(self, request: SignedRequest) -> SignedAgent | None:
+        """The agent that signed ``request``; None when it carries no Web Bot Auth signature
+        (an ordinary request). SignatureError when one is there and does not hold."""
+        tagged = [s for s in signatures_of(request) if s.params.get("tag") == TAG]
+        if not tagged:
+            if request.header("signature-agent") is not None:
+                raise SignatureError("untagged", f"no signature is tagged {TAG}")
+            return None
+        signed = tagged[0]
+        now = self.clock()
+        _created, expires, keyid, nonce = self._params(signed, now)
+        directory = directory_url(self._agent(request, signed))
+        key = self.directories.keys(directory).get(keyid)
+        if key is None:
+            raise SignatureError("unknown-key", "the key is not in the agent's directory")
+        if not verify_signature(request, signed, key):
+            raise SignatureError("forged", "the signature does not match the request")
+        # Booked last: a forged request must not burn the nonce of a genuine one.
+        if not self.nonces.first_use(keyid, nonce, expires, now):
+            raise SignatureError("replayed", "this signature's nonce was used before")
+        return SignedAgent(directory, keyid)
+
+    def _params(self, signed: SignatureInput, now: float) -> tuple[int, int, str, str]:
+        params = signed.params
+        alg = params.get("alg", "ed25519")
+        if alg != "ed25519":
+            raise SignatureError("algorithm", "only ed25519 signatures are accepted")
+        created, expires = params.get("created"), params.get("expires")
+        if not isinstance(created, int) or not isinstance(expires, int):
+            raise SignatureError("malformed", "created and expires must be integers")
+        if expires <= now:
+            raise SignatureError("expired", "the signature has expired")
+        if created > now + SKEW_SEC:
+            raise SignatureError("early", "the signature is created in the future")
+        if expires - created > self.max_window or expires <= created:
+            raise SignatureError("window", f"a signature may last {self.max_window} s at most")
+        keyid, nonce = params.get("keyid"), params.get("nonce")
+        if not isinstance(keyid, str) or not keyid:
+            raise SignatureError("malformed", "the keyid is missing")
+        if not isinstance(nonce, str) or not 1 <= len(nonce) <= 256:
+            raise SignatureError("nonce", "a nonce is required")
+        if "@authority" not in signed.names():
+            raise SignatureError("components", "the signature must cover @authority")
+        return created, expires, keyid, nonce
+
+    @staticmethod
+    def _agent(request: SignedRequest, signed: SignatureInput) -> str:
+        """The Signature-Agent URL the signature covers (as a string, or one dictionary
+        member named by the component's ``key``)."""
+        raw = request.header("signature-agent")
+        covered = [i for i in signed.covered.items if i.value == "signature-agent"]
+        if raw is None or not covered:
+            raise SignatureError("components", "the signature must cover the Signature-Agent")
+        member = covered[0].params.get("key")
+        try:
+            item = parse_item(raw) if member is None else parse_dictionary(raw).get(str(member))
+        except FieldError:
+            raise SignatureError("malformed", "the Signature-Agent is malformed") from None
+        if not isinstance(item, Item) or not isinstance(item.value, str):
+            raise SignatureError("malformed", "the Signature-Agent is not a URL string")
+        return item.value
