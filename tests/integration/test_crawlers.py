@@ -176,3 +176,36 @@ def test_a_bad_crawlers_setting_is_refused_naming_the_field(
     assert op.patch(room["id"], {"crawlers": "pass"}).status_code == 200
     assert op.get(room["id"])["crawlers"] == "pass"
     assert op.create(slug="other")["crawlers"] == "queue"  # off by default
+
+
+def test_behind_a_trusted_proxy_the_crawlers_forwarded_address_is_verified_in_a_live_worker(
+    live_server: Any, redis_client: Any, dns_server: DnsServer
+) -> None:
+    """Through ``anteroom serve`` (gunicorn's gevent worker, whose sockets are cooperative):
+    the address checked is the one the trusted proxy forwards, never the peer's."""
+    import requests
+
+    from anteroom.engine import Engine
+    from anteroom.store.keystore import KeyStore
+
+    server = live_server(ANTEROOM_TRUSTED_PROXIES="1", ANTEROOM_DNS_RESOLVER=dns_server.resolver)
+    engine = Engine(redis_client)
+    api_key = KeyStore(redis_client, engine.keys).create("live")[0].public_key
+    room = make_room(engine, env="live", slug="crawled", crawlers="pass")
+    engine.open(room)
+    before = engine.stats(room)
+
+    def page(forwarded: str) -> requests.Response:
+        return requests.get(
+            f"{server.url}/queue/crawled",
+            params={"key": api_key},
+            headers={"User-Agent": GOOGLEBOT_UA, "X-Forwarded-For": forwarded},
+            allow_redirects=False,
+            timeout=10,
+        )
+
+    passed = page(GOOGLEBOT)
+    assert passed.status_code == 302 and passed.headers["Location"] == SHOP
+    assert page(SPOOFED).status_code == 200  # the waiting page, as for anyone
+    after = engine.stats(room)
+    assert (after.waiting, after.active, after.tickets) == (before.waiting, before.active, 0)

@@ -247,6 +247,11 @@ class CrawlerCheck:
         self._lock = threading.Lock()
         self._verdicts: OrderedDict[tuple[str, str], tuple[bool, float]] = OrderedDict()
 
+    def forget(self) -> None:
+        """Forget every verdict: the next claims are asked of DNS again."""
+        with self._lock:
+            self._verdicts.clear()
+
     def verified(
         self, address: str | None, user_agent: str | None, among: Sequence[Engine] = ENGINES
     ) -> Engine | None:
