@@ -129,3 +129,32 @@ def test_the_system_resolver_is_the_first_nameserver(tmp_path) -> None:  # type:
     conf.write_text("nameserver fe80::1%eth0\n")
     assert crawlers.system_resolver(str(conf)) == "[fe80::1]:53"
     assert crawlers.system_resolver(str(tmp_path / "none")) == "127.0.0.1:53"
+
+
+def test_new_verifications_are_budgeted_and_known_crawlers_keep_their_verdict(
+    dns_server: DnsServer,
+) -> None:
+    """A flood of claims from ever new addresses asks DNS at most the budget's worth; a crawler
+    verified before keeps passing, and a claim refused for the budget is asked again later."""
+    clock = Clock()
+    check = CrawlerCheck(dns_server.resolver, clock=clock, new_per_sec=2, new_burst=3)
+    assert check.verified(GOOGLEBOT, GOOGLEBOT_UA) is not None
+    flood = [f"2001:db8::{i:x}" for i in range(50)]
+    for address in flood:
+        assert check.verified(address, GOOGLEBOT_UA) is None
+    assert check.lookups == 3 and check.over_budget == 48
+    assert check.verified(GOOGLEBOT, GOOGLEBOT_UA) is not None  # from the cache
+    assert check.verified(SPOOFED, GOOGLEBOT_UA) is None
+    assert check.lookups == 3  # the budget is spent: not asked, not remembered
+    clock.now += 1  # two more
+    assert check.verified(BINGBOT, BINGBOT_UA) is not None
+    assert check.lookups == 4
+
+
+def test_a_dns_resolver_setting_that_is_not_host_port_stops_the_start() -> None:
+    from anteroom.config import Settings
+
+    assert Settings.from_env({"ANTEROOM_DNS_RESOLVER": "[::1]:5353"}).dns_resolver == "[::1]:5353"
+    for bad in ("dns.example:53", "127.0.0.1", "127.0.0.1:99999"):
+        with pytest.raises(ValueError, match="ANTEROOM_DNS_RESOLVER"):
+            Settings.from_env({"ANTEROOM_DNS_RESOLVER": bad})

@@ -13,7 +13,10 @@ answer or an unreachable resolver means "not verified", never an error and never
 verdict is kept for its records' TTL (from ``MIN_TTL`` to ``MAX_TTL``; ``NEGATIVE_TTL`` for a
 name that does not exist, ``FAILURE_TTL`` after a failure, so a resolver that is down costs one
 timeout per address and ``FAILURE_TTL``), at most ``max_entries`` verdicts, least recently used
-forgotten first.
+forgotten first. New verifications are budgeted per process (``NEW_PER_SEC``, a burst of
+``NEW_BURST``): a flood of claims from ever new addresses (IPv6 has plenty) costs at most that
+many DNS questions a second, beyond which a claim is not verified (not remembered: asked again
+once the budget allows), and the remembered crawlers keep their verdicts meanwhile.
 
 Standard library only: the edge (``anteroom.edge``) and the service ask the same way.
 """
@@ -82,6 +85,7 @@ MIN_TTL, MAX_TTL = 30.0, 86_400.0
 NEGATIVE_TTL = 300.0  # no reverse name, or one that is not the engine's
 FAILURE_TTL = 30.0  # timeout, refusal, unreachable resolver: asked again after this
 MAX_ENTRIES = 10_000
+NEW_PER_SEC, NEW_BURST = 50.0, 100.0  # new verifications a second per process
 
 _PTR, _A, _AAAA, _CNAME = 12, 1, 28, 5
 _NOERROR, _NXDOMAIN = 0, 3
@@ -238,12 +242,17 @@ class CrawlerCheck:
         timeout: float = DEFAULT_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
         max_entries: int = MAX_ENTRIES,
+        new_per_sec: float = NEW_PER_SEC,
+        new_burst: float = NEW_BURST,
     ) -> None:
         self.server = resolver_address(resolver or system_resolver())
         self.timeout = timeout
         self.clock = clock
         self.max_entries = max_entries
         self.lookups = 0  # verifications asked of the resolver: what the cache saves
+        self.over_budget = 0  # claims not verified because the budget was spent
+        self.new_per_sec, self.new_burst = new_per_sec, new_burst
+        self._tokens, self._since = new_burst, clock()
         self._lock = threading.Lock()
         self._verdicts: OrderedDict[tuple[str, str], tuple[bool, float]] = OrderedDict()
 
@@ -270,6 +279,13 @@ class CrawlerCheck:
             if known is not None and known[1] > now:
                 self._verdicts.move_to_end(key)
                 return engine if known[0] else None
+            elapsed = max(0.0, now - self._since)
+            self._tokens = min(self.new_burst, self._tokens + elapsed * self.new_per_sec)
+            self._since = now
+            if self._tokens < 1:
+                self.over_budget += 1
+                return None
+            self._tokens -= 1
         self.lookups += 1
         ok, ttl = self._ask(engine, client)
         with self._lock:
