@@ -15,6 +15,7 @@ REDIS_SERVER := /usr/bin/redis-server
 PODMAN := /usr/bin/podman-compose
 NGINX := /usr/sbin/nginx
 CURL := /usr/bin/curl
+DNSMASQ := /usr/sbin/dnsmasq
 WRK := /usr/bin/wrk
 # The Android client (clients/android) builds and tests with Debian's JDK 17, JUnit 5's console
 # launcher and Android's org.json for the JVM; no Gradle, no Maven repository.
@@ -29,14 +30,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 serve: $(SERVE_STAMP) $(AGENT)
 	ANTEROOM_DEMO=1 $(BIN)/anteroom serve
 
-test: $(TEST_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) $(PODMAN) $(NGINX) $(JDK) $(CURL) lint pytest jstest
+test: $(TEST_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) $(PODMAN) $(NGINX) $(JDK) $(CURL) $(DNSMASQ) lint pytest jstest
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 
-pytest: $(TEST_STAMP) $(AGENT) $(REDIS_SERVER) $(PODMAN) $(NGINX) $(JDK) $(CURL)
+pytest: $(TEST_STAMP) $(AGENT) $(REDIS_SERVER) $(PODMAN) $(NGINX) $(JDK) $(CURL) $(DNSMASQ)
 	$(BIN)/pytest
 
 jstest: $(JS_STAMP)
@@ -109,6 +110,12 @@ $(NGINX):
 $(CURL):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq curl
+
+# The crawler tests verify search crawlers against a real DNS server, Debian's dnsmasq on a free
+# port (tests/dns_server.py); dnsmasq-base is the program alone, with no system service started.
+$(DNSMASQ):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq dnsmasq-base
 
 # bench/servers.py drives Debian's wrk against each HTTP server.
 $(WRK):

@@ -26,6 +26,7 @@ from anteroom.queue.connection.redis_urls import parse_target
 from anteroom.queue.draw import outbound_fetch
 from anteroom.service_container import Services
 from anteroom.web.app_factory import close_app, create_app
+from dns_server import DnsServer, crawler_records, dnsmasq
 from helpers import TEST_KEYS, free_port
 from live_server import LOG_LINES, LiveServer, LiveServers, servers_since
 from redis_cluster import LocalCluster, local_cluster
@@ -211,3 +212,10 @@ def pytest_runtest_makereport(
                 (f"log of {server.name} on {server.url}", server.output(LOG_LINES))
             )
     return report
+
+
+@pytest.fixture(scope="session")
+def dns_server() -> Iterator[DnsServer]:
+    """Debian's dnsmasq on a free port with the crawler records of tests/dns_server.py."""
+    with dnsmasq(crawler_records()) as server:
+        yield server

@@ -149,6 +149,12 @@ class Settings:
         "`ip:port` of the DNS server the service's outbound fetches (a draw's beacon) ask, over "
         "UDP; empty: the system's resolver, in an OS thread.",
     )
+    dns_resolver: str = _setting(
+        "",
+        "`ip:port` of the DNS server asked to verify search crawlers (a room's `crawlers`), over "
+        "UDP: one reverse and one forward question per new crawler address, kept for the "
+        "records' TTL; empty: the system's first `nameserver` (`/etc/resolv.conf`).",
+    )
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -190,6 +196,8 @@ class Settings:
             )
         if settings.outbound_resolver and not _host_port(settings.outbound_resolver):
             raise ValueError(f"{PREFIX}OUTBOUND_RESOLVER must be host:port (an IP address)")
+        if settings.dns_resolver and not _host_port(settings.dns_resolver):
+            raise ValueError(f"{PREFIX}DNS_RESOLVER must be host:port (an IP address)")
         return settings
 
     def with_overrides(self, **changes: Any) -> Settings:

@@ -18,6 +18,7 @@ from anteroom.queue.rooms.room_directory import RoomDirectory, StaleCache
 from anteroom.queue.rooms.room_ticker import RoomTicker
 from anteroom.queue.series.room_series import RoomSeries
 from anteroom.queue.series.series_sampler import SamplerThread
+from anteroom.sdk.crawlers import CrawlerCheck
 from anteroom.sdk.tokens import Keyring
 from anteroom.store.keystore import KeyStore
 
@@ -41,6 +42,8 @@ class Services:
     ticker: RoomTicker
     # Fail-open admissions dealt by this process, booked by the ticker once Redis is back.
     fail_open: FailOpenLedger = field(default_factory=FailOpenLedger)
+    # Verifies search crawlers' claims by DNS (sdk/crawlers.py), verdicts kept per process.
+    crawler_check: CrawlerCheck = field(default_factory=CrawlerCheck)
 
     def __post_init__(self) -> None:
         # The room ticker (drains and sweeps open rooms) starts with the directory's refresher,

@@ -129,6 +129,12 @@ class AnteroomASGIMiddleware:
             return await self.app(scope, receive, send)  # not ours: nothing read, nothing added
         headers = _headers_of(scope)
         facts = self.facts(scope, headers)
+        user_agent = headers.get("user-agent")
+        if self.config.claims_crawler(user_agent):
+            # Its DNS questions block (up to dns_timeout): never on the event loop.
+            facts.crawler = await asyncio.to_thread(
+                self.config.verified_crawler, facts.client_ip, user_agent
+            )
         decision = decide(facts, self.config, self.state, match)
         while decision.call is not None and decision.kind == "call":
             # A call to Anteroom blocks (urllib, up to `timeout`): never on the event loop.

@@ -22,6 +22,14 @@ from typing import Any, Literal
 from urllib.parse import quote, unquote_plus, urlencode
 
 from anteroom.sdk import bypass_rules
+from anteroom.sdk.crawlers import (
+    DEFAULT_TIMEOUT,
+    ENGINE_NAMES,
+    ENGINES,
+    CrawlerCheck,
+    Engine,
+    claimed_engine,
+)
 from anteroom.sdk.edge_paths import PathMatch, RouteTable
 from anteroom.sdk.tokens import NOT_RENEWABLE, Keyring
 from anteroom.sdk.verification import verify_admission
@@ -79,6 +87,13 @@ class EdgeConfig:
     protected request a rule matches passes to the app with no admission check. The service never
     hands out the secrets nor their hashes; see ``bypass_rules`` for why the edge compares them in
     clear, in constant time.
+
+    ``crawlers`` is the room's setting of the same name (docs/operators.md, "Search crawlers"):
+    ``"queue"`` (the default: no check, a crawler is refused as anyone is), ``"pass"`` (verified
+    crawlers of every known engine pass to the app with no admission) or a list of engines
+    (``["google", "bing"]``). A claim is verified by reverse then forward DNS (``crawlers``),
+    asking ``dns_resolver`` (``ip:port``; "" for the system's first nameserver) within
+    ``dns_timeout`` seconds; a claim that fails, or no answer in time, is refused as anyone is.
     """
 
     keys: str | Mapping[str, bytes] | Keyring
@@ -98,8 +113,13 @@ class EdgeConfig:
     preflight_headers: Mapping[str, str | Sequence[str]] = field(default_factory=dict)
     app_answers_options: bool = False
     bypass: Sequence[Mapping[str, Any] | bypass_rules.Rule] = ()
+    crawlers: str | Sequence[str] = "queue"
+    dns_resolver: str = ""
+    dns_timeout: float = DEFAULT_TIMEOUT
     route_table: RouteTable = field(init=False, repr=False)
     bypass_rules: tuple[bypass_rules.Rule, ...] = field(init=False, repr=False)
+    crawler_engines: tuple[Engine, ...] = field(init=False, repr=False)
+    crawler_check: CrawlerCheck | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.keys = Keyring.coerce(self.keys)
@@ -130,10 +150,49 @@ class EdgeConfig:
             self.bypass_rules = tuple(given)  # type: ignore[arg-type]
         else:
             self.bypass_rules = tuple(bypass_rules.parse_rules(given))  # RuleError names it
+        self.crawler_engines = _crawler_engines(self.crawlers)
+        self.crawler_check = None
+        if self.crawler_engines:
+            if not 0 < self.dns_timeout <= 10:
+                raise ValueError("dns_timeout must be from 0 to 10 seconds")
+            try:
+                self.crawler_check = CrawlerCheck(self.dns_resolver, self.dns_timeout)
+            except ValueError as exc:
+                raise ValueError(f"dns_resolver: {exc}") from None
+
+    def claims_crawler(self, user_agent: str | None) -> bool:
+        """Does ``user_agent`` claim a crawler this edge lets through? (No DNS: a claim only.)"""
+        return (
+            bool(self.crawler_engines)
+            and claimed_engine(user_agent, self.crawler_engines) is not None
+        )
+
+    def verified_crawler(self, client_ip: str | None, user_agent: str | None) -> str | None:
+        """The engine's name when the request is a verified crawler this edge lets through, else
+        None. Asks DNS (blocking, ``dns_timeout`` at most) for an address not yet known."""
+        if self.crawler_check is None or not self.claims_crawler(user_agent):
+            return None
+        engine = self.crawler_check.verified(client_ip, user_agent, self.crawler_engines)
+        return None if engine is None else engine.name
 
     def bypass_headers(self) -> tuple[str, ...]:
         """The request headers the bypass rules read (lower-case), beyond the edge's own."""
         return tuple(r.name for r in self.bypass_rules if r.kind == "header" and r.name)
+
+
+def _crawler_engines(value: Any) -> tuple[Engine, ...]:
+    """The engines whose verified crawlers pass, from the ``crawlers`` option."""
+    if value == "queue":
+        return ()
+    if value == "pass":
+        return ENGINES
+    names = ", ".join(ENGINE_NAMES)
+    if isinstance(value, str) or not isinstance(value, Sequence) or not value:
+        raise ValueError(f'crawlers must be "queue", "pass" or a list of engines among {names}')
+    unknown = [name for name in value if name not in ENGINE_NAMES]
+    if unknown:
+        raise ValueError(f"crawlers: {unknown[0]!r} is not an engine ({names})")
+    return tuple(e for e in ENGINES if e.name in value)
 
 
 @dataclass(slots=True)
@@ -143,7 +202,9 @@ class Facts:
     ``path`` is decoded, as the app routes it (WSGI ``PATH_INFO``); ``raw_path`` is how the
     client spelled it (None when the server does not say); ``script_name`` the prefix the app
     was reached under (``SCRIPT_NAME``); ``url_path`` is the path of the request's own URL, for
-    the URLs the edge builds. ``headers`` holds lower-case names.
+    the URLs the edge builds. ``headers`` holds lower-case names. ``crawler`` names the engine
+    when the adapter verified the request as a crawler the edge lets through
+    (``EdgeConfig.verified_crawler``: DNS, which ``decide`` never asks itself).
     """
 
     method: str
@@ -158,6 +219,7 @@ class Facts:
     session_jti: str | None = None
     now: float = 0.0
     script_name: str = ""
+    crawler: str | None = None
 
     def header(self, name: str) -> str:
         return self.headers.get(name, "") or ""
@@ -188,6 +250,7 @@ class Decision:
     claims: dict[str, Any] | None = None
     call: Call | None = None
     bypass_rule: int | None = None  # ``pass`` by a bypass rule: its index in ``config.bypass``
+    crawler: str | None = None  # ``pass`` of a verified crawler: its engine
 
 
 def _pass() -> Decision:
@@ -400,6 +463,9 @@ def decide(
         bypassed = bypassed_by(facts, config)
         if bypassed is not None:
             return Decision("pass", bypass_rule=bypassed)
+    if facts.crawler is not None:
+        # Verified by DNS against the engine's own domains: no admission, nothing counted.
+        return Decision("pass", crawler=facts.crawler)
     if facts.method == "OPTIONS" and facts.header("access-control-request-method"):
         # A CORS preflight never carries the admission it asks about: refusing it would lock
         # out every cross-origin app. Passed on, it would reach views that answer any method

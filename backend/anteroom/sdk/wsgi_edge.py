@@ -137,6 +137,7 @@ class AnteroomMiddleware:
         """What the decision needs to know of this request."""
         c = self.config
         raw = _raw_target(environ)
+        client_ip = c.client_ip(environ)
         return Facts(
             method=str(environ.get("REQUEST_METHOD", "GET")),
             path=str(environ.get("PATH_INFO", "")),
@@ -146,10 +147,11 @@ class AnteroomMiddleware:
             url_path=_url_path(environ, raw),
             scheme=str(environ.get("wsgi.url_scheme", "http")),
             host=_host(environ),
-            client_ip=c.client_ip(environ),
+            client_ip=client_ip,
             session_jti=c.session_jti(environ),
             now=c.clock(),
             script_name=str(environ.get("SCRIPT_NAME", "")),
+            crawler=c.verified_crawler(client_ip, environ.get("HTTP_USER_AGENT")),
         )
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -193,9 +195,9 @@ class AnteroomEdge:
     Options not given are read from ``app.config["ANTEROOM_EDGE_KEYS"]`` (``…_BASE_URL``,
     ``…_PUBLIC_KEY``, ``…_ROUTES``, and optionally ``…_SECURE_COOKIE``,
     ``…_CASE_SENSITIVE``, ``…_MOUNT``, ``…_LANGUAGES``, ``…_PREFLIGHT_HEADERS``,
-    ``…_APP_ANSWERS_OPTIONS``, ``…_BYPASS``). It only wraps ``app.wsgi_app`` with
-    :class:`AnteroomMiddleware`, so it needs no Flask import; views read the admission with
-    ``admission(request.environ)``.
+    ``…_APP_ANSWERS_OPTIONS``, ``…_BYPASS``, ``…_CRAWLERS``, ``…_DNS_RESOLVER``). It only wraps
+    ``app.wsgi_app`` with :class:`AnteroomMiddleware`, so it needs no Flask import; views read
+    the admission with ``admission(request.environ)``.
     """
 
     def __init__(self, app: Any = None, **options: Any) -> None:
@@ -217,7 +219,14 @@ class AnteroomEdge:
             setting = "ANTEROOM_EDGE_" + name.upper()
             if name not in options and app.config.get(setting) is not None:
                 options[name] = bool(app.config[setting])
-        for name in ("mount", "languages", "preflight_headers", "bypass"):
+        for name in (
+            "mount",
+            "languages",
+            "preflight_headers",
+            "bypass",
+            "crawlers",
+            "dns_resolver",
+        ):
             setting = "ANTEROOM_EDGE_" + name.upper()
             if name not in options and app.config.get(setting) is not None:
                 options[name] = app.config[setting]

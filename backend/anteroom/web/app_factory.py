@@ -25,6 +25,7 @@ from anteroom.queue.rooms.room_ticker import RoomTicker
 from anteroom.queue.series.room_series import RoomSeries
 from anteroom.queue.series.series_sampler import Sampler, SamplerThread
 from anteroom.resources import resource_dir
+from anteroom.sdk.crawlers import CrawlerCheck
 from anteroom.sdk.tokens import Keyring
 from anteroom.service_container import Services
 from anteroom.store import layout_version
@@ -121,6 +122,7 @@ def create_app(
             time.time,
             lock_path=Path(settings.data_dir) / SAMPLER_LOCK,
         ),
+        crawler_check=CrawlerCheck(settings.dns_resolver),
         ticker=RoomTicker(
             engine,
             directory,

@@ -18,7 +18,7 @@ from anteroom.queue.draw import outbound_fetch
 from anteroom.queue.draw.draw_beacon import beacon_problems
 from anteroom.queue.line.poll_cadence import DEFAULT_POLL_BUDGET, longest_unpolled_ms
 from anteroom.queue.rooms import room_hash
-from anteroom.sdk import bypass_rules
+from anteroom.sdk import bypass_rules, crawlers
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9-]{3,64}$")
 NAME_MAX_LENGTH = 200
@@ -302,6 +302,48 @@ def stored_bypass(stored: str) -> list[bypass_rules.Rule]:
     return bypass_rules.parse_rules(json.loads(stored), stored=True) if stored else []
 
 
+# Search crawlers (docs/operators.md, "Search crawlers"): "queue" (the default: a verified
+# crawler is answered 503 on the hosted page, as the line is no page to index), "pass" (every
+# engine of sdk/crawlers.ENGINES goes through without a spot, uncounted), or the engines that pass.
+CRAWLER_CHOICES = ("queue", "pass")
+
+
+def crawlers_problem(value: Any) -> str | None:
+    """Why ``value`` is not a ``crawlers`` setting: "queue", "pass" or a list of engines."""
+    engines = ", ".join(f'"{name}"' for name in crawlers.ENGINE_NAMES)
+    why = f'must be "queue", "pass" or a list of engines among {engines}'
+    if value in CRAWLER_CHOICES:
+        return None
+    if not isinstance(value, list) or not value:
+        return why
+    for i, name in enumerate(value):
+        if name not in crawlers.ENGINE_NAMES:
+            return f"[{i}]: {name!r} is not an engine ({engines})"
+    if len(set(value)) != len(value):
+        return "names an engine twice"
+    return None
+
+
+def _crawlers_stored(value: Any) -> str:
+    return value if isinstance(value, str) else ",".join(value)
+
+
+def _crawlers_shown(stored: str) -> str | list[str]:
+    if stored in CRAWLER_CHOICES or not stored:
+        return stored or "queue"
+    return stored.split(",")
+
+
+def passed_engines(room: Mapping[str, Any]) -> tuple[crawlers.Engine, ...]:
+    """The engines whose verified crawlers ``room`` lets through (none when it queues them)."""
+    chosen = room.get("crawlers") or "queue"
+    if chosen == "queue":
+        return ()
+    if chosen == "pass":
+        return crawlers.ENGINES
+    return tuple(e for e in crawlers.ENGINES if e.name in chosen)
+
+
 # The safety net (docs/operators.md; lua/_safety_net.lua): null, or thresholds from which a
 # calm room (passthrough) starts queueing in its own mode, and the quiet it needs to turn back.
 # `state` and `since` are what the room's GET adds (room_engine.room_from_stored): taken back
@@ -417,6 +459,8 @@ FIELDS: tuple[Field, ...] = (
     # A public randomness beacon the next scheduled opening's draw names at commitment.
     Field("drawBeacon", None, draw_beacon_problem, False, _json_or_empty, _from_json_or_empty),
     Field("safetyNet", None, _safety_net, False, _safety_net_stored, _safety_net_shown),
+    # Verified search crawlers: queued (answered 503 by the hosted page) or let through uncounted.
+    Field("crawlers", "queue", crawlers_problem, False, _crawlers_stored, _crawlers_shown),
 )
 BY_API = {f.api: f for f in FIELDS}
 MUTABLE = frozenset(f.api for f in FIELDS if f.api != "slug")

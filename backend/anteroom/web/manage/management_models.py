@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import ConfigDict, Field, create_model
 
 from anteroom.queue.rooms import room_config as rooms
-from anteroom.sdk import bypass_rules, tokens
+from anteroom.sdk import bypass_rules, crawlers, tokens
 from anteroom.store import keystore
 from anteroom.web.api.api_models import (
     Answer,
@@ -109,6 +109,17 @@ FIELD_DOCS = {
     'shown again: an answer has `"secret": null` and a `secretId` that changes whenever the '
     "secret is set. A PATCH replaces the whole list, so send the secrets again. The edge "
     "middleware is given the same rules, secrets in clear, in its own configuration.",
+    "crawlers": "Search-engine crawlers, verified the way each engine documents (the client "
+    "address's reverse DNS name in the engine's domain, and that name's forward DNS back to the "
+    "same address; a User-Agent alone proves nothing). `queue` (the default): a verified "
+    "crawler gets no page of the line: the hosted page answers it 503 with Retry-After, so the "
+    "waiting page is never indexed; `pass`: verified crawlers of every engine known "
+    f"({', '.join(crawlers.ENGINE_NAMES)}) go through to the site without a spot, counted "
+    "nowhere (not in the line, the active sessions nor the rate); a list of engines "
+    '(`["google", "bing"]`): those engines\' crawlers pass, the others are queued. A claim '
+    "that fails verification is an ordinary visitor. The edge middleware is given the same "
+    "choice in its own configuration (`crawlers=`). Cost: one reverse and one forward DNS "
+    "question per new crawler address, kept for the records' TTL.",
     "safetyNet": "Queue only when the site needs it; null: always the room's `mode`. While "
     "`calm` the room admits everyone at once (passthrough, within capacity); it switches itself "
     "to `queueing` (its own `mode`) as soon as its active sessions reach `activeSessions` or "
@@ -142,6 +153,7 @@ FIELD_EXAMPLES: dict[str, Any] = {
     "closedMessage": "Sold out. Thank you for waiting.",
     "theme": {"logoUrl": "https://shop.example.com/logo.png", "accentColor": "#2a5bd7"},
     "bypass": [{"kind": "path-prefix", "value": "/static/"}],
+    "crawlers": "pass",
     "safetyNet": {"activeSessions": 500, "arrivalsPerMinute": 1_000, "coolDownSec": 600},
     "drawBeacon": {
         "url": "https://api.drand.sh",
@@ -315,6 +327,11 @@ FIELD_TYPES: dict[str, Any] = {
     ]
     | None,
     "bypass": BYPASS_IN,
+    "crawlers": Literal[rooms.CRAWLER_CHOICES]  # type: ignore[valid-type]
+    | Annotated[
+        list[Literal[crawlers.ENGINE_NAMES]],  # type: ignore[valid-type]
+        Field(min_length=1, json_schema_extra={"uniqueItems": True}),
+    ],
     # Checked by rooms.safety_net_problems (which _RoomBody.cross_check names part by part).
     "safetyNet": _safety_net_type(answer=False),
     # Checked by rooms.draw_beacon_problems (which _RoomBody.cross_check names part by part);

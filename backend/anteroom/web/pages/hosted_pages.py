@@ -6,7 +6,7 @@ import hashlib
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Blueprint, Response, current_app, render_template, request, url_for
+from flask import Blueprint, Response, current_app, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
 from werkzeug.exceptions import NotFound
 
@@ -14,6 +14,7 @@ from anteroom.queue.connection.storage_errors import StorageError
 from anteroom.queue.rooms import room_config as rooms
 from anteroom.service_container import Services
 from anteroom.visit import room_lookup
+from anteroom.visit.crawlers import RETRY_AFTER_SEC, crawler_verdict
 from anteroom.visit.refusals import Refusal
 from anteroom.web.pages import page_languages as languages
 from anteroom.web.serving import http_errors as errors
@@ -97,6 +98,9 @@ def queue_page(slug: str) -> ResponseReturnValue:
     except StorageError:
         return error_page(503, "unavailable", "Unavailable")
     return_url = safe_return_url(request.args.get("return", ""), room["redirectUrl"])
+    crawler = crawler_answer(s, room, return_url)
+    if crawler is not None:
+        return crawler
     lang = page_language()
     theme = room.get("theme") or {}
     logo = theme.get("logoUrl")
@@ -123,6 +127,21 @@ def queue_page(slug: str) -> ResponseReturnValue:
         **language_context(lang),
     )
     return secure(Response(html, mimetype="text/html"), rooms.logo_origin(logo) if logo else None)
+
+
+def crawler_answer(s: Services, room: dict[str, Any], return_url: str | None) -> Response | None:
+    """A verified search crawler's answer (visit/crawlers.py): sent on to the site (302) when
+    the room lets it through, else 503 with Retry-After; None for anyone else."""
+    verdict = crawler_verdict(s, room, request.remote_addr, request.headers.get("User-Agent"))
+    if verdict is None:
+        return None
+    if verdict == "pass":
+        response = secure(redirect(return_url or room["redirectUrl"], 302))
+    else:
+        response = error_page(503, "crawler", "CrawlerQueued")
+        response.headers["Retry-After"] = str(RETRY_AFTER_SEC)
+    response.headers["X-Robots-Tag"] = "noindex"  # the line is never a page of the site
+    return response
 
 
 @bp.get("/queue/<slug>/theme.css")

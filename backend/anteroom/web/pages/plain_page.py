@@ -58,6 +58,10 @@ def plain_page(slug: str) -> ResponseReturnValue:
         return pages.error_page(401, "badkey", "Unauthorized")
     except StorageError:
         return pages.error_page(503, "unavailable", "Unavailable")
+    target = pages.safe_return_url(request.args.get("return", ""), room["redirectUrl"])
+    crawler = pages.crawler_answer(s, room, target)
+    if crawler is not None:
+        return crawler  # before the spot is taken: a crawler is never in the line
     lang = pages.page_language()
     context = pages.language_context(lang)
     try:
