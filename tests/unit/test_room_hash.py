@@ -36,6 +36,7 @@ DYNAMIC = {
     ("update_room", "HSET", "unpack(ARGV)"),  # room_config's stored names
     ("create_room", "HSET", "unpack(ARGV)"),
     ("sample_series", "HMGET", "unpack(counters)"),  # room_series.COUNTERS
+    ("sample_series", "HMGET", "unpack(later)"),  # room_series.LATER_COUNTERS
 }
 
 
@@ -149,7 +150,12 @@ def test_every_field_python_names_is_declared() -> None:
                     used.add((path.name, found.group(2)))
     assert sorted((p, f) for p, f in used if f not in room_hash.STORED_NAMES) == []
     named = [f.stored for f in room_config.FIELDS]
-    named += [*room_engine.COUNTERS, *room_series.COUNTERS, *room_series.WEB_REFUSALS]
+    named += [
+        *room_engine.COUNTERS,
+        *room_series.COUNTERS,
+        *room_series.LATER_COUNTERS,
+        *room_series.WEB_REFUSALS,
+    ]
     assert set(named) <= room_hash.STORED_NAMES
 
 
