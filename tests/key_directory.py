@@ -20,6 +20,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 WELL_KNOWN = "/.well-known/http-message-signatures-directory"
+DIRECTORY_TYPE = "application/http-message-signatures-directory+json"
+# key usage of a CA: certificates and revocation lists signed, nothing else
+_SIGNS_CERTIFICATES = x509.KeyUsage(
+    digital_signature=False, content_commitment=False, key_encipherment=False,
+    data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
+    encipher_only=False, decipher_only=False,
+)  # fmt: skip
 
 
 def _name(common: str) -> x509.Name:
