@@ -38,6 +38,10 @@ def test_hosted_page_escapes_and_locks_down(
     assert "unsafe-inline" not in csp and "'unsafe-eval'" not in csp
     assert "<script>" not in html.replace('<script src="/static/hosted.js" defer></script>', "")
     assert 'aria-live="polite"' in html and 'name="viewport"' in html
+    # The line is never indexed in the shop's place, whoever crawls it.
+    assert response.headers["X-Robots-Tag"] == "noindex"
+    plain = client.get(f"/queue/drop/plain?key={api_key}")
+    assert plain.status_code == 200 and plain.headers["X-Robots-Tag"] == "noindex"
 
 
 @pytest.mark.parametrize(

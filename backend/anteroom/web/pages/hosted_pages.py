@@ -126,7 +126,12 @@ def queue_page(slug: str) -> ResponseReturnValue:
         catalog=languages.catalog(lang),
         **language_context(lang),
     )
-    return secure(Response(html, mimetype="text/html"), rooms.logo_origin(logo) if logo else None)
+    logo_origin = rooms.logo_origin(logo) if logo else None
+    response = secure(Response(html, mimetype="text/html"), logo_origin)
+    # The line is never a page of the site: an engine's crawler that was not verified (or a
+    # room that queues them) must not index the waiting page in the shop's place.
+    response.headers["X-Robots-Tag"] = "noindex"
+    return response
 
 
 def crawler_answer(s: Services, room: dict[str, Any], return_url: str | None) -> Response | None:

@@ -157,6 +157,7 @@ def _page(
         **context,
     )
     response = pages.secure(Response(html, status=status, mimetype="text/html"))
+    response.headers["X-Robots-Tag"] = "noindex"  # as the waiting page: never indexed
     if refresh is not None:
         response.headers["Retry-After"] = str(refresh)
     if ticket is not None:
