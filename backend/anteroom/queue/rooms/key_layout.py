@@ -48,7 +48,11 @@ class KeySpace:
         (field = a bucket's upper bound in seconds, see ``WAIT_BUCKETS`` above);
         ``blk`` counts the line's live spots per block of order keys (lua/_blocks.lua);
         ``drawn`` lists the opening's entrant ids in drawn order (queue/draw.py);
-        ``inv`` counts invite spends: ``<invite id>`` → uses, ``<invite id>|<vid>`` → 1;
+        ``inv`` counts invite spends: ``<invite id>`` → uses, ``<invite id>|<vid>`` → 1, and
+        marks withdrawn ones: ``<invite id>|w`` → when (ms; a vid is never one character);
+        ``invs`` records each invite issued: ``<invite id>`` → JSON {lane, uses, expiresAt,
+        issuedAt}, and ``invo`` lists their ids in the order issued (its index is the listing's
+        cursor: the list only grows, at its tail);
         ``pqz`` numbers an event's pre-queue entrants while their places are drawn
         (lua/shuffle_prequeue.lua); ``fo`` registers the processes serving a failMode-open
         room: ``<process>`` → its last check-in (ms), ``<process>|n`` → when it was found
@@ -57,7 +61,7 @@ class KeySpace:
         base = self.room_base(room_id)
         names = (
             "room", "spots", "line", "active", "adm", "rvk", "bks", "waits", "blk", "drawn", "inv",
-            "pqz", "fo",
+            "pqz", "fo", "invs", "invo",
         )  # fmt: skip
         return {name: base + name for name in names}
 
