@@ -183,3 +183,14 @@ def test_a_key_revoked_through_the_api_ends_its_console_sessions(
     # and the admin's own session cannot revoke its key, in words saying what to do
     own = admin.delete(f"/console/api/keys/{keys['admin'].id}", headers=headers)
     assert own.status_code == 409 and "sign in" in own.json["message"]
+
+
+def test_the_console_shows_the_keys_section_only_to_a_key_with_keys_write(
+    app: Any, keys: dict[str, Any]
+) -> None:
+    admin, reader = app.test_client(), app.test_client()
+    _sign_in(admin, keys["secret"])
+    _sign_in(reader, keys["reader_secret"])
+    assert 'id="keys-section"' in admin.get("/console").get_data(as_text=True)
+    assert 'id="keys-section"' not in reader.get("/console").get_data(as_text=True)
+    assert reader.get("/console/api/keys").status_code == 403
