@@ -132,7 +132,8 @@ export interface EnterQueueOptions {
  * - 410 `TicketGone`: enters again. 401 on entry: arrives again (arrive, then join).
  * - Rejects with an `AnteroomError` on 400, other 401s, 403 (`QueueDenied`, `SessionRevoked`,
  *   `AddressRequired`, `RoomClosed` — a room taking no new entries, with its `closedMessage`)
- *   and 404 `RoomNotFound`; with an `invite`, 409 `InviteSpent`, 410 `InviteExpired`, or
+ *   and 404 `RoomNotFound`; with an `invite`, 409 `InviteSpent`, 410 `InviteExpired` or
+ *   `InviteWithdrawn` (its operator withdrew it), or
  *   `InviteInvalid` (a forged or malformed one, or one of another room: the server's answer
  *   naming the field `invite`).
  * - Tabs of one browser share the session and the spot: one tab (the holder of the Web Lock

@@ -11,8 +11,8 @@
 --   uses and lane; or, for one a bypass rule lets through, '', 0, 0, 's' (the skip lane).
 -- Reply: a queue answer (see `answer` in _answer.lua) or {'ERR', code, retry s}; the address
 --   over its limit: {'ERR', 'AddressLimited', s until its window resets}; a newcomer to a
---   room in mode reject: {'ERR', 'RoomClosed', 0}; an invite expired or used up:
---   {'ERR', 'InviteExpired' | 'InviteSpent', 0}.
+--   room in mode reject: {'ERR', 'RoomClosed', 0}; an invite expired, withdrawn or used up:
+--   {'ERR', 'InviteExpired' | 'InviteWithdrawn' | 'InviteSpent', 0}.
 local POST_OPEN = $POST_OPEN_KEY -- 2^52: post-open order keys sort behind every pool key
 local POOL_TICKETS = 16777216      -- 2^24 tickets fit beside a 28-bit lottery number
 local vid, session_jti, score, network_tag, spent =

@@ -220,6 +220,23 @@ function valueWords(name, value, timeZone) {
   return Object.entries(value).map(([k, v]) => `${fieldLabel(k).toLowerCase()} ${valueWords(k, v, timeZone)}`).join(", ");
 }
 
+/** @type {Record<string, string>} what each scope lets a key do, in words */
+export const SCOPE_WORDS = {
+  "queues:read": "read rooms",
+  "queues:write": "change rooms",
+  "audit:read": "read the audit log",
+  "keys:write": "manage keys",
+};
+
+/**
+ * A scope in words ("read rooms"); an unknown one as it is.
+ * @param {string} scope
+ * @returns {string}
+ */
+export function scopeWords(scope) {
+  return SCOPE_WORDS[scope] || scope;
+}
+
 /**
  * One audit entry as a row of the console's table: when, who, which room, what, and each
  * change as "Label: before → after" in words.
@@ -230,7 +247,7 @@ function valueWords(name, value, timeZone) {
  */
 export function auditRow(e, { names, me, timeZone }) {
   const who = e.keyId === "safety-net" ? "the safety net" : `key ${e.keyId}${e.keyId === me ? " (you)" : ""}`;
-  const room = e.queue ? names[e.queue.id] || e.queue.slug : "every room";
+  const room = e.queue ? names[e.queue.id] || e.queue.slug : e.type.startsWith("key.") ? "the environment" : "every room";
   const changes = Object.entries(e.changes || {})
     .filter(([, c]) => JSON.stringify(c.before) !== JSON.stringify(c.after))
     .map(([k, c]) => `${fieldLabel(k)}: ${valueWords(k, c.before, timeZone)} → ${valueWords(k, c.after, timeZone)}`);
@@ -241,6 +258,17 @@ export function auditRow(e, { names, me, timeZone }) {
     what = "Issued invites";
     const i = e.invites || {};
     changes.push(`${count(i.count)} invite${i.count === 1 ? "" : "s"} for the ${i.lane} lane, ${count(i.uses)} use${i.uses === 1 ? "" : "s"} each, until ${when(i.expiresAt, timeZone)}`);
+  } else if (e.type === "queue.invite.withdrawn") {
+    what = "Withdrew an invite";
+    const i = e.invite || {};
+    changes.push(`Invite ${i.id} (${i.lane} lane, ${count(i.uses)} use${i.uses === 1 ? "" : "s"}): new visitors are refused it`);
+  } else if (e.type === "key.created") {
+    what = "Created a key";
+    const k = e.key || {};
+    changes.push(`Key ${k.id}, may ${(k.scopes || []).map(scopeWords).join(", ")}`);
+  } else if (e.type === "key.revoked") {
+    what = "Revoked a key";
+    changes.push(`Key ${(e.key || {}).id}: its secret and public key no longer work`);
   } else if (e.type === "session.revoked") {
     const s = e.session || {};
     what = s.vid ? "Revoked a visitor" : "Revoked a session";

@@ -3,6 +3,8 @@ import "uplot/dist/uPlot.min.css";
 import "./console.css";
 import { call, problem } from "./api.js";
 import { AuditTable } from "./audit.js";
+import { InvitesPanel } from "./invites.js";
+import { KeysPanel } from "./keys.js";
 import { RoomCharts } from "./charts.js";
 import { contrastRatio, count, languageName, releasedBy, safetyNetSummary, when, zone } from "./format.js";
 import { placed, span, summary } from "./schedule.js";
@@ -617,12 +619,28 @@ async function loop(/** @type {() => Promise<void>} */ step) {
 if (main.dataset.page === "rooms") {
   const section = document.getElementById("audit-section");
   const audit = section ? new AuditTable(section, { me: main.dataset.key || "" }) : null;
+  const keysHost = document.getElementById("keys-section");
+  const keys = keysHost
+    ? new KeysPanel(keysHost, { me: main.dataset.key || "", scopes, dialog: /** @type {HTMLDialogElement} */ (byId("confirm")) })
+    : null;
   loop(async () => {
     await showRooms();
+    await keys?.refresh();
     await audit?.refresh();
   });
 }
 if (main.dataset.page === "room" && main.dataset.room) {
   const page = new RoomPage(main.dataset.room);
-  loop(() => page.refresh());
+  const invites = new InvitesPanel(byId("invites-section"), {
+    roomId: main.dataset.room,
+    canWrite: scopes.includes("queues:write"),
+    publicKey: main.dataset.publicKey || "",
+    dialog: /** @type {HTMLDialogElement} */ (byId("confirm")),
+    room: () => page.room,
+    clockAheadMs: () => page.clockAheadMs,
+  });
+  loop(async () => {
+    await page.refresh();
+    await invites.refresh();
+  });
 }

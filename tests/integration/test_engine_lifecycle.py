@@ -8,6 +8,8 @@ import redis
 from anteroom.engine import Engine
 from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue.line import room_engine as eng
+from anteroom.queue.rooms import invite_book
+from anteroom.sdk.tokens import InviteClaims
 from helpers import free_port, make_room, open_room
 
 START = 1_800_000_000_000
@@ -211,3 +213,30 @@ def test_everything_survives_a_redis_restart(tmp_path: object) -> None:
         client.close()
     finally:
         server.stop()
+
+
+def test_an_invite_on_record_is_listed_withdrawn_and_deleted_with_its_room(
+    engine: Engine, redis_client: redis.Redis
+) -> None:
+    """On one server and on a Cluster alike (the record's keys share the room's slot)."""
+    room = open_room(engine, ratePerMinute=1)
+    far = 2**50
+    terms = invite_book.terms("priority", 2, far, START)
+    assert engine.record_invites(room, ["InviteNumberOne0", "InviteNumberTwo0"], terms) == 2
+    claims = InviteClaims(room, "test", "InviteNumberOne0", far, 2, "priority")
+    engine.enter(room, "in-before", "s1", 10, invite=claims)
+    now = engine.stats(room).now_ms
+    assert engine.withdraw_invite(room, "InviteNumberOne0", now).withdrawn_at_ms == now
+    with pytest.raises(eng.InviteWithdrawn):
+        engine.enter(room, "too-late", "s2", 10, invite=claims)
+    assert engine.poll(room, "in-before", 1, 1).position == 1  # in before: keeps its spot
+    with pytest.raises(eng.InviteNotFound):
+        engine.withdraw_invite(room, "NeverIssuedHere0", now)
+    page = engine.invites(room)
+    assert [(i.id, i.spent, i.state(now)) for i in page.invites] == [
+        ("InviteNumberTwo0", 0, "open"),
+        ("InviteNumberOne0", 1, "withdrawn"),
+    ]
+    keys = engine.keys.room_keys(room)
+    engine.delete_room(room)
+    assert redis_client.exists(keys["invs"], keys["invo"], keys["inv"]) == 0

@@ -40,6 +40,7 @@ from anteroom.identity import sessions as identity
 from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue.rooms import room_config as rooms
 from anteroom.service_container import Services
+from anteroom.web.api import api_routes as routes
 from anteroom.web.api import openapi_document as openapi
 from helpers import TEST_KEYS, make_room
 from visitor_client import Visitor
@@ -146,7 +147,9 @@ def test_every_route_of_the_apis_is_documented(app: Flask) -> None:
     for rule in app.url_map.iter_rules():
         if not rule.rule.startswith(("/api/", "/healthz", "/readyz")):
             continue
-        path = rule.rule.replace("<room_id>", "{id}").replace("<event_id>", "{eventId}")
+        path = rule.rule
+        for name, flask_name in routes.PATH_PARAMETERS.items():
+            path = path.replace(flask_name, name)
         for method in rule.methods or ():
             if method not in ("HEAD", "OPTIONS"):
                 assert (path, method) in documented
@@ -330,6 +333,10 @@ def conforms(response: TestResponse, method: str, path: str, status: int) -> Tes
     ids = {"id": "q" + "0" * 16} if "{id}" in path else None  # only spells the URL
     if "{eventId}" in path:
         ids = (ids or {}) | {"eventId": "ev" + "0" * 12}
+    if "{inviteId}" in path:
+        ids = (ids or {}) | {"inviteId": "A" * 16}
+    if "{keyId}" in path:
+        ids = {"keyId": "0" * 12}
     checks = CHECKS if status < 500 else [c for c in CHECKS if c is not not_a_server_error]
     schema[path][method].Case(path_parameters=ids).validate_response(response, checks=checks)
     return response
@@ -583,3 +590,45 @@ def test_invite_answers_match_the_document(
     services.engine.shift_clock(world.room_id, 60_000)
     expired = conforms(Visitor(client, key).enter(ROOM, second), "POST", enter, 410)
     assert expired.json["error"] == "InviteExpired"
+
+
+def test_key_and_invite_record_answers_match_the_document(
+    client: FlaskClient, services: Services, world: World
+) -> None:
+    keys, key = "/api/management/v1/keys", "/api/management/v1/keys/{keyId}"
+    invites = "/api/management/v1/queues/{id}/invites"
+    one = "/api/management/v1/queues/{id}/invites/{inviteId}"
+
+    def call(method: str, url: str, body: Any = None, **query: str) -> TestResponse:
+        return client.open(url, method=method, json=body, headers=world.auth, query_string=query)
+
+    conforms(call("GET", keys), "GET", keys, 200)
+    made = conforms(call("POST", keys, {"scopes": ["queues:read"]}), "POST", keys, 201).json
+    conforms(call("POST", keys, {"scopes": []}), "POST", keys, 400)
+    narrow = {"Authorization": f"Bearer {made['secret']}"}
+    conforms(client.get(keys, headers=narrow), "GET", keys, 403)
+    conforms(call("DELETE", f"{keys}/{made['key']['id']}"), "DELETE", key, 204)
+    conforms(call("DELETE", f"{keys}/000000000000"), "DELETE", key, 404)
+    conforms(call("DELETE", f"{keys}/NOT-AN-ID"), "DELETE", key, 400)
+    own = world.secret.split("_")[1]
+    conforms(call("DELETE", f"{keys}/{own}"), "DELETE", key, 409)
+    url = invites.replace("{id}", world.room_id)
+    later = services.series.now_ms(world.room_id) + 60_000
+    body = {"count": 2, "expiresAt": later, "uses": 1, "lane": "skip"}
+    issued = call("POST", url, body).json
+    [first, _], [token, _] = issued["ids"], issued["invites"]
+    page = conforms(call("GET", url, limit="1"), "GET", invites, 200).json
+    assert page["nextCursor"] and page["total"] == 2
+    conforms(call("GET", url, limit="0"), "GET", invites, 400)
+    conforms(call("DELETE", f"{url}/{first}"), "DELETE", one, 204)
+    conforms(call("DELETE", f"{url}/{'A' * 16}"), "DELETE", one, 404)
+    conforms(call("DELETE", f"{url}/nope"), "DELETE", one, 400)
+    late = Visitor(client, world.public_key).enter(ROOM, token)
+    assert conforms(late, "POST", "/api/v1/queue/enter", 410).json["error"] == "InviteWithdrawn"
+    assert call("GET", url).json["invites"][1]["state"] == "withdrawn"
+    audit = conforms(
+        call("GET", "/api/management/v1/audit"), "GET", "/api/management/v1/audit", 200
+    )
+    assert [e["type"] for e in audit.json["events"][:4]] == [
+        "queue.invite.withdrawn", "queue.invites", "key.revoked", "key.created"
+    ]  # fmt: skip

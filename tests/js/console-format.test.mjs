@@ -1,7 +1,7 @@
 // The console's pure helpers: what an operator reads in the summaries and confirmations.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { auditRow, axisTime, clock, departuresSummary, languageName, last, lineSummary, perMinute, recentSum, releasedBy, safetyNetSummary, when, windowTotals } from "../../frontend/console/format.js";
+import { auditRow, scopeWords, axisTime, clock, departuresSummary, languageName, last, lineSummary, perMinute, recentSum, releasedBy, safetyNetSummary, when, windowTotals } from "../../frontend/console/format.js";
 
 test("a holdScore raise releases the held visitors scoring below it", () => {
   const held = { 75: 2, 90: 1 };
@@ -100,7 +100,26 @@ test("an audit entry says who did what to which room, the change in words", () =
   assert.equal(revoked.room, "every room");
   assert.equal(revoked.what, "Revoked a visitor");
   assert.deepEqual(revoked.changes, ["Visitor v123, because: bot"]);
-  for (const row of [rate, notice, pause, net, revoked]) {
+  const withdrawn = auditRow({
+    id: "6-0", type: "queue.invite.withdrawn", queue: { id: "r1", slug: "spring" }, keyId: "k1", at,
+    invite: { id: "Zf3kP9qLw2xYt8Bv", lane: "skip", uses: 2, expiresAt: at },
+  }, { names, me: "", timeZone: "UTC" });
+  assert.equal(withdrawn.what, "Withdrew an invite");
+  assert.equal(withdrawn.room, "Spring drop");
+  assert.deepEqual(withdrawn.changes, ["Invite Zf3kP9qLw2xYt8Bv (skip lane, 2 uses): new visitors are refused it"]);
+  const made = auditRow({
+    id: "7-0", type: "key.created", keyId: "k1", at, key: { id: "3f9a0c7d21be", scopes: ["queues:read", "keys:write"] },
+  }, { names, me: "k1", timeZone: "UTC" });
+  assert.equal(made.what, "Created a key");
+  assert.equal(made.room, "the environment");
+  assert.deepEqual(made.changes, ["Key 3f9a0c7d21be, may read rooms, manage keys"]);
+  const gone = auditRow({
+    id: "8-0", type: "key.revoked", keyId: "k1", at, key: { id: "3f9a0c7d21be" },
+  }, { names, me: "k1", timeZone: "UTC" });
+  assert.equal(gone.what, "Revoked a key");
+  assert.deepEqual(gone.changes, ["Key 3f9a0c7d21be: its secret and public key no longer work"]);
+  assert.equal(scopeWords("audit:read"), "read the audit log");
+  for (const row of [rate, notice, pause, net, revoked, withdrawn, made, gone]) {
     for (const line of row.changes) assert.doesNotMatch(line, /ratePerMinute|safetyNet\.|[{}]/);
   }
 });

@@ -354,6 +354,7 @@ describe("the hosted page", () => {
     const refusals = [
       [{ status: 409, body: { error: "InviteSpent", message: "spent" } }, "InviteSpent", /used as many times/],
       [{ status: 410, body: { error: "InviteExpired", message: "expired" } }, "InviteExpired", /expired/],
+      [{ status: 410, body: { error: "InviteWithdrawn", message: "withdrawn" } }, "InviteWithdrawn", /withdrawn/],
       [{ status: 401, body: { error: "TokenInvalid", message: "x", fields: { invite: "is not valid (forged)" } } },
         "InviteInvalid", /not valid for this waiting room/],
     ];

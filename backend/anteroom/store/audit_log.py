@@ -2,7 +2,9 @@
 
 An entry names what happened (``queue.created``, ``queue.updated``, ``queue.deleted``), the room,
 the key that did it, when, and what changed (before and after of each field, and the action);
-``session.revoked`` names the session (``jti``) or visitor (``vid``) and the operator's reason.
+``session.revoked`` names the session (``jti``) or visitor (``vid``) and the operator's reason;
+``queue.invite.withdrawn`` the invite (id and terms); ``key.created`` and ``key.revoked`` the key
+(its id, and a new key's scopes: never a secret).
 Stream ids are the cursor: time-ordered, unique, and cheap to page through newest first.
 """
 
@@ -42,6 +44,8 @@ class AuditLog:
         session: dict[str, str] | None = None,
         reason: str | None = None,
         invites: dict[str, Any] | None = None,
+        invite: dict[str, Any] | None = None,
+        subject_key: dict[str, Any] | None = None,
     ) -> str:
         """Append one event (about a room, or about a ``session`` for revocations); its id."""
         body: dict[str, Any] = {"type": event}
@@ -57,6 +61,10 @@ class AuditLog:
             body["reason"] = reason
         if invites is not None:
             body["invites"] = invites
+        if invite is not None:
+            body["invite"] = invite
+        if subject_key is not None:
+            body["key"] = subject_key
         with storage_errors():
             return str(
                 self.redis.xadd(

@@ -18,7 +18,9 @@ from anteroom.queue.connection.redis_link import Client
 from anteroom.queue.connection.storage_errors import storage_errors
 from anteroom.queue.rooms.key_layout import KeySpace
 
-SCOPES = ("queues:read", "queues:write", "audit:read")
+# keys:write creates and revokes keys of the key's own environment (only with scopes it holds).
+SCOPES = ("queues:read", "queues:write", "audit:read", "keys:write")
+KEY_ID = re.compile(r"^[a-z0-9]{12}$")
 ENV_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 _SECRET = re.compile(r"^sk_([a-z0-9]{12})_[A-Za-z0-9_-]{20,64}$")
 

@@ -23,6 +23,7 @@ ENGINE_REFUSALS: tuple[tuple[type[Exception], str], ...] = (
     (eng.RoomClosed, "RoomClosed"),
     (eng.InviteSpent, "InviteSpent"),
     (eng.InviteExpired, "InviteExpired"),
+    (eng.InviteWithdrawn, "InviteWithdrawn"),
 )
 
 

@@ -78,6 +78,9 @@ OPERATIONS = (
     "reroll_draw",
     "set_events",
     "shuffle_prequeue",
+    "issue_invites",
+    "withdraw_invite",
+    "invites",
 )
 
 # Scripts loaded as written: the room series' sampler and refusal counter, the challenge spend,

@@ -39,8 +39,8 @@ from anteroom.queue.line.far_poll import Gone, answer_far
 from anteroom.queue.line.poll_limit import PollCounter
 from anteroom.queue.line.room_snapshot import SnapshotCache
 from anteroom.queue.line.seen_bookings import SeenBookings
+from anteroom.queue.rooms import invite_book, room_events
 from anteroom.queue.rooms import room_config as rooms
-from anteroom.queue.rooms import room_events
 from anteroom.queue.rooms.key_layout import ABANDON_FIELDS, DEFAULT_PREFIX, WAIT_BUCKETS, KeySpace
 from anteroom.queue.rooms.room_hash import stored
 from anteroom.sdk import draw as draws
@@ -76,7 +76,9 @@ __all__ = [
     "EngineError",
     "IdentifyLimited",
     "InviteExpired",
+    "InviteNotFound",
     "InviteSpent",
+    "InviteWithdrawn",
     "JoinAnswer",
     "JoinIdentify",
     "LineEntry",
@@ -194,6 +196,19 @@ class InviteExpired(EngineError):
     code = "InviteExpired"
 
 
+class InviteWithdrawn(EngineError):
+    """The room's operator withdrew the invite: nobody new enters with it."""
+
+    code = "InviteWithdrawn"
+
+
+class InviteNotFound(EngineError):
+    """No invite of that id is on record in the room (never issued there, or issued before
+    invites were recorded)."""
+
+    code = "InviteNotFound"
+
+
 class NotOpen(EngineError):
     code = "NotOpen"
 
@@ -238,6 +253,8 @@ _ERRORS: dict[str, type[EngineError]] = {
         SessionRevoked,
         InviteSpent,
         InviteExpired,
+        InviteWithdrawn,
+        InviteNotFound,
         NotOpen,
         DrawLost,
         NoDraw,
@@ -526,6 +543,29 @@ class Engine:
         """Close a room: every spot expires, counters reset, status idle."""
         self._run("close_room", room_id)
 
+    # -- invites on record (queue/rooms/invite_book.py) -----------------------------------
+
+    def record_invites(self, room_id: str, invite_ids: Sequence[str], terms: str) -> int:
+        """Record invites just signed, with their ``terms`` (:func:`invite_book.terms`); the
+        number on record in the room. :class:`RoomNotFound`: nothing written."""
+        return int(self._run("issue_invites", room_id, terms, *invite_ids))
+
+    def invites(
+        self, room_id: str, cursor: int | None = None, limit: int = 100
+    ) -> invite_book.InvitePage:
+        """The room's invites on record, newest first, ``limit`` of them before ``cursor``."""
+        limit = max(1, min(limit, invite_book.MAX_PAGE))
+        at = "" if cursor is None else int(cursor)
+        return invite_book.page(self._run("invites", room_id, at, limit))
+
+    def withdraw_invite(
+        self, room_id: str, invite_id: str, now_ms: int
+    ) -> invite_book.InviteRecord:
+        """Withdraw an invite on record (enter refuses it to newcomers from now on); again, it
+        keeps its first time. :class:`InviteNotFound` or :class:`RoomNotFound` otherwise."""
+        raw_terms, withdrawn = self._run("withdraw_invite", room_id, invite_id, int(now_ms))
+        return invite_book.record(invite_id, raw_terms, 0, withdrawn)
+
     # -- visitors ------------------------------------------------------------------------
 
     def enter(
@@ -544,7 +584,8 @@ class Engine:
         ``invite``: a verified invite of this room. A newcomer spends it (once per ``vid``) and
         takes its lane; a spot found again keeps its place and spends nothing; a ``vid`` that
         spent it before and has no spot any more enters the public line. Refused with
-        :class:`InviteExpired` or :class:`InviteSpent`, the entry changes nothing.
+        :class:`InviteExpired`, :class:`InviteWithdrawn` or :class:`InviteSpent`, the entry
+        changes nothing.
 
         ``bypass``: one of the room's bypass rules matched the request (visit/bypass.py):
         a newcomer takes the skip lane as a skip invite would (admitted at once within

@@ -52,7 +52,11 @@ class KeySpace:
         that left before their turn by how long they had waited (``a<bound>``);
         ``blk`` counts the line's live spots per block of order keys (lua/_blocks.lua);
         ``drawn`` lists the opening's entrant ids in drawn order (queue/draw.py);
-        ``inv`` counts invite spends: ``<invite id>`` → uses, ``<invite id>|<vid>`` → 1;
+        ``inv`` counts invite spends: ``<invite id>`` → uses, ``<invite id>|<vid>`` → 1, and
+        marks withdrawn ones: ``<invite id>|w`` → when (ms; a vid is never one character);
+        ``invs`` records each invite issued: ``<invite id>`` → JSON {lane, uses, expiresAt,
+        issuedAt}, and ``invo`` lists their ids in the order issued (its index is the listing's
+        cursor: the list only grows, at its tail);
         ``used`` lists the live admissions seen in use (a renewal): ``<vid>:<deal number>``;
         ``pqz`` numbers an event's pre-queue entrants while their places are drawn
         (lua/shuffle_prequeue.lua); ``fo`` registers the processes serving a failMode-open
@@ -62,7 +66,7 @@ class KeySpace:
         base = self.room_base(room_id)
         names = (
             "room", "spots", "line", "active", "adm", "rvk", "bks", "waits", "blk", "drawn", "inv",
-            "pqz", "fo", "used",
+            "pqz", "fo", "used", "invs", "invo",
         )  # fmt: skip
         return {name: base + name for name in names}
 

@@ -32,6 +32,8 @@ from anteroom.web.api import api_models as shapes
 from anteroom.web.api.api_models import Body
 from anteroom.web.manage import audit_models as audit
 from anteroom.web.manage import event_models as events
+from anteroom.web.manage import invite_models as invite_records
+from anteroom.web.manage import key_models as keys
 from anteroom.web.manage import management_models as management
 from anteroom.web.manage import series_models as series
 from anteroom.web.pages import fairness_models as fairness
@@ -40,7 +42,10 @@ from anteroom.web.visitor import visitor_models as visitor
 Schema = dict[str, Any]
 View = Callable[..., ResponseReturnValue]
 # A path parameter's name in the document -> in the Flask rule.
-PATH_PARAMETERS = {"{id}": "<room_id>", "{slug}": "<slug>", "{eventId}": "<event_id>"}
+PATH_PARAMETERS = {
+    "{id}": "<room_id>", "{slug}": "<slug>", "{eventId}": "<event_id>", "{keyId}": "<key_id>",
+    "{inviteId}": "<invite_id>",
+}  # fmt: skip
 
 RETRY_AFTER: Schema = {"description": "Seconds to wait before asking again."}
 RETRY_AFTER["schema"] = {"type": "integer", "minimum": 1}
@@ -89,7 +94,8 @@ REFRESH_FORBIDDEN = Reply(
 ROOM_NOT_FOUND = Reply("RoomNotFound", "No such room.", ("RoomNotFound", "NotFound"))
 TICKET_GONE = Reply("TicketGone", "The spot or its room is gone; enter again.", ("TicketGone",))
 ENTER_GONE = Reply("EnterGone", "The room is gone, or the invite has expired (on the room's "
-                   "clock).", ("TicketGone", "InviteExpired"))
+                   "clock) or been withdrawn by the room's operator.",
+                   ("TicketGone", "InviteExpired", "InviteWithdrawn"))
 INVITE_SPENT = Reply("InviteSpent", "The invite has been used by as many other visitors as it "
                      "allows (the same visitor entering again with it uses none).",
                      ("InviteSpent",))
@@ -124,6 +130,19 @@ ROOM_DETAIL = Reply("RoomDetail", "The room.", model=management.RoomDetail)
 DELETED = Reply("Deleted", "Deleted.")
 INVITES = Reply("Invites", "The signed invites; the audit log records how many, never them.",
                 model=management.InviteList)
+INVITE_PAGE = Reply("InvitePage", "A page of the room's invites on record, newest first.",
+                    model=invite_records.InvitePage)
+INVITE_NOT_FOUND = Reply("InviteNotFound", "No such room, or no invite of that id on record "
+                         "in it.", ("RoomNotFound", "InviteNotFound", "NotFound"))
+WITHDRAWN = Reply("Withdrawn", "Withdrawn (also when it already was).")
+KEY_LIST = Reply("KeyList", "The environment's keys (never a secret).", model=keys.KeyList)
+KEY_CREATED = Reply("KeyCreated", "The new key and its secret, shown this once.",
+                    model=keys.KeyCreated)
+KEY_NOT_FOUND = Reply("KeyNotFound", "No key of that id in this environment.",
+                      ("KeyNotFound", "NotFound"))
+KEY_IN_USE = Reply("KeyInUse", "The key named is the one making the call: revoke it with "
+                   "another key.", ("KeyInUse",))
+REVOKED = Reply("Revoked", "Revoked (also when it already was).")
 REVOCATION = Reply("Revocation", "Revoked; recorded as a session.revoked event.",
                    model=audit.Revocation)
 AUDIT_PAGE = Reply("AuditPage", "One page of events.", model=audit.AuditPage)
@@ -330,14 +349,60 @@ CREATE_INVITES = Route(
     body=management.InviteCreate,
     notes=" Each invite is spent once per visitor identity, at most uses times in all (beyond:"
     " 409 InviteSpent at enter); after expiresAt 410 InviteExpired; one forged or of another"
-    " room 401 TokenInvalid. Invites are not stored: they stay valid until expiresAt, or"
-    " until the room is deleted or the signing key retired.")
+    " room 401 TokenInvalid; one withdrawn 410 InviteWithdrawn. Each is on record"
+    " (listInvites: spent counts, state) and may be withdrawn one by one (withdrawInvite); it"
+    " stays valid until then, expiresAt, the room's deletion or the signing key's retirement."
+    " The answer's ids are the invites', in the same order.")
+LIST_INVITES = Route(
+    ROOM_PATH + "/invites", "get", "listInvites",
+    "The room's issued invites, newest first, with how much each was used",
+    READ | {200: INVITE_PAGE, 400: BAD_REQUEST, 404: ROOM_NOT_FOUND}, scope="queues:read",
+    query=invite_records.InviteQuery,
+    notes=" Each invite issued is on record until the room is deleted: its lane, uses, expiry,"
+    " how many visitors it has let in (spent) and whether it was withdrawn, with its state on"
+    " the room's clock now. limit at a time (up to 500); pass nextCursor for older ones."
+    " Invites signed by releases that kept no record are not listed.")
+WITHDRAW_INVITE = Route(
+    ROOM_PATH + "/invites/{inviteId}", "delete", "withdrawInvite",
+    "Withdraw one invite: nobody new enters with it from now on",
+    WRITE | {204: WITHDRAWN, 404: INVITE_NOT_FOUND}, scope="queues:write",
+    notes=" From now on entering with it answers 410 InviteWithdrawn (its link stops working"
+    " for anyone not already in); visitors already in the room with it keep their spots and"
+    " admissions. It cannot be undone: issue a new invite instead. Audited as"
+    " queue.invite.withdrawn.")
+KEYS_PATH = "/api/management/v1/keys"
+KEY_NOTES = (
+    " Keys belong to one environment, which is an isolation boundary: a key sees, creates and"
+    " revokes only its own environment's keys. A new environment's first key comes from the"
+    " command line (anteroom keys create) or the first start's setup token, never from here.")
+LIST_KEYS = Route(
+    KEYS_PATH, "get", "listKeys", "The environment's secret keys (never their secrets)",
+    READ | {200: KEY_LIST}, scope="keys:write",
+    notes=" Each key's id, scopes, public key, creation time and whether it is revoked, oldest"
+    " first." + KEY_NOTES)
+CREATE_KEY = Route(
+    KEYS_PATH, "post", "createKey", "Create a key pair in the caller's environment",
+    WRITE | {201: KEY_CREATED}, scope="keys:write", body=keys.KeyCreate,
+    notes=" The answer carries the secret (sk_…) this once: Anteroom keeps only its hash, and"
+    " neither the log nor the audit log ever holds it. A key grants only scopes it holds itself"
+    " (403 naming scopes otherwise). Audited as key.created, with the new key's id and scopes."
+    + KEY_NOTES)
+REVOKE_KEY = Route(
+    KEYS_PATH + "/{keyId}", "delete", "revokeKey",
+    "Revoke a key: its secret and its public key stop working at once",
+    READ | {204: REVOKED, 400: BAD_REQUEST, 404: KEY_NOT_FOUND, 409: KEY_IN_USE},
+    scope="keys:write",
+    notes=" Scripts using the secret get 401 from their next call, its console sessions end, and"
+    " pages and apps using its public key are refused (processes that saw it forget it within"
+    " seconds). The key making the call cannot revoke itself (409 KeyInUse): use another key,"
+    " so nobody locks themselves out by accident. Audited as key.revoked." + KEY_NOTES)
 LIST_AUDIT_EVENTS = Route(
     "/api/management/v1/audit", "get", "listAuditEvents",
     "The environment's audit events, newest first", READ | {200: AUDIT_PAGE, 400: BAD_REQUEST},
     scope="audit:read", query=audit.AuditQuery,
     notes=" Who did what, and when: rooms created, changed (each setting before and after),"
-    " deleted, invites signed, sessions revoked, and the safety net's own switches. A page"
+    " deleted, invites signed or withdrawn, sessions revoked, keys created or revoked, and the"
+    " safety net's own switches. A page"
     " holds up to limit events; pass its nextCursor to get the next, older page.")
 GET_QUEUE_FAIRNESS = Route(
     ROOM_PATH + "/fairness", "get", "getQueueFairness",
@@ -405,9 +470,9 @@ ROUTES = (
     ARRIVE, JOIN_QUEUE, CREATE_CHALLENGE, IDENTIFY, ENTER_QUEUE, POLL_QUEUE, LEAVE_QUEUE,
     REFRESH_ADMISSION, REVOKE_SESSION, LIST_QUEUES, CREATE_QUEUE, GET_QUEUE, GET_QUEUE_SERIES,
     UPDATE_QUEUE,
-    DELETE_QUEUE, CREATE_INVITES, LIST_EVENTS, CREATE_EVENT, UPDATE_EVENT, DELETE_EVENT,
-    LIST_AUDIT_EVENTS, GET_QUEUE_FAIRNESS, GET_FAIRNESS, GET_DRAWN_ENTRANTS, HEALTHZ, READYZ,
-    OPENAPI,
+    DELETE_QUEUE, CREATE_INVITES, LIST_INVITES, WITHDRAW_INVITE, LIST_EVENTS, CREATE_EVENT,
+    UPDATE_EVENT, DELETE_EVENT, LIST_AUDIT_EVENTS, LIST_KEYS, CREATE_KEY, REVOKE_KEY,
+    GET_QUEUE_FAIRNESS, GET_FAIRNESS, GET_DRAWN_ENTRANTS, HEALTHZ, READYZ, OPENAPI,
 )
 # fmt: on
 

@@ -20,7 +20,7 @@ from anteroom import __version__
 from anteroom.store import keystore
 from anteroom.web.api import api_models as shapes
 from anteroom.web.api import api_routes as routes
-from anteroom.web.manage import event_models
+from anteroom.web.manage import event_models, invite_models, key_models
 from anteroom.web.manage import management_models as management
 
 Schema = dict[str, Any]
@@ -65,6 +65,22 @@ EVENT_ID: Schema = {
     "description": "The event, as its creation answered it.",
     "schema": {"type": "string", "pattern": event_models.EVENT_ID, "examples": ["ev0123456789ab"]},
 }
+INVITE_ID: Schema = {
+    "name": "inviteId",
+    "in": "path",
+    "required": True,
+    "description": "The invite, by the id its issue (or the room's list of invites) answered.",
+    "schema": {"type": "string", "pattern": invite_models.INVITE_ID.pattern,
+               "examples": [invite_models.INVITE_ID_EXAMPLE]},
+}  # fmt: skip
+KEY_ID: Schema = {
+    "name": "keyId",
+    "in": "path",
+    "required": True,
+    "description": "The key, by its id (the part of its secret after sk_, as the list shows).",
+    "schema": {"type": "string", "pattern": keystore.KEY_ID.pattern,
+               "examples": [key_models.KEY_ID_EXAMPLE]},
+}  # fmt: skip
 ROOM_ID: Schema = {
     "name": "id",
     "in": "path",
@@ -145,6 +161,10 @@ def _paths() -> dict[str, Schema]:
             item.setdefault("parameters", [room_id])
         if "{eventId}" in route.path:
             item["parameters"] = [room_id, EVENT_ID]
+        if "{inviteId}" in route.path:
+            item["parameters"] = [room_id, INVITE_ID]
+        if "{keyId}" in route.path:
+            item["parameters"] = [KEY_ID]
         if "{slug}" in route.path:
             item.setdefault("parameters", [SLUG])
         item[route.method] = _operation(route)
@@ -189,7 +209,8 @@ def _build() -> Schema:
                     "type": "http",
                     "scheme": "bearer",
                     "bearerFormat": "sk_<key id>_<random>",
-                    "description": f"A key from `anteroom keys create`; its scopes: {scopes}.",
+                    "description": f"A key from `anteroom keys create` (or createKey); its "
+                    f"scopes: {scopes}.",
                 }
             },
         },

@@ -15,7 +15,8 @@ from anteroom.web.manage.management_models import ACTIONS
 SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # a token's jti / vid (ours are 16 chars)
 REASON_MAX_LENGTH = 500
 AUDIT_EVENTS = (
-    "queue.created", "queue.updated", "queue.deleted", "queue.invites", "session.revoked"
+    "queue.created", "queue.updated", "queue.deleted", "queue.invites", "queue.invite.withdrawn",
+    "session.revoked", "key.created", "key.revoked",
 )  # fmt: skip
 
 
@@ -171,6 +172,26 @@ class AuditInvites(Answer):
     expiresAt: int = Field(examples=[1765198800000], description="When they expire, epoch ms.")
 
 
+class AuditInvite(Answer):
+    """queue.invite.withdrawn: the invite withdrawn, and its terms."""
+
+    id: str = Field(examples=["Zf3kP9qLw2xYt8Bv"], description="The invite's id (its jti).")
+    lane: str = Field(examples=["skip"], description="Its lane: skip or priority.")
+    uses: int = Field(examples=[1], description="Visitors it let in, in all.")
+    expiresAt: int = Field(examples=[1765198800000], description="When it would have expired.")
+
+
+class AuditKey(Answer):
+    """key.created and key.revoked: the key acted on (never its secret)."""
+
+    id: str = Field(examples=["3f9a0c7d21be"], description="The key's id.")
+    scopes: list[str] | None = Field(
+        None,
+        examples=[["queues:read"]],
+        description="key.created: the scopes it was given.",
+    )
+
+
 class AuditEvent(Answer):
     """queue.* events name the queue; session.revoked names the session."""
 
@@ -181,8 +202,8 @@ class AuditEvent(Answer):
     )
     type: Literal[AUDIT_EVENTS] = Field(  # type: ignore[valid-type]
         examples=["queue.updated"],
-        description="What happened: a room created, changed or deleted, invites signed, or a "
-        "session revoked.",
+        description="What happened: a room created, changed or deleted, invites signed or one "
+        "withdrawn, a session revoked, or a key created or revoked.",
     )
     queue: AuditQueue | None = Field(
         None,
@@ -210,6 +231,14 @@ class AuditEvent(Answer):
         None,
         examples=[None],
         description="What was signed (invites only; never the invites themselves).",
+    )
+    invite: AuditInvite | None = Field(
+        None, examples=[None], description="The invite withdrawn (queue.invite.withdrawn only)."
+    )
+    key: AuditKey | None = Field(
+        None,
+        examples=[None],
+        description="The key created or revoked (key.* only; keyId is the one that did it).",
     )
     model_config = ConfigDict(json_schema_extra=schema_extra())
 

@@ -23,7 +23,7 @@ from anteroom.queue.series import room_series
 from anteroom.service_container import Services
 from anteroom.store.setup_tokens import SetupRefused, SetupTokens
 from anteroom.web.manage import console_session as sessions
-from anteroom.web.manage import event_api
+from anteroom.web.manage import event_api, invite_api, key_api
 from anteroom.web.manage import management_api as management
 from anteroom.web.pages import fairness
 from anteroom.web.serving import http_errors as errors
@@ -268,3 +268,23 @@ bp.add_url_rule(
     methods=["DELETE"],
 )
 bp.add_url_rule("/api/queues/<room_id>/fairness", view_func=_as_key(fairness.queue_fairness))
+bp.add_url_rule(
+    "/api/queues/<room_id>/invites",
+    view_func=_as_key(management.create_invites),
+    methods=["POST"],
+    endpoint="console_create_invites",
+)
+bp.add_url_rule("/api/queues/<room_id>/invites", view_func=_as_key(invite_api.list_invites))
+bp.add_url_rule(
+    "/api/queues/<room_id>/invites/<invite_id>",
+    view_func=_as_key(invite_api.withdraw_invite),
+    methods=["DELETE"],
+)
+bp.add_url_rule("/api/keys", view_func=_as_key(key_api.list_keys))
+bp.add_url_rule(
+    "/api/keys",
+    view_func=_as_key(key_api.create_key),
+    methods=["POST"],
+    endpoint="console_create_key",
+)
+bp.add_url_rule("/api/keys/<key_id>", view_func=_as_key(key_api.revoke_key), methods=["DELETE"])

@@ -20,8 +20,8 @@ from flask.typing import ResponseReturnValue
 from anteroom.identity import revocation
 from anteroom.queue.connection.storage_errors import StorageBusy, StorageUnavailable
 from anteroom.queue.line import room_engine as eng
+from anteroom.queue.rooms import invite_book, room_events
 from anteroom.queue.rooms import room_config as rooms
-from anteroom.queue.rooms import room_events
 from anteroom.queue.series.room_series import aggregate
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
@@ -353,11 +353,15 @@ def create_invites(call: Call[InviteCreate], room_id: str) -> ResponseReturnValu
         raise errors.BadRequest("Some fields are not valid.", fields=fields)
     issued = int(now_ms // 1000)
     env, lane, uses, expires = room["environment"], body.lane, body.uses, body.expiresAt
-    invites = []
+    invites, ids = [], []
     for _ in range(body.count):
         claims = tokens.InviteClaims(room_id, env, tokens.new_id(), expires, uses, lane, issued)
         invites.append(tokens.issue(s.keyring, claims))
+        ids.append(claims.invite_id)
     summary = {"count": body.count, "lane": body.lane, "uses": body.uses}
+    # On record before anyone sees them, so every invite given out can be listed and withdrawn.
+    terms = invite_book.terms(lane, uses, expires, int(now_ms))
+    engine_call(lambda: s.engine.record_invites(room_id, ids, terms))
     with storage():
         AuditLog(s.redis, s.keys).record(
             call.key.environment,
@@ -366,7 +370,7 @@ def create_invites(call: Call[InviteCreate], room_id: str) -> ResponseReturnValu
             key_id=call.key.id,
             invites=summary | {"expiresAt": body.expiresAt},
         )
-    return InviteList.model_validate({"invites": invites}), 201
+    return InviteList.model_validate({"invites": invites, "ids": ids}), 201
 
 
 @management_call(routes.REVOKE_SESSION)

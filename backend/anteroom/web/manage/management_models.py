@@ -643,6 +643,11 @@ class InviteList(Answer):
         description="Signed iv1 invites of the room, for links: /queue/<slug>?invite=….",
         examples=[[token_example(tokens.INVITE)]],
     )
+    ids: list[str] = Field(
+        default_factory=list,
+        description="Each invite's id, in the same order: what listing and withdrawing name.",
+        examples=[["Zf3kP9qLw2xYt8Bv"]],
+    )
 
 
 class RoomList(Answer):

@@ -112,6 +112,21 @@ class EventNotFound(ApiError):
     code, error, description = 404, "EventNotFound", "No such event in this room."
 
 
+class KeyNotFound(ApiError):
+    code, error, description = 404, "KeyNotFound", "No such key in this environment."
+
+
+class InviteNotFound(ApiError):
+    code, error, description = 404, "InviteNotFound", "No such invite on record in this room."
+
+
+class KeyInUse(ApiError):
+    """A key may not revoke itself: the operator would lock themselves out by accident."""
+
+    code, error = 409, "KeyInUse"
+    description = "This is the key making the call; sign in with another key to revoke it."
+
+
 class EventOverlap(ApiError):
     code, error = 409, "EventOverlap"
     description = "The event's window meets another event's; events of a room never overlap."
@@ -133,6 +148,10 @@ class InviteSpent(ApiError):
 
 class InviteExpired(ApiError):
     code, error, description = 410, "InviteExpired", "This invite has expired."
+
+
+class InviteWithdrawn(ApiError):
+    code, error, description = 410, "InviteWithdrawn", "This invite has been withdrawn."
 
 
 class TicketGone(ApiError):
@@ -217,6 +236,8 @@ def from_domain(exc: Exception) -> ApiError:
             return InviteSpent()
         case eng.InviteExpired():
             return InviteExpired()
+        case eng.InviteWithdrawn():
+            return InviteWithdrawn()
         case StorageBusy():
             return Busy(retry_after=STORAGE_RETRY_SEC)
         case Refusal():  # a use case's refusal raised to its caller (visit/room_lookup.py)
