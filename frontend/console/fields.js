@@ -54,7 +54,8 @@ export function number(n) {
 export function bounds(limit, unit) {
   if (!limit) return unit ? `${unit}.` : "";
   const lead = unit ? `${unit.charAt(0).toUpperCase()}${unit.slice(1)}, from` : "From";
-  const fallback = limit.default === undefined ? "" : ` (default ${limit.default === null ? "none" : number(limit.default)})`;
+  // a default of "none" (null) is said by the field's own hint ("Empty for no limit")
+  const fallback = limit.default === undefined || limit.default === null ? "" : ` (default ${number(limit.default)})`;
   return `${lead} ${number(limit.lo)} to ${number(limit.hi)}${fallback}.`;
 }
 
