@@ -7,7 +7,7 @@ import { RoomCharts } from "./charts.js";
 import { contrastRatio, count, languageName, releasedBy, safetyNetSummary, when, zone } from "./format.js";
 import { placed, span, summary } from "./schedule.js";
 import { mountBypass } from "./bypass.js";
-import { MODE_WORDS, modeWords } from "./fields.js";
+import { MODE_WORDS, labelled, modeWords, showProblems } from "./fields.js";
 import { mountCreateRoom, mountDeleteRoom } from "./room-form.js";
 import { mountRevoke } from "./revoke.js";
 import { mountSafetyNet, mountSettings } from "./settings.js";
@@ -385,16 +385,20 @@ class RoomPage {
     const id = `field-${field}`;
     const input = /** @type {HTMLInputElement} */ (el("input", { type: "number", id, min: String(min), inputmode: "numeric", required: "" }));
     this.inputs[field] = input;
-    const form = el("form", { class: "stack", "data-field": field }, [
-      el("label", { for: id }, [label]),
-      input,
+    // The API checks the value (novalidate): its refusal is shown under the field, in its words.
+    const { nodes } = labelled(input, label);
+    const rest = el("p", { class: "hint" });
+    const form = el("form", { class: "stack", "data-field": field, novalidate: "" }, [
+      ...nodes,
+      rest,
       el("button", { type: "submit" }, ["Change"]),
     ]);
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       const value = Number(input.value);
       // The API's "no limit" capacity is null; 0 is how the form says it.
-      this.confirmThen(text(value), { [field]: field === "capacity" && value === 0 ? null : value });
+      this.confirmThen(text(value), { [field]: field === "capacity" && value === 0 ? null : value },
+        (reply) => showProblems({ [field]: input }, reply, rest));
     });
     return form;
   }

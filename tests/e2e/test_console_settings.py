@@ -202,6 +202,13 @@ def test_every_setting_is_saved_as_the_api_then_says(console: Console) -> None:
     # The page's status names the setting in words too, never by the API's name.
     expect(page.locator("#room-status")).to_contain_text("Admission life (seconds): must be from")
     assert console.room(room)["maxWaiting"] == 5000
+    # The rate, among the actions: the API's refusal of 0 under it too.
+    rate = page.locator('form[data-field="ratePerMinute"]')
+    rate.get_by_label("Rate (admissions per minute)").fill("0")
+    rate.get_by_role("button", name="Change").click()
+    confirm(page, "Change the rate from 60 to 0 per minute")
+    refused_by(page, "field-ratePerMinute", "must be from 1 to 100,000")
+    assert console.room(room)["ratePerMinute"] == 60
 
 
 def test_mode_and_redirect_as_visitors_meet_them(console: Console) -> None:
