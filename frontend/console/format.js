@@ -1,4 +1,5 @@
 // Pure helpers of the console: numbers and times as an operator reads them, chart summaries.
+import { modeWords } from "./fields.js";
 
 /**
  * @param {number | null | undefined} n
@@ -213,6 +214,7 @@ function valueWords(name, value, timeZone) {
     // epoch ms fields end in At or are the net's "since"
     return /At$|since$/.test(name) ? when(value, timeZone) : count(value);
   }
+  if (name === "mode") return modeWords(value);
   if (typeof value === "string") return name === "notice" || name === "closedMessage" ? `"${value}"` : value;
   if (Array.isArray(value)) return `${count(value.length)} ${name === "bypass" ? "rule" : "item"}${value.length === 1 ? "" : "s"}`;
   if (name === "notice" || name === "closedMessage") {

@@ -83,6 +83,14 @@ def eventually(check: Callable[[], bool], within: float = 6.0) -> bool:
     return True
 
 
+def meets(console: Console, slug: str, **headers: str) -> str:
+    """What a new visitor entering ``slug`` meets: the status, or the refusal's error (each try is
+    a new visitor: a second entry of the same one would find the spot of its first)."""
+    with console.visitor(**headers) as visitor:
+        answer = visitor.enter(slug).json
+        return str(answer.get("status") or answer.get("error"))
+
+
 def confirm(page: Page, says: str | re.Pattern[str], method: str = "PATCH") -> str:
     """Confirm the dialog (which says ``says``) and wait for the change's answer; its text."""
     dialog = page.locator("dialog[open]")
@@ -212,8 +220,9 @@ def test_every_setting_is_saved_as_the_api_then_says(console: Console) -> None:
 
 
 def test_mode_and_redirect_as_visitors_meet_them(console: Console) -> None:
-    """The mode in words; "No new entries" refuses a newcomer; a new address is where the next
-    admitted visitor is sent (everyone is admitted at once in this room, so the first is)."""
+    """The mode in words; a new address is where the next admitted visitor is sent (everyone is
+    admitted at once in this room, so the first is); a full capacity keeps the next one waiting;
+    "No new entries" refuses a newcomer."""
     live = console.live
     slug = "drop-" + secrets.token_hex(4)
     room = make_room(console.engine, env="web", slug=slug, mode="passthrough")
@@ -231,6 +240,13 @@ def test_mode_and_redirect_as_visitors_meet_them(console: Console) -> None:
         answer = visitor.enter(slug)
         assert answer.json["status"] == "admitted", answer.text
         assert answer.json["redirectUrl"] == f"{live.url}/healthz?to=checkout"
+    # A capacity of one, which that visitor fills: the next one waits, everyone at once or not.
+    capacity = page.locator('form[data-field="capacity"]')
+    capacity.get_by_label("Capacity (most active visitors, 0 for no limit)").fill("1")
+    capacity.get_by_role("button", name="Change").click()
+    confirm(page, "Change the capacity from no limit to 1")
+    expect(page.locator('[data-figure="Active"]')).to_have_text("1 of 1", timeout=10_000)
+    assert eventually(lambda: meets(console, slug) == "waiting")
     modes = page.locator('form[data-field="mode"]')
     modes.get_by_label("Queueing mode").select_option(label="No new entries")
     modes.get_by_role("button", name="Change").click()
@@ -238,11 +254,7 @@ def test_mode_and_redirect_as_visitors_meet_them(console: Console) -> None:
     expect(page.locator('[data-figure="Mode"]')).to_have_text("No new entries", timeout=10_000)
     assert console.room(room)["mode"] == "reject"
 
-    def refused() -> bool:
-        with console.visitor() as newcomer:
-            return newcomer.enter(slug).json.get("error") == "RoomClosed"
-
-    assert eventually(refused)
+    assert eventually(lambda: meets(console, slug) == "RoomClosed")
 
 
 def test_delete_a_room_says_what_is_lost_and_needs_its_slug(console: Console) -> None:
@@ -265,8 +277,7 @@ def test_delete_a_room_says_what_is_lost_and_needs_its_slug(console: Console) ->
         # The visitor in line hears the room is gone; a newcomer that there is no such room.
         gone = waiting.poll()
         assert (gone.status_code, gone.json["error"]) == (410, "TicketGone"), gone.text
-    with console.visitor() as newcomer:
-        assert eventually(lambda: newcomer.enter(slug).json.get("error") == "RoomNotFound")
+    assert eventually(lambda: meets(console, slug) == "RoomNotFound")
 
 
 def test_bypass_rules_added_and_removed_never_showing_a_secret(console: Console) -> None:
@@ -289,8 +300,7 @@ def test_bypass_rules_added_and_removed_never_showing_a_secret(console: Console)
     expect(section.locator("#bypass-rules")).to_contain_text(rules[0]["secretId"])
     assert SECRET not in page.content()
     # Through the line with the secret; without it, behind those waiting.
-    with console.visitor(**{"X-Monitor": SECRET}) as monitor:
-        assert eventually(lambda: monitor.enter(slug).json["status"] == "admitted")
+    assert eventually(lambda: meets(console, slug, **{"X-Monitor": SECRET}) == "admitted")
     # A second rule: the kept rule's secret must be typed again (it is stored hashed).
     section.get_by_label("Kind of rule").select_option("address-range")
     section.get_by_label("Address range or path").fill("198.51.100.0/24")
@@ -307,8 +317,7 @@ def test_bypass_rules_added_and_removed_never_showing_a_secret(console: Console)
     confirm(page, "Remove the bypass rule")
     expect(section.locator("#bypass-rules li")).to_have_count(1, timeout=10_000)
     assert console.room(room)["bypass"] == [{"kind": "address-range", "value": "198.51.100.0/24"}]
-    with console.visitor(**{"X-Monitor": SECRET}) as monitor:
-        assert eventually(lambda: monitor.enter(slug).json["status"] == "waiting")
+    assert eventually(lambda: meets(console, slug, **{"X-Monitor": SECRET}) == "waiting")
 
 
 def test_the_safety_net_is_set_changed_and_cleared(console: Console) -> None:
@@ -338,8 +347,7 @@ def test_the_safety_net_is_set_changed_and_cleared(console: Console) -> None:
     )
     expect(net.locator("#net-state")).to_contain_text("On: the room is calm")
     # Calm: a newcomer is let in at once, ahead of a rate of one a minute.
-    with console.visitor() as newcomer:
-        assert eventually(lambda: newcomer.enter(slug).json["status"] == "admitted")
+    assert eventually(lambda: meets(console, slug) == "admitted")
     net.get_by_label("Start queueing when this many visitors are active at once").fill("800")
     net.get_by_role("button", name="Save safety net").click()
     confirm(page, "Change the safety net from queueing from 500 active visitors")

@@ -34,3 +34,13 @@ test("a revocation's answer is said in words", () => {
   const session = revocationWords({ vid: "", jti: "s1", rooms: 1, droppedNow: 0, expiresAt: Date.UTC(2026, 11, 7, 4) });
   assert.match(session, /^Session s1 is revoked in 1 room: its waiting places go at their next check-in;/);
 });
+
+test("the audit log says a mode change in words", async () => {
+  const { auditRow } = await import("../../frontend/console/format.js");
+  const row = auditRow(
+    { id: "1", at: Date.UTC(2026, 11, 7), keyId: "k1", type: "queue.updated", queue: { id: "q1", slug: "drop" },
+      changes: { mode: { before: "fifo", after: "random" }, admissionTtlSec: { before: 300, after: 600 } } },
+    { names: {}, me: "k1", timeZone: "UTC" },
+  );
+  assert.deepEqual(row.changes, ["Mode: First come, first served → Drawn at random", "Admission life (seconds): 300 → 600"]);
+});
