@@ -19,8 +19,9 @@ from playwright.sync_api import Page, expect
 from test_accessibility import assert_no_violations
 
 from anteroom.engine import Engine
+from anteroom.sdk import tokens
 from anteroom.store.keystore import KeyStore
-from helpers import MANAGEMENT_API, make_room, waiting_room
+from helpers import MANAGEMENT_API, TEST_KEYS, make_room, waiting_room
 from live_server import LiveServer
 from visitor_client import HUMAN, Visitor
 
@@ -359,7 +360,7 @@ def test_the_safety_net_is_set_changed_and_cleared(console: Console) -> None:
     assert console.room(room)["safetyNet"] is None
 
 
-def test_revoke_a_visitor_and_their_next_poll_says_so(console: Console) -> None:
+def test_revoke_a_visitor_or_a_session_and_the_next_poll_says_so(console: Console) -> None:
     room, slug = waiting_room(console.engine, console.live.url, ahead=1)
     page = console.page
     with console.visitor() as visitor:
@@ -378,6 +379,20 @@ def test_revoke_a_visitor_and_their_next_poll_says_so(console: Console) -> None:
         confirm(page, f"Revoke the visitor {vid[0]} in every room", method="POST")
         expect(form.locator("#revoke-outcome")).to_contain_text(
             f"Visitor {vid[0]} is revoked in 1 room: 1 waiting place dropped now", timeout=10_000
+        )
+        answer = visitor.poll()
+        assert (answer.status_code, answer.json["error"]) == (403, "SessionRevoked"), answer.text
+    # One session, by its id: its place goes at its next poll.
+    with console.visitor() as visitor:
+        assert visitor.enter(slug).json["status"] == "waiting"
+        jti = tokens.decode(tokens.Keyring.parse(TEST_KEYS), visitor.session or "", "st1")["jti"]
+        form.get_by_label("Revoke").select_option(label="One session")
+        form.get_by_label("Its id").fill(jti)
+        form.get_by_role("button", name="Revoke").click()
+        confirm(page, f"Revoke the session {jti} in every room", method="POST")
+        expect(form.locator("#revoke-outcome")).to_contain_text(
+            f"Session {jti} is revoked in 1 room: its waiting places go at their next check-in",
+            timeout=10_000,
         )
         answer = visitor.poll()
         assert (answer.status_code, answer.json["error"]) == (403, "SessionRevoked"), answer.text
