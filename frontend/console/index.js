@@ -315,14 +315,13 @@ class RoomPage {
         this.textForm("closedMessage", "Closed message", "Shown instead of \"not open\" once the room has closed."),
         this.themeForm(),
       );
-      // The room's other settings, its safety net, bypass rules and deletion (settings.js,
-      // bypass.js, room-form.js), after the actions.
+      // The room's other settings, its safety net and bypass rules after the actions (each
+      // placed right after them, so in reverse), its deletion at the end of the page.
       const after = byId("actions-section");
-      const gone = section("delete-section", "Delete this room", after);
       mountBypass(this, section("bypass-section", "Bypass rules", after));
       mountSafetyNet(this, section("net-section", "Safety net", after));
       mountSettings(this, section("settings-section", "Settings", after));
-      mountDeleteRoom(this, gone);
+      mountDeleteRoom(this, section("delete-section", "Delete this room", null));
     }
     for (const fill of this.fillers) fill();
     this.openAt.hidden = room.status !== "idle";
