@@ -19,6 +19,7 @@ from playwright.sync_api import Page, expect
 from test_accessibility import assert_no_violations
 
 from anteroom.engine import Engine
+from anteroom.queue.rooms import room_config as rooms
 from anteroom.sdk import tokens
 from anteroom.store.keystore import KeyStore
 from helpers import MANAGEMENT_API, TEST_KEYS, make_room, waiting_room
@@ -172,6 +173,12 @@ def test_every_setting_is_saved_as_the_api_then_says(console: Console) -> None:
     room = make_room(console.engine, env="web", slug="drop-" + secrets.token_hex(4))
     console.engine.open(room)
     page = room_page(console, room)
+    # Every setting a PATCH takes has its control on the page (a new field needs one too).
+    elsewhere = {"bypass": "#bypass-add", "safetyNet": "#safety-net-form"}
+    elsewhere |= {"drawBeacon": "#setting-beacon-url"}
+    for api in sorted(rooms.MUTABLE):
+        control = elsewhere.get(api, f'#setting-{api}, form[data-field="{api}"]')
+        expect(page.locator(control), api).to_have_count(1)
     form = page.locator("#settings-form")
     for input_id, how, value, expected in SETTINGS:
         api_name = FIELD.sub(r"\1", input_id)
