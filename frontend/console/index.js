@@ -260,7 +260,7 @@ class RoomPage {
       ["Hold score", String(room.holdScore)],
       ["Mode", modeWords(room.mode)],
       ["Session renewal", room.sessionRenewal === false ? "not renewable: admissions end at their expiry" : "renewable while active"],
-      // how many, never what: the API shows no secret, and the console shows not even a name
+      // how many; the rules themselves, by what they match (never a secret), are under "Bypass rules"
       ["Bypass rules", count((room.bypass || []).length)],
     ];
     byId("figures").replaceChildren(
