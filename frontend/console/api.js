@@ -1,5 +1,6 @@
 // The console's calls to /console/api/…: same origin, the session cookie, and for every change
 // the session's CSRF token (read from the page's meta tag) in a header.
+import { fieldLabel } from "./format.js";
 
 /** @typedef {{status: number, body: any}} Reply */
 
@@ -46,6 +47,7 @@ export async function call(method, path, body) {
  */
 export function problem(reply) {
   const body = reply.body || {};
-  const fields = Object.entries(body.fields || {}).map(([k, v]) => `${k} ${v}`);
+  // each field by its label in words ("Rate (per minute): must be from 1 to 100,000")
+  const fields = Object.entries(body.fields || {}).map(([k, v]) => `${fieldLabel(k)}: ${v}.`);
   return [body.message || `Failed (${reply.status}).`, ...fields].join(" ");
 }

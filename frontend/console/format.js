@@ -1,4 +1,5 @@
 // Pure helpers of the console: numbers and times as an operator reads them, chart summaries.
+import { modeWords } from "./fields.js";
 
 /**
  * @param {number | null | undefined} n
@@ -176,6 +177,14 @@ const FIELDS = {
   redirectUrl: "Shop address", sessionRenewal: "Session renewal", publicFairness: "Public fairness report",
   bypass: "Bypass rules", safetyNet: "Safety net", "safetyNet.state": "Safety net",
   "safetyNet.since": "Safety net since", draw: "Draw", drawBeacon: "Draw beacon", preQueueMinutes: "Pre-queue",
+  admissionTtlSec: "Admission life (seconds)", bindIp: "Admissions tied to the network",
+  noScriptScore: "Score without JavaScript", maxWaiting: "Longest line",
+  abandonAfterSec: "Place given up after (seconds)", gracePeriodSec: "Grace for a quiet visitor (seconds)",
+  pollBudgetPerSecond: "Check-ins a second", failMode: "If storage is unreachable",
+  "safetyNet.activeSessions": "Safety net: active visitors", "safetyNet.arrivalsPerMinute": "Safety net: arrivals a minute",
+  "safetyNet.coolDownSec": "Safety net: quiet time (seconds)", "drawBeacon.url": "Beacon's address",
+  "drawBeacon.genesisTime": "Beacon's first round", "drawBeacon.period": "Seconds between rounds",
+  vid: "Visitor", jti: "Session", reason: "Reason",
 };
 
 /** @type {Record<string, string>} */
@@ -184,7 +193,7 @@ const ACTION_WORDS = {
 };
 
 /** @param {string} name a field's API name: its label, or its words ("maxWait" → "Max wait") */
-function fieldLabel(name) {
+export function fieldLabel(name) {
   if (FIELDS[name]) return FIELDS[name];
   if (name.startsWith("events.")) return "Event";
   const words = name.replace(/[._]/g, " ").replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase();
@@ -205,6 +214,7 @@ function valueWords(name, value, timeZone) {
     // epoch ms fields end in At or are the net's "since"
     return /At$|since$/.test(name) ? when(value, timeZone) : count(value);
   }
+  if (name === "mode") return modeWords(value);
   if (typeof value === "string") return name === "notice" || name === "closedMessage" ? `"${value}"` : value;
   if (Array.isArray(value)) return `${count(value.length)} ${name === "bypass" ? "rule" : "item"}${value.length === 1 ? "" : "s"}`;
   if (name === "notice" || name === "closedMessage") {

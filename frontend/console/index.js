@@ -8,6 +8,11 @@ import { KeysPanel } from "./keys.js";
 import { RoomCharts } from "./charts.js";
 import { contrastRatio, count, languageName, releasedBy, safetyNetSummary, when, zone } from "./format.js";
 import { placed, span, summary } from "./schedule.js";
+import { mountBypass } from "./bypass.js";
+import { MODE_WORDS, labelled, modeWords, showProblems } from "./fields.js";
+import { mountCreateRoom, mountDeleteRoom } from "./room-form.js";
+import { mountRevoke } from "./revoke.js";
+import { mountSafetyNet, mountSettings } from "./settings.js";
 
 const REFRESH_MS = 5000;
 /** @type {Record<string, string>} what each queueing mode does, as the confirmation says it */
@@ -19,6 +24,21 @@ const MODES = {
 };
 const main = /** @type {HTMLElement} */ (document.getElementById("main"));
 const scopes = (main.dataset.scopes || "").split(" ");
+
+/**
+ * A section of the page, placed after `before` (or at the end of main), with its heading.
+ * @param {string} id
+ * @param {string} title
+ * @param {Element | null} before
+ * @returns {HTMLElement} the section's body, for a form to fill
+ */
+function section(id, title, before) {
+  const body = el("div", { id: `${id}-body` });
+  const node = el("section", { id, "aria-labelledby": `${id}-h` }, [el("h2", { id: `${id}-h` }, [title]), body]);
+  if (before) before.after(node);
+  else main.append(node);
+  return body;
+}
 
 /**
  * @param {string} tag
@@ -185,7 +205,7 @@ class RoomPage {
     const capacity = field("event-capacity", "Capacity during it (empty: the room's)", { type: "number", min: "1" });
     const mode = /** @type {HTMLSelectElement} */ (el("select", { id: "event-mode" }, [
       el("option", { value: "" }, ["The room's mode"]),
-      ...["fifo", "passthrough", "reject"].map((m) => el("option", { value: m }, [m])),
+      ...["fifo", "passthrough", "reject"].map((m) => el("option", { value: m }, [modeWords(m)])),
     ]));
     const form = el("form", { class: "stack", id: "schedule-event" }, [
       ...starts.nodes, ...ends.nodes, ...prequeue.nodes, ...rate.nodes, ...capacity.nodes,
@@ -211,7 +231,7 @@ class RoomPage {
       const changes = [
         overrides.ratePerMinute ? `${count(overrides.ratePerMinute)} admitted a minute` : "",
         overrides.capacity ? `at most ${count(overrides.capacity)} active at once` : "",
-        overrides.mode ? `the ${overrides.mode} mode` : "",
+        overrides.mode ? modeWords(overrides.mode).toLowerCase() : "",
       ].filter(Boolean);
       this.confirmThen(
         `Schedule an event from ${when(startsAt - skew)} to ${when(endsAt - skew)} (${zone()}): ${changes.length ? changes.join(", ") : "nothing changes"} while it runs.`,
@@ -240,9 +260,9 @@ class RoomPage {
       ["Admitted last minute", `${count(stats.admittedLastMinute)} (rate ${count(room.inForce?.ratePerMinute ?? room.ratePerMinute)} / min${room.inForce?.event ? ", the running event's" : ""})`],
       ["Admitted in all", count(stats.dealtTotal)],
       ["Hold score", String(room.holdScore)],
-      ["Mode", room.mode],
+      ["Mode", modeWords(room.mode)],
       ["Session renewal", room.sessionRenewal === false ? "not renewable: admissions end at their expiry" : "renewable while active"],
-      // how many, never what: the API shows no secret, and the console shows not even a name
+      // how many; the rules themselves, by what they match (never a secret), are under "Bypass rules"
       ["Bypass rules", count((room.bypass || []).length)],
     ];
     byId("figures").replaceChildren(
@@ -297,6 +317,13 @@ class RoomPage {
         this.textForm("closedMessage", "Closed message", "Shown instead of \"not open\" once the room has closed."),
         this.themeForm(),
       );
+      // The room's other settings, its safety net and bypass rules after the actions (each
+      // placed right after them, so in reverse), its deletion at the end of the page.
+      const after = byId("actions-section");
+      mountBypass(this, section("bypass-section", "Bypass rules", after));
+      mountSafetyNet(this, section("net-section", "Safety net", after));
+      mountSettings(this, section("settings-section", "Settings", after));
+      mountDeleteRoom(this, section("delete-section", "Delete this room", null));
     }
     for (const fill of this.fillers) fill();
     this.openAt.hidden = room.status !== "idle";
@@ -359,23 +386,27 @@ class RoomPage {
     const id = `field-${field}`;
     const input = /** @type {HTMLInputElement} */ (el("input", { type: "number", id, min: String(min), inputmode: "numeric", required: "" }));
     this.inputs[field] = input;
-    const form = el("form", { class: "stack", "data-field": field }, [
-      el("label", { for: id }, [label]),
-      input,
+    // The API checks the value (novalidate): its refusal is shown under the field, in its words.
+    const { nodes } = labelled(input, label);
+    const rest = el("p", { class: "hint" });
+    const form = el("form", { class: "stack", "data-field": field, novalidate: "" }, [
+      ...nodes,
+      rest,
       el("button", { type: "submit" }, ["Change"]),
     ]);
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       const value = Number(input.value);
       // The API's "no limit" capacity is null; 0 is how the form says it.
-      this.confirmThen(text(value), { [field]: field === "capacity" && value === 0 ? null : value });
+      this.confirmThen(text(value), { [field]: field === "capacity" && value === 0 ? null : value },
+        (reply) => showProblems({ [field]: input }, reply, rest));
     });
     return form;
   }
 
   modeForm() {
     const select = /** @type {HTMLSelectElement} */ (el("select", { id: "field-mode" },
-      Object.keys(MODES).map((mode) => el("option", { value: mode }, [mode]))));
+      Object.keys(MODES).map((mode) => el("option", { value: mode }, [MODE_WORDS[mode]]))));
     const form = el("form", { class: "stack", "data-field": "mode" }, [
       el("label", { for: "field-mode" }, ["Queueing mode"]),
       select,
@@ -390,7 +421,7 @@ class RoomPage {
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       const next = select.value;
-      this.confirmThen(`Change the mode from ${this.room.mode} to ${next}: ${MODES[next]} Nobody already waiting loses or changes their place.`, { mode: next });
+      this.confirmThen(`Change the mode from ${modeWords(this.room.mode)} to ${modeWords(next)}: ${MODES[next]} Nobody already waiting loses or changes their place.`, { mode: next });
     });
     return form;
   }
@@ -617,8 +648,13 @@ async function loop(/** @type {() => Promise<void>} */ step) {
 }
 
 if (main.dataset.page === "rooms") {
-  const section = document.getElementById("audit-section");
-  const audit = section ? new AuditTable(section, { me: main.dataset.key || "" }) : null;
+  if (scopes.includes("queues:write")) {
+    const list = document.querySelector(".table-wrap");
+    mountRevoke(section("revoke-section", "Revoke a visitor or a session", list));
+    mountCreateRoom(section("create-section", "Create a room", list));
+  }
+  const auditHost = document.getElementById("audit-section");
+  const audit = auditHost ? new AuditTable(auditHost, { me: main.dataset.key || "" }) : null;
   const keysHost = document.getElementById("keys-section");
   const keys = keysHost
     ? new KeysPanel(keysHost, { me: main.dataset.key || "", scopes, dialog: /** @type {HTMLDialogElement} */ (byId("confirm")) })

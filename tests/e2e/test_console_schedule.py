@@ -63,7 +63,7 @@ def test_events_on_the_timeline_scheduled_and_cancelled(stack: Stack, new_contex
     form.get_by_label("Capacity during it").fill("5")
     form.get_by_label("Mode during it").select_option("reject")
     form.get_by_role("button", name="Schedule event").click()
-    confirm(page, "at most 5 active at once, the reject mode while it runs", "POST")
+    confirm(page, "at most 5 active at once, no new entries while it runs", "POST")
     events = engine.get_room(room)["events"]
     assert len(events) == 2 and events[1]["overrides"] == {"capacity": 5, "mode": "reject"}
     assert events[1]["endsAt"] - events[1]["startsAt"] == 120 * MINUTE

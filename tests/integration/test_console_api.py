@@ -138,3 +138,29 @@ def test_without_fetch_metadata_the_origin_decides(
 ) -> None:
     assert sign_in(client, operator["secret"], Origin="http://evil.example").status_code == 403
     assert sign_in(client, operator["secret"], Origin="http://localhost").status_code == 303
+
+
+def test_create_delete_and_revoke_run_as_the_key_with_the_csrf_token(
+    client: FlaskClient, operator: dict[str, Any], services: Services
+) -> None:
+    """The console's calls that create or delete a room and revoke a visitor: refused without
+    the page's token, run as the signed-in key with it, and audited as that key."""
+    sign_in(client, operator["secret"])
+    token = SAME | {"X-Anteroom-CSRF": csrf_of(client)}
+    room = {"slug": "autumn", "name": "Autumn drop", "redirectUrl": "https://shop.example/a"}
+    assert client.post("/console/api/queues", json=room, headers=SAME).status_code == 403
+    bad = client.post("/console/api/queues", json=room | {"ratePerMinute": 0}, headers=token)
+    assert bad.status_code == 400 and set(bad.json["fields"]) == {"ratePerMinute"}
+    made = client.post("/console/api/queues", json=room, headers=token)
+    assert made.status_code == 201 and made.json["environment"] == "shop"
+    url = f"/console/api/queues/{made.json['id']}"
+    assert client.delete(url, headers=SAME).status_code == 403
+    assert client.delete(url, headers=token).status_code == 204
+    assert client.get(url).status_code == 404
+    revoke = {"vid": "v0123456789abcdef", "reason": "scripted"}
+    assert client.post("/console/api/sessions/revoke", json=revoke, headers=SAME).status_code == 403
+    done = client.post("/console/api/sessions/revoke", json=revoke, headers=token)
+    assert done.status_code == 200 and done.json["rooms"] == 1  # the operator's open room
+    events = client.get("/console/api/audit").json["events"]
+    assert [e["type"] for e in events[:3]] == ["session.revoked", "queue.deleted", "queue.created"]
+    assert {e["keyId"] for e in events[:3]} == {operator["record"].id}

@@ -10,6 +10,7 @@ header, and comes from this origin (``Origin``/``Sec-Fetch-Site``), besides the 
 from __future__ import annotations
 
 import hmac
+import json
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -112,7 +113,9 @@ def home() -> ResponseReturnValue:
         return _sign_in_page(503, "The console cannot reach its storage; try again shortly.")
     if session is None:
         return _sign_in_page()
-    return _page("console.html", session=session, page="rooms", room_id="", room_now=0)
+    return _page(
+        "console.html", session=session, page="rooms", room_id="", room_now=0, limits=_limits()
+    )
 
 
 @bp.get("/rooms/<room_id>")
@@ -146,7 +149,21 @@ def room_page(room_id: str) -> ResponseReturnValue:
         room_now=_room_now(room_id),
         # "waiting for beacon round N": the pre-queue waits with the draw; the operator sees why
         draw_waiting=(room.get("draw") or {}).get("waiting"),
+        limits=_limits(),
     )
+
+
+def _limits() -> str:
+    """Each integer setting's bounds and default, as JSON, so the forms say them (and the
+    API's own check, which the forms show when it refuses, stays the one rule)."""
+    out: dict[str, dict[str, Any]] = {}
+    for f in rooms.FIELDS:
+        if isinstance(f.check, rooms.IntRange):
+            check = f.check
+            out[f.api] = {"lo": check.lo, "hi": check.hi, "nullable": check.nullable}
+            out[f.api]["default"] = f.default
+    out |= {f"safetyNet.{k}": {"lo": v.lo, "hi": v.hi} for k, v in rooms.SAFETY_NET_LIMITS.items()}
+    return json.dumps(out, separators=(",", ":"))
 
 
 def _room_now(room_id: str) -> int:
@@ -244,6 +261,13 @@ def held_by_score() -> ResponseReturnValue:
 
 
 bp.add_url_rule("/api/queues", view_func=_as_key(management.list_queues))
+bp.add_url_rule("/api/queues", view_func=_as_key(management.create_queue), methods=["POST"])
+bp.add_url_rule(
+    "/api/queues/<room_id>", view_func=_as_key(management.delete_queue), methods=["DELETE"]
+)
+bp.add_url_rule(
+    "/api/sessions/revoke", view_func=_as_key(management.revoke_session), methods=["POST"]
+)
 bp.add_url_rule("/api/queues/<room_id>", view_func=_as_key(management.get_queue))
 bp.add_url_rule(
     "/api/queues/<room_id>", view_func=_as_key(management.update_queue), methods=["PATCH"]
