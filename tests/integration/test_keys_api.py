@@ -194,3 +194,16 @@ def test_the_console_shows_the_keys_section_only_to_a_key_with_keys_write(
     assert 'id="keys-section"' in admin.get("/console").get_data(as_text=True)
     assert 'id="keys-section"' not in reader.get("/console").get_data(as_text=True)
     assert reader.get("/console/api/keys").status_code == 403
+
+
+def test_a_key_cannot_revoke_one_holding_scopes_it_lacks(
+    client: FlaskClient, keys: dict[str, Any], services: Services
+) -> None:
+    # A key that may only read rooms and manage keys cannot lock out the environment's admin
+    # (nor anyone holding more than it does); it may revoke a key within its own scopes.
+    narrow = Operator(client, keys["narrow_secret"])
+    refused = narrow.call("DELETE", f"/keys/{keys['admin'].id}")
+    assert refused.status_code == 403, refused.json
+    assert "queues:write" in refused.json["fields"]["keyId"]
+    assert services.keystore.authenticate(keys["secret"]) is not None
+    assert narrow.call("DELETE", f"/keys/{keys['reader'].id}").status_code == 204
