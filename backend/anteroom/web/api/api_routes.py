@@ -395,7 +395,9 @@ REVOKE_KEY = Route(
     notes=" Scripts using the secret get 401 from their next call, its console sessions end, and"
     " pages and apps using its public key are refused (processes that saw it forget it within"
     " seconds). The key making the call cannot revoke itself (409 KeyInUse): use another key,"
-    " so nobody locks themselves out by accident. Audited as key.revoked." + KEY_NOTES)
+    " so nobody locks themselves out by accident; nor one holding a scope the caller lacks (403"
+    " naming keyId), so a narrow key cannot lock out a wider one. Audited as key.revoked."
+    + KEY_NOTES)
 LIST_AUDIT_EVENTS = Route(
     "/api/management/v1/audit", "get", "listAuditEvents",
     "The environment's audit events, newest first", READ | {200: AUDIT_PAGE, 400: BAD_REQUEST},

@@ -66,6 +66,12 @@ def revoke_key(call: Call[None], key_id: str) -> ResponseReturnValue:
             f"Key {key_id} is the one making this call; to revoke it, sign in (or call) with "
             "another key of the environment."
         )
+    beyond = [scope for scope in record.scopes if scope not in call.key.scopes]
+    if beyond:
+        # As a key grants only what it holds, it revokes only what it could have granted: a
+        # narrow key must not lock the environment's wider keys out.
+        why = f"that key holds {', '.join(beyond)}, which this key lacks"
+        raise errors.Forbidden("A key cannot revoke one that holds more.", fields={"keyId": why})
     with storage():
         s.keystore.revoke(key_id)
         # Other processes' directories read the public keys again within their next round.
