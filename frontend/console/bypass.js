@@ -1,7 +1,7 @@
 // A room's bypass rules on its page: listed in words (a secret is never shown: the API keeps it
 // hashed and answers only an id that changes with it), one added, one removed. The API takes the
-// whole list at each change, secrets in clear, so a rule with a secret that is kept needs its
-// secret typed again: the form asks for it by the rule, and says why.
+// whole list at each change: a rule kept is sent back by its secretId, which keeps its stored
+// secret, so nobody types another rule's secret again.
 import { el, labelled, showProblems } from "./fields.js";
 
 /** @typedef {import("./settings.js").Page} Page */
@@ -33,10 +33,6 @@ const hasSecret = (rule) => rule.kind === "header" || rule.kind === "cookie";
 export function mountBypass(page, host) {
   const list = el("ul", { id: "bypass-rules", class: "rules" });
   const outcome = el("p", { id: "bypass-outcome", role: "alert" });
-  // Secrets of the rules kept, typed again for the next change.
-  const keep = el("fieldset", { id: "bypass-keep" });
-  /** @type {Map<number, HTMLInputElement>} by the rule's index */
-  const kept = new Map();
   const kind = /** @type {HTMLSelectElement} */ (el("select", { id: "bypass-kind" },
     Object.entries(KINDS).map(([value, words]) => el("option", { value }, [words]))));
   const value = /** @type {HTMLInputElement} */ (el("input", { id: "bypass-value", type: "text", autocomplete: "off" }));
@@ -61,7 +57,7 @@ export function mountBypass(page, host) {
   kind.addEventListener("change", showKind);
   showKind();
 
-  /** @type {string} the rules last drawn, so a refresh keeps what is typed */
+  /** @type {string} the rules last drawn: a refresh redraws only a change */
   let drawn = "";
   const draw = () => {
     const rules = page.room.bypass || [];
@@ -76,24 +72,11 @@ export function mountBypass(page, host) {
     });
     if (!items.length) items.push(el("li", {}, ["No bypass rules: everyone queues."]));
     list.replaceChildren(...items);
-    kept.clear();
-    const inputs = rules.flatMap((/** @type {any} */ rule, /** @type {number} */ i) => {
-      if (!hasSecret(rule)) return [];
-      const input = /** @type {HTMLInputElement} */ (el("input", { id: `bypass-keep-${i}`, type: "password", autocomplete: "off" }));
-      kept.set(i, input);
-      return labelled(input, `Secret of the rule on the ${rule.kind} ${rule.name}`).nodes;
-    });
-    keep.replaceChildren(
-      el("legend", {}, ["Secrets of the rules kept"]),
-      el("p", { class: "hint" }, ["Each secret is stored hashed and cannot be sent back for you: to add or remove a rule, type again the secret of each rule with a secret that stays."]),
-      ...inputs,
-    );
-    keep.hidden = !inputs.length;
   };
   page.fillers.push(draw);
 
   /**
-   * Send the list less rule `removed` (or plus `added`), with the kept secrets.
+   * Send the list less rule `removed` (or plus `added`), the rules kept by their secretId.
    * @param {any[]} rules as the API shows them
    * @param {number | null} removed
    * @param {any} added
@@ -104,28 +87,17 @@ export function mountBypass(page, host) {
     /** @type {Record<number, Record<string, HTMLElement>>} where the API's bypass[i].part goes */
     const at = {};
     const next = [];
-    const missing = {};
     for (const [i, rule] of rules.entries()) {
       if (i === removed) continue;
-      if (!hasSecret(rule)) {
-        next.push({ kind: rule.kind, value: rule.value });
-        continue;
-      }
-      const input = /** @type {HTMLInputElement} */ (kept.get(i));
-      inputs[`keep${i}`] = input;
-      at[next.length] = { secret: input, name: input, kind: input };
-      if (!input.value) /** @type {any} */ (missing)[`keep${i}`] = "type this rule's secret again to keep it";
-      next.push({ kind: rule.kind, name: rule.name, secret: input.value });
+      next.push(hasSecret(rule)
+        ? { kind: rule.kind, name: rule.name, secretId: rule.secretId }
+        : { kind: rule.kind, value: rule.value });
     }
     const addInputs = { kind, value, name, secret };
     Object.assign(inputs, { kind, value, name, secret });
     if (added) {
       at[next.length] = addInputs;
       next.push(added);
-    }
-    if (Object.keys(missing).length) {
-      showProblems(inputs, { status: 400, body: { message: "Some secrets are needed.", fields: missing } }, outcome);
-      return;
     }
     showProblems(inputs, { status: 200, body: null }, outcome);
     const text = added
@@ -146,7 +118,7 @@ export function mountBypass(page, host) {
         } else fields[field] = String(why);
       }
       if (showProblems(byName, { status: reply.status, body: { ...(reply.body || {}), fields } }, outcome)) {
-        for (const input of [value, name, secret, ...kept.values()]) input.value = "";
+        for (const input of [value, name, secret]) input.value = "";
         outcome.textContent = added ? "Rule added." : "Rule removed.";
       }
     });
@@ -160,6 +132,6 @@ export function mountBypass(page, host) {
   });
   host.replaceChildren(
     el("p", { class: "hint" }, ["A request that matches a rule skips the line (over and above the rate). For your monitoring, a partner, your staff."]),
-    list, keep, outcome, add,
+    list, outcome, add,
   );
 }

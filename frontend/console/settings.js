@@ -13,7 +13,7 @@ import { when, zone } from "./format.js";
  */
 
 /**
- * @typedef {{api: string, type: "number" | "text" | "url" | "bool" | "select", label: string,
+ * @typedef {{api: string, type: "number" | "text" | "url" | "bool" | "select" | "engines", label: string,
  *   unit?: string, hint?: string, empty?: string, on?: string, off?: string,
  *   options?: Record<string, string>}} Setting
  */
@@ -42,14 +42,28 @@ const GROUPS = [
       open: "Open: admitted without a line, as each server counts them",
     } },
   ]],
+  ["Search engines' crawlers", [
+    { api: "crawlers", type: "engines", label: "Crawlers proved by DNS to be a search engine's", options: {
+      queue: "Queued: the waiting page asks them to come back later (it is never indexed)",
+      pass: "Every engine's: sent on to the site without a place in line, uncounted",
+      some: "Only the engines ticked: sent on to the site, uncounted",
+    } },
+  ]],
   ["Fairness", [
     { api: "publicFairness", type: "bool", label: "Publish the opening's fairness report to visitors", on: "published", off: "not published" },
   ]],
 ];
 
+/** @type {Record<string, string>} the search engines the crawlers setting names, in words */
+const ENGINES = { google: "Google", bing: "Bing", apple: "Apple", yandex: "Yandex", baidu: "Baidu" };
+
 /** @param {Setting} s @param {any} v @returns {string} a value as the confirmation says it */
 function valueWords(s, v) {
   if (s.type === "bool") return v ? s.on || "on" : s.off || "off";
+  if (s.type === "engines") {
+    if (Array.isArray(v)) return `verified crawlers of ${v.map((e) => ENGINES[e] || e).join(", ")} go through`;
+    return v === "pass" ? "every engine's verified crawlers go through" : "crawlers queued";
+  }
   if (s.type === "select") return (s.options || {})[v] || String(v);
   if (v === null || v === undefined || v === "") return s.empty || "none";
   if (s.type === "number") return typeof v === "number" ? `${number(v)} ${s.unit}` : `"${v}"`;
@@ -86,6 +100,29 @@ export function mountSettings(page, host) {
         read[s.api] = () => box.checked;
         write[s.api] = (v) => { box.checked = Boolean(v); };
         return [el("div", { class: "check" }, [parts[1], parts[0]]), parts[2]];
+      }
+      if (s.type === "engines") {
+        const select = /** @type {HTMLSelectElement} */ (el("select", { id },
+          Object.entries(s.options || {}).map(([value, words]) => el("option", { value }, [words]))));
+        const boxes = Object.entries(ENGINES).map(([name, words]) => {
+          const box = /** @type {HTMLInputElement} */ (el("input", { type: "checkbox", id: `${id}-${name}`, value: name }));
+          return { name, box, node: el("div", { class: "check" }, [box, el("label", { for: box.id }, [words])]) };
+        });
+        const which = el("fieldset", { id: `${id}-engines` }, [el("legend", {}, ["Engines whose crawlers go through"]), ...boxes.map((b) => b.node)]);
+        const show = () => { which.hidden = select.value !== "some"; };
+        select.addEventListener("change", show);
+        inputs[s.api] = select;
+        read[s.api] = () => {
+          if (select.value !== "some") return select.value;
+          return boxes.filter((b) => b.box.checked).map((b) => b.name);
+        };
+        write[s.api] = (v) => {
+          const list = Array.isArray(v) ? v : [];
+          select.value = Array.isArray(v) ? "some" : v || "queue";
+          for (const b of boxes) b.box.checked = list.includes(b.name);
+          show();
+        };
+        return [...labelled(select, s.label, "A claim in the User-Agent proves nothing: the address's reverse DNS must be the engine's, and that name must point back to it.").nodes, which];
       }
       if (s.type === "select") {
         const select = /** @type {HTMLSelectElement} */ (el("select", { id },

@@ -393,6 +393,37 @@ def test_the_audit_log_records_a_bypass_change_without_its_secret(op: Operator) 
     assert MONITOR not in str(first) + str(second)
 
 
+def test_a_rule_given_back_by_its_secret_id_keeps_its_secret(
+    op: Operator, services: Services
+) -> None:
+    # Adding one rule must not mean typing every other rule's secret again: the answer's
+    # secretId, sent back in place of the secret, keeps the secret the room stores.
+    room = op.create()
+    shown = op.patch(room["id"], {"bypass": BYPASS}).json["bypass"]
+    kept = {k: shown[2][k] for k in ("kind", "name", "secretId")}
+    more = [*shown[:2], kept, {"kind": "path-prefix", "value": "/health"}]
+    answer = op.patch(room["id"], {"bypass": more})
+    assert answer.status_code == 200, answer.json
+    assert answer.json["bypass"][2]["secretId"] == kept["secretId"]  # the same secret
+    stored = services.redis.hget(services.keys.room(room["id"]), stored_name("bypass"))
+    rules = rooms.stored_bypass(stored)
+    assert bypass_rules.match(rules, None, None, {"x-monitor": MONITOR}, {}) == (2, rules[2])
+    # The audit shows the rule unchanged, and only the one added.
+    change = op.call("GET", "/audit", limit="1").json["events"][0]["changes"]["bypass"]
+    assert change["before"][2] == change["after"][2] and len(change["after"]) == 4
+    # A secretId the room does not keep (or for another name, or on a new room): a 400 naming it.
+    for wrong in ({**kept, "secretId": "nothere1"}, {**kept, "name": "X-Other"}):
+        refused = op.patch(room["id"], {"bypass": [wrong]})
+        assert refused.status_code == 400, refused.json
+        assert "bypass[0].secretId" in refused.json["fields"]
+    created = op.call("POST", "/queues", ROOM | {"slug": "new-room", "bypass": [kept]})
+    assert created.status_code == 400 and "bypass" in created.json["fields"]
+    assert op.get(room["id"])["bypass"][2]["secretId"] == kept["secretId"]  # nothing changed
+    # Anywhere in the list, and kept again and again.
+    first = op.patch(room["id"], {"bypass": [kept, {"kind": "path-prefix", "value": "/x"}]})
+    assert first.status_code == 200 and first.json["bypass"][0]["secretId"] == kept["secretId"]
+
+
 def test_a_mode_switch_is_audited_with_the_key_that_made_it(
     op: Operator, keys: dict[str, Any]
 ) -> None:

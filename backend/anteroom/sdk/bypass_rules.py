@@ -127,6 +127,9 @@ class Rule:
     secret_hash: str | None = None
     secret: str | None = field(default=None, repr=False, compare=False)
     network: Network | None = field(default=None, repr=False, compare=False)
+    # A rule sent back by its ``secretId`` (``parse_rules(keep=True)``): it keeps the secret the
+    # room stores for it, until ``keep_secrets`` puts that secret's hash in its place.
+    kept: str | None = None
     digest: bytes | None = field(default=None, repr=False, compare=False)
 
     def stored(self) -> dict[str, Any]:
@@ -192,7 +195,12 @@ def _secret_problem(value: Any) -> str | None:
     return None
 
 
-def _parse_one(raw: Any, where: str, stored: bool) -> Rule:
+_SECRET_ID = re.compile(r"^[A-Za-z0-9_-]{1,22}$")
+
+
+def _parse_one(raw: Any, where: str, stored: bool, keep: bool = False) -> Rule:
+    if isinstance(raw, Rule) and (raw.secret_hash or raw.value):
+        return raw  # checked already (a kept secret put back by keep_secrets)
     if not isinstance(raw, dict):
         raise RuleError(f"{where}: must be an object with a kind")
     kind = raw.get("kind")
@@ -200,7 +208,7 @@ def _parse_one(raw: Any, where: str, stored: bool) -> Rule:
         raise RuleError(f"{where}.kind: must be one of {', '.join(KINDS)}")
     secret_key = "secretHash" if stored else "secret"
     allowed = {"kind", "value"} if kind in ("path-prefix", "address-range") else None
-    allowed = allowed or {"kind", "name", secret_key}
+    allowed = allowed or {"kind", "name", secret_key, *(("secretId",) if keep else ())}
     for key in raw:
         if key not in allowed:
             raise RuleError(f"{where}.{key}: unknown field (a {kind} rule has {sorted(allowed)})")
@@ -227,20 +235,56 @@ def _parse_one(raw: Any, where: str, stored: bool) -> Rule:
             raise RuleError(f"{where}.secretHash: must be a stored hash")
         return Rule(kind, name=name, secret_hash=hashed)
     secret = raw.get("secret")
+    if keep and secret is None and "secretId" in raw:
+        kept = raw["secretId"]
+        if not isinstance(kept, str) or not _SECRET_ID.match(kept):
+            raise RuleError(f"{where}.secretId: must be the secretId an answer showed")
+        return Rule(kind, name=name, kept=kept)
     why = _secret_problem(secret)
     if why:
         raise RuleError(f"{where}.secret: {why}")
     return Rule(kind, name=name, secret=secret, digest=_digest(secret))
 
 
-def parse_rules(raw: Any, *, field_name: str = "bypass", stored: bool = False) -> list[Rule]:
+def parse_rules(
+    raw: Any, *, field_name: str = "bypass", stored: bool = False, keep: bool = False
+) -> list[Rule]:
     """Check a list of rules (secrets in clear; or, ``stored``, as :meth:`Rule.stored` wrote
-    them); :class:`RuleError` names the first bad field (``bypass[2].value: not a CIDR``)."""
+    them); :class:`RuleError` names the first bad field (``bypass[2].value: not a CIDR``).
+
+    ``keep``: a header or cookie rule may give its ``secretId`` instead of its secret, to keep
+    the one stored (:func:`keep_secrets` finds it).
+    """
     if not isinstance(raw, list | tuple):
         raise RuleError(f"{field_name}: must be a list of rules")
     if len(raw) > MAX_RULES:
         raise RuleError(f"{field_name}: at most {MAX_RULES} rules")
-    return [_parse_one(rule, f"{field_name}[{i}]", stored) for i, rule in enumerate(raw)]
+    return [_parse_one(rule, f"{field_name}[{i}]", stored, keep) for i, rule in enumerate(raw)]
+
+
+def keep_secrets(
+    raw: Sequence[Any], stored: Sequence[Rule], field_name: str = "bypass"
+) -> list[Any]:
+    """``raw`` with each rule given by its ``secretId`` replaced by the stored rule of the same
+    kind, name and secret (its hash kept); RuleError names one that matches no stored rule."""
+    rules = parse_rules(list(raw), field_name=field_name, keep=True)
+    out: list[Any] = []
+    for i, (given, rule) in enumerate(zip(raw, rules, strict=True)):
+        if rule.kept is None:
+            out.append(given)
+            continue
+        found = next(
+            (s for s in stored
+             if (s.kind, s.name) == (rule.kind, rule.name) and s.public()["secretId"] == rule.kept),
+            None,
+        )  # fmt: skip
+        if found is None:
+            raise RuleError(
+                f"{field_name}[{i}].secretId: names no secret this room keeps for that "
+                f"{rule.kind}; send its secret"
+            )
+        out.append(found)
+    return out
 
 
 def parse_cookies(header: str) -> dict[str, str]:

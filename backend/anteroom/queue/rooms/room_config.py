@@ -286,6 +286,22 @@ def bypass_problem(value: Any) -> str | None:
     return None
 
 
+def bypass_patch_problem(value: Any) -> str | None:
+    """As :func:`bypass_problem`, a rule with a secret also given by its ``secretId`` alone (to
+    keep its stored secret: a PATCH replaces the whole list, and secrets are never shown)."""
+    try:
+        bypass_rules.parse_rules(value, keep=True)
+    except bypass_rules.RuleError as exc:
+        return str(exc)
+    return None
+
+
+def keep_bypass_secrets(value: Any, stored: str) -> Any:
+    """``value`` (a PATCH's rules) with each rule given by its ``secretId`` replaced by the
+    stored rule it names (``stored``: the room hash's field); RuleError for one it names not."""
+    return bypass_rules.keep_secrets(value, stored_bypass(stored))
+
+
 def _bypass_stored(value: Any) -> str:
     """The rules as the room hash keeps them: secrets hashed (scrypt), '' for none."""
     rules = [rule.stored() for rule in bypass_rules.parse_rules(value)]

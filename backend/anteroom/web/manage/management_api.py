@@ -22,8 +22,9 @@ from anteroom.queue.connection.storage_errors import StorageBusy, StorageUnavail
 from anteroom.queue.line import room_engine as eng
 from anteroom.queue.rooms import invite_book, room_events
 from anteroom.queue.rooms import room_config as rooms
+from anteroom.queue.rooms.room_hash import stored as stored_name
 from anteroom.queue.series.room_series import aggregate
-from anteroom.sdk import tokens
+from anteroom.sdk import bypass_rules, tokens
 from anteroom.service_container import Services
 from anteroom.store.audit_log import AuditLog, diff
 from anteroom.store.keystore import KeyRecord
@@ -306,6 +307,8 @@ def update_queue(call: Call[Any], room_id: str) -> ResponseReturnValue:
     action, opens_at = patch.action, patch.opensAt
     before = load_room(key, room_id)
     s = call.services
+    if "bypass" in changes:
+        changes["bypass"] = _kept_secrets(s, room_id, changes["bypass"])
     # The action first: it is the part that can be refused, and then nothing has changed.
     if action:
         _act(before, action, opens_at)
@@ -324,6 +327,17 @@ def update_queue(call: Call[Any], room_id: str) -> ResponseReturnValue:
         )
     forget(after)
     return Room.model_validate(public(after))
+
+
+def _kept_secrets(s: Services, room_id: str, rules: Any) -> Any:
+    """The PATCH's bypass rules, those given by ``secretId`` keeping their stored secrets."""
+    with storage():
+        stored = s.redis.hget(s.keys.room(room_id), stored_name("bypass")) or ""
+    try:
+        return rooms.keep_bypass_secrets(rules, stored)
+    except bypass_rules.RuleError as exc:
+        name, _, why = str(exc).partition(": ")
+        raise errors.BadRequest("Some fields are not valid.", fields={name: why}) from None
 
 
 @management_call(routes.DELETE_QUEUE)

@@ -107,8 +107,9 @@ FIELD_DOCS = {
     '`{"kind": "header" | "cookie", "name": …, "secret": …}` (that header or cookie equal to '
     "the secret, 16 to 256 printable ASCII characters). Secrets are stored hashed and never "
     'shown again: an answer has `"secret": null` and a `secretId` that changes whenever the '
-    "secret is set. A PATCH replaces the whole list, so send the secrets again. The edge "
-    "middleware is given the same rules, secrets in clear, in its own configuration.",
+    "secret is set. A PATCH replaces the whole list: give each rule you keep either its secret "
+    'or, to keep the stored one, `{"kind", "name", "secretId"}` as the answer showed it. The '
+    "edge middleware is given the same rules, secrets in clear, in its own configuration.",
     "crawlers": "Search-engine crawlers, verified the way each engine documents (the client "
     "address's reverse DNS name in the engine's domain, and that name's forward DNS back to the "
     "same address; a User-Agent alone proves nothing). `queue` (the default): a verified "
@@ -191,8 +192,9 @@ _RULE_VALUE = {
 }
 
 
-def _bypass_type(secret: dict[str, Any], secret_id: bool) -> Any:
-    """The bypass list: rules with a ``value``, or a ``name`` and a ``secret``."""
+def _bypass_type(secret: dict[str, Any], secret_id: bool, keep: bool = False) -> Any:
+    """The bypass list: rules with a ``value``, or a ``name`` and a ``secret`` (``keep``: or,
+    in a PATCH, a ``name`` and the ``secretId`` of the secret to keep)."""
     secret_rule = {"name": _RULE_NAME, "secret": secret}
     if secret_id:
         secret_rule["secretId"] = {
@@ -205,6 +207,20 @@ def _bypass_type(secret: dict[str, Any], secret_id: bool) -> Any:
         {"properties": _RULE_KINDS | {"value": _RULE_VALUE}, "required": ["kind", "value"]},
         {"properties": _SECRET_KINDS | secret_rule, "required": ["kind", *secret_rule]},
     ]
+    if keep:
+        kept = {
+            "type": "string",
+            "pattern": "^[A-Za-z0-9_-]{1,22}$",
+            "description": "In a PATCH, instead of the secret: the secretId the room's answer "
+            "shows for this rule, to keep the secret it stores (a new room keeps none).",
+            "examples": ["b3f1c2d4"],
+        }
+        rules.append(
+            {
+                "properties": _SECRET_KINDS | {"name": _RULE_NAME, "secretId": kept},
+                "required": ["kind", "name", "secretId"],
+            }
+        )
     items = {"oneOf": [r | {"type": "object", "additionalProperties": False} for r in rules]}
     extra = {"maxItems": bypass_rules.MAX_RULES, "items": items}
     return Annotated[list[Any], Field(json_schema_extra=extra)]
@@ -220,6 +236,7 @@ BYPASS_IN = _bypass_type(
         "maxLength": bypass_rules.MAX_SECRET_LENGTH,
     },
     secret_id=False,
+    keep=True,
 )
 BYPASS_OUT = _bypass_type(
     {
@@ -386,10 +403,12 @@ def _room_fields(*, create: bool, answer: bool) -> dict[str, Any]:
     for f in rooms.FIELDS:
         if f.api == "slug" and not (create or answer):
             continue  # fixed once the room is created: refused by RoomPatch.cross_check
+        # A PATCH may keep a bypass rule's stored secret by its secretId (a new room keeps none).
+        check = rooms.bypass_patch_problem if f.api == "bypass" and not create else f.check
         kind = (
             ANSWER_TYPES.get(f.api, field_type(f))
             if answer
-            else Annotated[field_type(f), checked(f.check)]
+            else Annotated[field_type(f), checked(check)]
         )
         if answer or (create and f.required):
             default: Any = ...
