@@ -83,7 +83,7 @@ export class KeysPanel {
       const box = /** @type {HTMLInputElement} */ (el("input", { type: "checkbox", id, value: scope }));
       if (!held) box.disabled = true;
       const words = `${scopeWords(scope)} (${scope})${held ? "" : ", which this key lacks"}`;
-      return { box, nodes: el("div", { class: "row" }, [box, el("label", { for: id }, [words])]) };
+      return { box, nodes: el("div", { class: "check" }, [box, el("label", { for: id }, [words])]) };
     });
     this.formError = el("p", { id: "new-key-error", role: "alert" });
     this.secret = el("div", { id: "new-key-secret" });

@@ -158,6 +158,7 @@ def test_the_apis_refusal_is_shown_beside_the_form(
     form = page.locator("#issue-invites")
     form.get_by_label(re.compile(r"^Expires")).fill("2020-01-01T10:00")
     form.get_by_role("button", name="Issue invites").click()
-    expect(page.locator("#invite-error")).to_contain_text("expiresAt must be in the future")
+    expect(page.locator("#invite-error")).to_contain_text("Expires at: must be in the future")
+    expect(page.locator("#invite-error")).to_contain_text(" UTC, ")  # a time a person reads
     expect(page.locator("#invite-links-value")).to_have_count(0)
     assert api(live, admin[1], "GET", f"/queues/{room}/invites").json()["total"] == 0

@@ -8,6 +8,7 @@ forgotten by this instance's room cache, so the visitor API of this worker sees 
 
 from __future__ import annotations
 
+import datetime
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -363,7 +364,10 @@ def create_invites(call: Call[InviteCreate], room_id: str) -> ResponseReturnValu
     with storage():
         now_ms = s.series.now_ms(room_id)  # the room's clock, which the enter script reads
     if body.expiresAt <= now_ms:
-        fields = {"expiresAt": f"must be in the future (the room's clock reads {now_ms})"}
+        # Said both ways: the instant for a person, the epoch ms the field takes for a script.
+        now = datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC)
+        said = f"{now:%Y-%m-%d %H:%M:%S} UTC, {now_ms} ms"
+        fields = {"expiresAt": f"must be in the future (the room's clock reads {said})"}
         raise errors.BadRequest("Some fields are not valid.", fields=fields)
     issued = int(now_ms // 1000)
     env, lane, uses, expires = room["environment"], body.lane, body.uses, body.expiresAt
