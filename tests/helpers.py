@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import socket
 import subprocess
 import sys
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from flask.testing import FlaskClient
 
@@ -133,3 +136,14 @@ def admitted_in_turn(
             if vid not in admitted and engine.poll(room, vid, tickets[vid], 1).admission:
                 admitted.append(vid)
     return admitted
+
+
+T = TypeVar("T")
+
+
+def in_own_loop(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to its end as a server would: on an event loop of its own, in a thread
+    of its own. In a whole-suite run the browser tests' Playwright holds this thread's running
+    loop for the session, and ``asyncio.run`` refuses to start inside a running loop."""
+    with ThreadPoolExecutor(1) as own:
+        return own.submit(asyncio.run, coroutine).result()

@@ -9,11 +9,8 @@ beside the app's own cookie; a preflight is answered with no body).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-from collections.abc import Coroutine
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -27,7 +24,7 @@ from starlette.routing import Mount
 from anteroom.edge import AnteroomASGIMiddleware, AnteroomDjangoMiddleware, admission
 from anteroom.sdk import tokens
 from anteroom.sdk.edge_decision import EdgeConfig
-from helpers import TEST_KEYS
+from helpers import TEST_KEYS, in_own_loop
 
 KEYS = tokens.Keyring.parse(TEST_KEYS)
 NAV = {"accept": "text/html,application/xhtml+xml", "sec-fetch-mode": "navigate"}
@@ -42,13 +39,6 @@ def token(**claims: Any) -> str:
 
 
 # -- ASGI: FastAPI ----------------------------------------------------------------------------
-
-
-def run(coroutine: Coroutine[Any, Any, None]) -> None:
-    """Run ``coroutine`` as a server would: in a loop of its own, on a thread of its own (this
-    one may already have a running loop, left by the browser tests' Playwright)."""
-    with ThreadPoolExecutor(1) as thread:
-        thread.submit(asyncio.run, coroutine).result()
 
 
 def shop() -> FastAPI:
@@ -99,7 +89,7 @@ def asgi_request(
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    run(app(scope, receive, send))
+    in_own_loop(app(scope, receive, send))
     got: dict[str, list[str]] = {}
     for name, value in sent[0]["headers"]:
         got.setdefault(name.decode().lower(), []).append(value.decode())
@@ -179,7 +169,7 @@ def websocket(app: Any, path: str, headers: dict[str, str]) -> list[dict[str, An
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    run(app(scope, receive, send))
+    in_own_loop(app(scope, receive, send))
     return sent
 
 

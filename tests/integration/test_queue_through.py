@@ -8,7 +8,6 @@ import asyncio
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -24,6 +23,7 @@ from anteroom.sdk.queue_through import (
     open_through,
     requests_session,
 )
+from helpers import in_own_loop
 
 
 @pytest.fixture(scope="module")
@@ -95,10 +95,7 @@ def test_async_httpx_queues_through_without_blocking_the_loop(kit: KitServer) ->
                 await asyncio.sleep(0.05)
             return (await call).status_code
 
-    # A loop of its own, in a thread: the browser tests' Playwright may hold this thread's loop
-    # for the whole session, and asyncio.run refuses to start inside a running one.
-    with ThreadPoolExecutor(1) as own:
-        status = own.submit(asyncio.run, main()).result()
+    status = in_own_loop(main())
     state = case.done()
     assert status == 200
     assert journey(state) == QUEUED

@@ -4,7 +4,6 @@ tests/dns_server.py): WSGI, Flask's extension and ASGI read the same facts."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -23,7 +22,7 @@ from dns_server import (
     DnsServer,
     silent_udp_port,
 )
-from helpers import TEST_KEYS
+from helpers import TEST_KEYS, in_own_loop
 
 OPTIONS: dict[str, Any] = {
     "keys": TEST_KEYS,
@@ -126,7 +125,7 @@ def test_the_asgi_middleware_verifies_off_the_event_loop(dns_server: DnsServer) 
         async def send(message: dict[str, Any]) -> None:
             sent.append(message)
 
-        asyncio.run(edge(scope, receive, send))
+        in_own_loop(edge(scope, receive, send))
         return int(sent[0]["status"])
 
     assert status(GOOGLEBOT, GOOGLEBOT_UA) == 200
