@@ -118,7 +118,10 @@ def test_a_spoofed_crawler_is_an_ordinary_visitor(
     served as to anyone, and the page without JavaScript queues it as anyone."""
     room = waiting_room(services, "drop", crawlers="pass")
     page = get(client, "/queue/drop", SPOOFED, GOOGLEBOT_UA, key=api_key)
-    assert page.status_code == 200 and "X-Robots-Tag" not in page.headers
+    anyone = get(client, "/queue/drop", SPOOFED, "Mozilla/5.0 Firefox/140.0", key=api_key)
+    # the waiting page itself, as anyone gets it (never the crawler's 302 or 503)
+    assert page.status_code == 200 and page.headers == anyone.headers
+    assert 'src="/static/hosted.js"' in page.get_data(as_text=True)
     waiting = services.engine.stats(room).waiting
     plain = get(client, "/queue/drop/plain", SPOOFED, GOOGLEBOT_UA, key=api_key)
     assert plain.status_code == 200
