@@ -60,21 +60,21 @@ local codes = {idle = 0, open = 1, paused = 2}
 local row = {fmt(slot), codes[head[@status]] or 0, redis.call('ZCARD', BASE .. 'line'), held,
   redis.call('ZCOUNT', BASE .. 'active', '(' .. fmt(now), '+inf'), fmt(room.rate),
   fmt(room.capacity)}
-local values = redis.call('HMGET', ROOM, unpack(counters))
+-- One read of each hash: the room's counters then the later ones, the wait buckets then the
+-- abandon buckets (each list in its ARGV order; the later parts go after net, below).
+local fields = {unpack(counters)}
+for _, f in ipairs(later) do fields[#fields + 1] = f end
+local values = redis.call('HMGET', ROOM, unpack(fields))
+local bucket_fields = {unpack(buckets)}
+for _, f in ipairs(abandons) do bucket_fields[#bucket_fields + 1] = f end
+local waits = redis.call('HMGET', BASE .. 'waits', unpack(bucket_fields))
 for k = 1, #counters do row[#row + 1] = values[k] or 0 end
-local waits = redis.call('HMGET', BASE .. 'waits', unpack(buckets))
 for k = 1, #buckets do row[#row + 1] = waits[k] or 0 end
 local net = 0
 if (head[@safetyNet] or '') ~= '' then net = head[@safetyNetState] == 'q' and 2 or 1 end
 row[#row + 1] = net
-if #abandons > 0 then
-  local left = redis.call('HMGET', BASE .. 'waits', unpack(abandons))
-  for k = 1, #abandons do row[#row + 1] = left[k] or 0 end
-end
-if #later > 0 then
-  local more = redis.call('HMGET', ROOM, unpack(later))
-  for k = 1, #later do row[#row + 1] = more[k] or 0 end
-end
+for k = #buckets + 1, #bucket_fields do row[#row + 1] = waits[k] or 0 end
+for k = #counters + 1, #fields do row[#row + 1] = values[k] or 0 end
 local member = table.concat(row, ':')
 redis.call('ZADD', S10, slot, member)
 redis.call('ZREMRANGEBYSCORE', S10, '-inf', '(' .. fmt(slot - FINE_KEEP))

@@ -35,8 +35,7 @@ DYNAMIC = {
     ("_room", "HSET", "unpack(args)"),  # save_room: the COUNTERS table of _room.lua
     ("update_room", "HSET", "unpack(ARGV)"),  # room_config's stored names
     ("create_room", "HSET", "unpack(ARGV)"),
-    ("sample_series", "HMGET", "unpack(counters)"),  # room_series.COUNTERS
-    ("sample_series", "HMGET", "unpack(later)"),  # room_series.LATER_COUNTERS
+    ("sample_series", "HMGET", "unpack(fields)"),  # room_series.COUNTERS, LATER_COUNTERS
 }
 
 

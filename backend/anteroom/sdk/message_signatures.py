@@ -26,8 +26,8 @@ from anteroom.sdk.structured_fields import (
     InnerList,
     Item,
     parse_dictionary,
-    serialize_bare,
     serialize_inner_list,
+    serialize_item,
 )
 
 __all__ = [
@@ -137,9 +137,7 @@ def component_value(request: SignedRequest, item: Item) -> str:
     member = members.get(item.params["key"])
     if not isinstance(member, Item):
         raise SignatureError("components", f"{name} has no member {item.params['key']}")
-    return serialize_bare(member.value) + "".join(
-        f";{k}" if v is True else f";{k}={serialize_bare(v)}" for k, v in member.params.items()
-    )
+    return serialize_item(member)
 
 
 def _derived(request: SignedRequest, name: str) -> str:
@@ -175,9 +173,7 @@ def signature_base(request: SignedRequest, covered: InnerList) -> bytes:
     """The bytes a signature is made over (RFC 9421 section 2.5)."""
     lines, seen = [], set()
     for item in covered.items:
-        identifier = serialize_bare(item.value) + "".join(
-            f";{k}" if v is True else f";{k}={serialize_bare(v)}" for k, v in item.params.items()
-        )
+        identifier = serialize_item(item)
         if identifier in seen:
             raise SignatureError("components", f"{identifier} is covered twice")
         seen.add(identifier)

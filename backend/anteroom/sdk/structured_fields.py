@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 
 __all__ = ["FieldError", "InnerList", "Item", "Token", "parse_dictionary", "parse_item",
-           "serialize_inner_list", "serialize_item"]  # fmt: skip
+           "serialize_inner_list", "serialize_item", "serialize_params"]  # fmt: skip
 
 _KEY = re.compile(r"[a-z*][a-z0-9_\-.*]*")
 _TOKEN = re.compile(r"[A-Za-z*][A-Za-z0-9!#$%&'*+\-.^_`|~:/]*")
@@ -219,7 +219,8 @@ def serialize_bare(value: BareItem) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _serialize_params(params: dict[str, BareItem]) -> str:
+def serialize_params(params: dict[str, BareItem]) -> str:
+    """Parameters as they are written after an item or an inner list (``;keyid="k";sf``)."""
     return "".join(
         f";{name}" if value is True else f";{name}={serialize_bare(value)}"
         for name, value in params.items()
@@ -228,7 +229,7 @@ def _serialize_params(params: dict[str, BareItem]) -> str:
 
 def serialize_item(item: Item) -> str:
     """An item and its parameters as they are written in a field."""
-    return serialize_bare(item.value) + _serialize_params(item.params)
+    return serialize_bare(item.value) + serialize_params(item.params)
 
 
 def serialize_inner_list(inner: InnerList) -> str:
@@ -237,5 +238,5 @@ def serialize_inner_list(inner: InnerList) -> str:
         "("
         + " ".join(serialize_item(i) for i in inner.items)
         + ")"
-        + _serialize_params(inner.params)
+        + serialize_params(inner.params)
     )
