@@ -25,10 +25,8 @@ import ipaddress
 import json
 import os
 import re
-import secrets
 import socket
 import ssl
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -39,6 +37,7 @@ from typing import Any, TypeVar
 from urllib.parse import SplitResult, urlsplit
 
 from anteroom.queue.connection.os_threads import gevent_patched
+from anteroom.sdk import dns_client as dns
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 T = TypeVar("T")
@@ -395,58 +394,22 @@ def _ask_dns(server: str, host: str, deadline: float) -> list[IPAddress]:
     address = (name.strip("[]") or server, int(port_text or 53))
     # A first; AAAA only for a name without an IPv4 address (a slow AAAA answer must not
     # cost an A answer already in hand).
-    return _dns_query(address, host, 1, deadline) or _dns_query(address, host, 28, deadline)
+    return _addresses(address, host, dns.A, deadline) or _addresses(
+        address, host, dns.AAAA, deadline
+    )
 
 
-def _dns_query(server: tuple[str, int], host: str, qtype: int, deadline: float) -> list[IPAddress]:
-    ident = secrets.randbits(16)
-    question = b"".join(
-        bytes([len(label)]) + label for label in host.rstrip(".").encode("idna").split(b".")
-    ) + b"\x00" + struct.pack(">HH", qtype, 1)  # fmt: skip
-    query = struct.pack(">HHHHHH", ident, 0x0100, 1, 0, 0, 0) + question
-    family = socket.AF_INET6 if ":" in server[0] else socket.AF_INET
-    with socket.socket(family, socket.SOCK_DGRAM) as sock:
-        try:
-            sock.connect(server)
-            sock.send(query)
-            while True:
-                _settimeout(sock, deadline)
-                reply = sock.recv(4096)
-                if len(reply) >= 12 and struct.unpack(">H", reply[:2])[0] == ident:
-                    break
-        except TimeoutError:
-            raise FetchFailed("deadline passed while resolving") from None
-        except OSError as exc:
-            raise FetchFailed(f"resolver: {exc}") from None
-    return _dns_answers(reply, len(query))
-
-
-def _dns_answers(reply: bytes, question_end: int) -> list[IPAddress]:
-    flags, qd, an = struct.unpack(">HHH", reply[2:8])
-    if flags & 0x000F:  # NXDOMAIN, SERVFAIL...: no address
-        return []
-    at = question_end if qd == 1 else 12
-    found: list[IPAddress] = []
+def _addresses(server: tuple[str, int], host: str, qtype: int, deadline: float) -> list[IPAddress]:
+    """``host``'s addresses of ``qtype`` (through its CNAMEs); none for a name without any."""
+    name = host.rstrip(".").encode("idna").decode("ascii")
     try:
-        for _ in range(an):
-            at = _skip_name(reply, at)
-            rtype, _, _, length = struct.unpack(">HHIH", reply[at : at + 10])
-            data = reply[at + 10 : at + 10 + length]
-            at += 10 + length
-            if rtype == 1 and length == 4:
-                found.append(ipaddress.IPv4Address(data))
-            elif rtype == 28 and length == 16:
-                found.append(ipaddress.IPv6Address(data))
-    except (struct.error, IndexError):
-        raise FetchFailed("resolver: malformed answer") from None
-    return found
-
-
-def _skip_name(reply: bytes, at: int) -> int:
-    while True:
-        length = reply[at]
-        if length >= 0xC0:  # a pointer ends the name
-            return at + 2
-        if length == 0:
-            return at + 1
-        at += 1 + length
+        answer = dns.ask(server, name, qtype, deadline)
+    except dns.DnsTimeout:
+        raise FetchFailed("deadline passed while resolving") from None
+    except dns.DnsFailed as exc:
+        raise FetchFailed(f"resolver: {exc}") from None
+    if answer.rcode != dns.NOERROR:  # NXDOMAIN, SERVFAIL...: no address
+        return []
+    found, _ = dns.follow(answer, name, qtype)
+    size = 4 if qtype == dns.A else 16
+    return [ipaddress.ip_address(d) for d in found if isinstance(d, bytes) and len(d) == size]
