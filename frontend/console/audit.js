@@ -1,21 +1,10 @@
 // The audit log as a table: who did what to which room, when, and the change in words;
 // filtered by room and by action, kept while the page refreshes.
 import { call } from "./api.js";
+import { el } from "./fields.js";
 import { auditRow } from "./format.js";
 
 const SHOWN = 100; // newest entries read each refresh
-
-/**
- * @param {string} tag
- * @param {Record<string, string>} [attrs]
- * @param {(Node | string)[]} [children]
- */
-function el(tag, attrs = {}, children = []) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  node.append(...children);
-  return node;
-}
 
 /**
  * Keep a select's options to `options` ([value, label], the first "every …"), its choice kept.

@@ -9,7 +9,7 @@ import { RoomCharts } from "./charts.js";
 import { contrastRatio, count, languageName, releasedBy, safetyNetSummary, when, zone } from "./format.js";
 import { placed, span, summary } from "./schedule.js";
 import { mountBypass } from "./bypass.js";
-import { MODE_WORDS, labelled, modeWords, showProblems } from "./fields.js";
+import { MODE_WORDS, el, labelled, modeWords, showProblems } from "./fields.js";
 import { mountCreateRoom, mountDeleteRoom } from "./room-form.js";
 import { mountRevoke } from "./revoke.js";
 import { mountSafetyNet, mountSettings } from "./settings.js";
@@ -38,19 +38,6 @@ function section(id, title, before) {
   if (before) before.after(node);
   else main.append(node);
   return body;
-}
-
-/**
- * @param {string} tag
- * @param {Record<string, string>} [attrs]
- * @param {(Node | string)[]} [children]
- * @returns {HTMLElement}
- */
-function el(tag, attrs = {}, children = []) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  node.append(...children);
-  return node;
 }
 
 /** @param {string} id @returns {HTMLElement} */

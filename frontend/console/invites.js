@@ -1,5 +1,6 @@
 // A room's invites on its page: issue some (their links shown this once, to copy), the list
 // with how much each was used and its state, and withdrawing one, confirmed in words.
+import { el } from "./fields.js";
 import { call, problem } from "./api.js";
 import { count, when, zone } from "./format.js";
 import { ask, copyable } from "./keys.js";
@@ -17,19 +18,6 @@ const STATES = {
   expired: "expired",
   withdrawn: "withdrawn",
 };
-
-/**
- * @param {string} tag
- * @param {Record<string, string>} [attrs]
- * @param {(Node | string)[]} [children]
- * @returns {HTMLElement}
- */
-function el(tag, attrs = {}, children = []) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  node.append(...children);
-  return node;
-}
 
 /**
  * A datetime-local input's value for `ms`, in the browser's time zone.

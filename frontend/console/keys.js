@@ -1,20 +1,8 @@
 // The environment's keys on the rooms page (a key with keys:write): the list, a new key with
 // its scopes (its secret shown this once, to copy), and revoking one, confirmed in words.
+import { el } from "./fields.js";
 import { call, problem } from "./api.js";
 import { SCOPE_WORDS, scopeWords, when } from "./format.js";
-
-/**
- * @param {string} tag
- * @param {Record<string, string>} [attrs]
- * @param {(Node | string)[]} [children]
- * @returns {HTMLElement}
- */
-function el(tag, attrs = {}, children = []) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
-  node.append(...children);
-  return node;
-}
 
 /**
  * Ask in `dialog` (the console's confirmation: #confirm-text, Confirm and Cancel buttons).
