@@ -5,11 +5,13 @@
 -- bank), at most MAX_ADMIT, within free capacity; none while a fail-open room waits for the
 -- processes' outage admissions to be booked. Accrues the bank and frees expired slots.
 -- failMode open: nothing is dealt while a process may hold outage admissions of this room not
--- yet booked (`fol`, kept by check_in_fail_open.lua: until then every process has booked its).
+-- yet booked (`fol`, kept by check_in_fail_open.lua: until then every process has booked its),
+-- nor for a while after a booking (`foh`: book_fail_open.lua), for processes no register knows.
 local function fail_open_held(now)
-  local v = redis.call('HMGET', ROOM, @{failMode, failOpenLease})
+  local v = redis.call('HMGET', ROOM, @{failMode, failOpenLease, failOpenHold})
+  if v[@failMode] ~= 'open' then return false end
   local lease = v[@failOpenLease]
-  return v[@failMode] == 'open' and lease ~= false and now >= tonumber(lease)
+  return (lease ~= false and now >= tonumber(lease)) or now < (tonumber(v[@failOpenHold]) or 0)
 end
 
 local function drain_budget(room, now, passthrough)

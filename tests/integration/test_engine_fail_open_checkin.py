@@ -102,3 +102,40 @@ def test_a_fail_closed_room_never_waits(engine: Engine) -> None:
     room = fail_open_room(engine, fail_mode="closed")
     check_in(engine, room, "a", outage=True)  # a process that served it while it was open
     assert dealt_after(engine, room, STALE_MS + 10) > 0
+
+
+def test_a_booking_holds_the_drain_for_processes_the_register_never_knew(engine: Engine) -> None:
+    """Processes that had not checked in yet when Redis went (started a moment before, or during
+    the outage) are in no register: the first booking of outage admissions holds the drain for
+    the grace period, so they can come back and book theirs before their spots are dealt."""
+    room = fail_open_room(engine)
+    generation = int(engine.redis.hget(engine.keys.room(room), "gen") or 0)
+    first, second = engine.line(room)[:2]
+    # a: the first process back, never registered, books its one; b (unknown) holds the second
+    assert engine.book_fail_open(room, generation, [(first.visitor, first.ticket, 60_000)],
+                                 GRACE_MS) == (1, 0)  # fmt: skip
+    assert check_in(engine, room, "a", outage=True)
+    assert dealt_after(engine, room, 20) == 0
+    assert check_in(engine, room, "a")
+    assert dealt_after(engine, room, GRACE_MS - 40) == 0  # b is waited for
+    engine.book_fail_open(room, generation, [(second.visitor, second.ticket, 60_000)], GRACE_MS)
+    assert check_in(engine, room, "b", outage=True)
+    assert check_in(engine, room, "a")
+    # b's booking waits for a third in its turn; then the line moves, b's spot not dealt again
+    assert dealt_after(engine, room, GRACE_MS - 10) == 0
+    engine.shift_clock(room, 20)
+    assert check_in(engine, room, "a") and check_in(engine, room, "b")
+    assert dealt_after(engine, room, 20) > 0
+    spots = {t.visitor for t in engine.line(room)}
+    assert first.visitor not in spots and second.visitor not in spots
+    assert engine.stats(room).active == 2 + engine.stats(room).dealt_total
+
+
+def test_a_booking_in_a_room_nobody_checks_in_with_does_not_stop_its_line(engine: Engine) -> None:
+    """A booking's hold ends by itself: a process's own tick (no register at all) deals again."""
+    room = fail_open_room(engine)
+    generation = int(engine.redis.hget(engine.keys.room(room), "gen") or 0)
+    head = engine.line(room)[0]
+    engine.book_fail_open(room, generation, [(head.visitor, head.ticket, 60_000)], GRACE_MS)
+    assert dealt_after(engine, room, 20) == 0
+    assert dealt_after(engine, room, GRACE_MS) > 0

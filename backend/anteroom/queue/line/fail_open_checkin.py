@@ -11,7 +11,9 @@ all of them check in again. A process that saw Redis unreachable says so as it c
 every other process must then check in anew, however short the outage was. A process that
 does not come back (it died holding its ledger) is waited for ``GRACE_MS`` at most from the
 first check-in that found it missing; one that stops cleanly leaves the registers
-(:meth:`FailOpenCheckIn.leave`).
+(:meth:`FailOpenCheckIn.leave`). A process no register knows (it had not checked in yet when
+Redis went) is waited for by the booking itself: lua/book_fail_open.lua holds the drain for
+``GRACE_MS`` after it.
 
 A check-in is sent with the latest time it may arrive (on the room's clock, from the last
 reply): one held in a socket through a partition and delivered later vouches for nothing.

@@ -683,11 +683,16 @@ class Engine:
         return self._counted(room_id, vid, self._run("poll", room_id, *args))
 
     def book_fail_open(
-        self, room_id: str, generation: int, admissions: list[tuple[str, int | None, int]]
+        self,
+        room_id: str,
+        generation: int,
+        admissions: list[tuple[str, int | None, int]],
+        hold_ms: int,
     ) -> tuple[int, int]:
         """Book fail-open admissions (vid, its spot's ticket or None, ms of life left) once Redis
-        is back: (slots booked, spots freed). See lua/book_fail_open.lua."""
-        flat: list[Any] = [generation]
+        is back: (slots booked, spots freed); the drain then waits ``hold_ms`` for processes no
+        register knows to book theirs. See lua/book_fail_open.lua."""
+        flat: list[Any] = [generation, int(hold_ms)]
         for vid, ticket, left_ms in admissions:
             flat += [vid, "" if ticket is None else ticket, int(left_ms)]
         booked, freed = self._run("book_fail_open", room_id, *flat)

@@ -98,6 +98,12 @@ FIELDS: tuple[RoomField, ...] = (
         "room clock ms until which every process has booked its outage admissions (absent:"
         " none registered); the drain waits from then (lua/check_in_fail_open.lua)",
     ),
+    RoomField(
+        "failOpenHold",
+        "foh",
+        "room clock ms until which the drain waits after a booking of outage admissions, for"
+        " processes no register knows (lua/book_fail_open.lua)",
+    ),
     # The room's clock (tests and tooling move it; lua/_clock.lua).
     RoomField("clockOffset", "clk", "ms added to Redis TIME"),
     RoomField("pinnedClock", "fix", "ms the clock is pinned at (0: not pinned)"),

@@ -28,7 +28,7 @@ from anteroom.queue.connection.breaker import Breaker
 from anteroom.queue.connection.process_thread import ProcessThread
 from anteroom.queue.connection.storage_errors import StorageError, StorageUnavailable
 from anteroom.queue.draw.draw_worker import DrawWorker
-from anteroom.queue.line.fail_open_checkin import FailOpenCheckIn
+from anteroom.queue.line.fail_open_checkin import GRACE_MS, FailOpenCheckIn
 from anteroom.queue.line.fail_open_ledger import FailOpenLedger
 from anteroom.queue.line.room_engine import Engine, EngineError
 from anteroom.queue.rooms.room_directory import RoomDirectory
@@ -170,7 +170,9 @@ class RoomTicker:
             try:
                 for generation, admissions in by_generation.items():
                     booked += self.breaker.call(
-                        partial(self.engine.book_fail_open, room_id, generation, admissions),
+                        partial(
+                            self.engine.book_fail_open, room_id, generation, admissions, GRACE_MS
+                        ),
                         self.engine.keys.room(room_id),
                     )[0]
             except StorageUnavailable:
