@@ -50,6 +50,8 @@ const MAX_VERIFIED = 4_096;
  * @property {string | null} sessionJti
  * @property {number} now
  * @property {string} [scriptName] the prefix the app was reached under (SCRIPT_NAME)
+ * @property {string | null} [crawler] the engine, when the middleware verified the request as a
+ *   crawler the edge lets through (by DNS, which `decide` never asks itself)
  */
 
 /**
@@ -71,6 +73,7 @@ const MAX_VERIFIED = 4_096;
  * @property {Claims | null} claims
  * @property {Call | null} call for `call`: what to ask Anteroom first
  * @property {number} [bypassRule] `pass` by a bypass rule: its index in the config's `bypass`
+ * @property {string} [crawler] `pass` of a verified crawler: its engine
  */
 
 /**
@@ -376,6 +379,8 @@ export function decide(facts, config, state) {
     const bypassed = bypassedBy(facts, config);
     if (bypassed !== null) return decision("pass", { bypassRule: bypassed });
   }
+  // Verified by DNS against the engine's own domains: no admission, nothing counted.
+  if (facts.crawler) return decision("pass", { crawler: facts.crawler });
   if (facts.method === "OPTIONS" && header(facts, "access-control-request-method")) {
     // A CORS preflight never carries the admission it asks about: refusing it would lock out
     // every cross-origin app. Passed on, it would reach handlers that answer any method with

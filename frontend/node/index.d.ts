@@ -135,6 +135,19 @@ export interface EdgeOptions {
    * {kind: "header", name: "X-Monitor", secret: process.env.MONITOR_SECRET}]`.
    */
   bypass?: BypassRule[];
+  /**
+   * The room's `crawlers` setting (docs/operators.md, "Search crawlers"): `"queue"` (default: no
+   * check), `"pass"` (verified crawlers of every known engine pass with no admission) or a list
+   * of engines (`["google", "bing"]`). A claim is verified by reverse then forward DNS.
+   */
+  crawlers?: "queue" | "pass" | Array<"google" | "bing" | "apple" | "yandex" | "baidu">;
+  /**
+   * The resolver the crawler check asks: `"ip:port"` (default "": the system's), or an object
+   * with `dns.promises.Resolver`'s `reverse`, `resolve4` and `resolve6`.
+   */
+  dnsResolver?: string | Pick<import("node:dns/promises").Resolver, "reverse" | "resolve4" | "resolve6">;
+  /** Seconds for the crawler check's questions together (default 1; at most 10). */
+  dnsTimeout?: number;
   /** The client's address (default `req.socket.remoteAddress`); behind a proxy, read it here. */
   clientIp?: (req: IncomingMessage) => string | null | undefined;
   /** The session `jti` an admission must match (default: none is checked). */

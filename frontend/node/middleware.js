@@ -16,6 +16,7 @@
  * `edge-decision.js`, and `edge-client.js` makes the calls to Anteroom it asks for.
  */
 import { RuleError, parseRules } from "./bypass-rules.js";
+import { CrawlerCheck, DEFAULT_TIMEOUT, claimedEngine, crawlerEngines, dnsResolver } from "./crawlers.js";
 import { AnteroomClient, httpTransport, settle } from "./edge-client.js";
 import { EdgeState, decide } from "./edge-decision.js";
 import { RouteTable, rawPathOf } from "./edge-paths.js";
@@ -108,8 +109,33 @@ export function edgeConfig(options) {
     if (error instanceof RuleError) throw badOption("bypass", error.message);
     throw error;
   }
+  let engines;
+  try {
+    engines = crawlerEngines(options.crawlers);
+  } catch (error) {
+    throw badOption("crawlers", /** @type {Error} */ (error).message);
+  }
+  /** @type {CrawlerCheck | null} */
+  let crawlerCheck = null;
+  if (engines.length > 0) {
+    const dnsTimeout = options.dnsTimeout ?? DEFAULT_TIMEOUT;
+    if (typeof dnsTimeout !== "number" || !(dnsTimeout > 0 && dnsTimeout <= 10)) throw badOption("dnsTimeout", "must be from 0 to 10 seconds");
+    let resolver = options.dnsResolver ?? "";
+    if (typeof resolver === "string") {
+      try {
+        resolver = dnsResolver(resolver, dnsTimeout);
+      } catch (error) {
+        throw badOption("dnsResolver", /** @type {Error} */ (error).message);
+      }
+    } else if (typeof resolver?.reverse !== "function") {
+      throw badOption("dnsResolver", "is host:port or a resolver (reverse, resolve4, resolve6)");
+    }
+    crawlerCheck = new CrawlerCheck(resolver, { timeout: dnsTimeout, ...(options.clock ? { clock: options.clock } : {}) });
+  }
   return {
     keys: Keyring.coerce(options.keys),
+    crawlerEngines: engines,
+    crawlerCheck,
     baseUrl: options.baseUrl.replace(/\/+$/, ""),
     publicKey: options.publicKey,
     routeTable: new RouteTable(routes, options.caseSensitive, { mount: options.mount, languages: options.languages }),
@@ -130,6 +156,21 @@ export function edgeConfig(options) {
 }
 
 /** @typedef {ReturnType<typeof edgeConfig>} EdgeConfig */
+
+/**
+ * The engine's name when the request is a verified crawler this edge lets through, else null.
+ * Asks DNS (within `dnsTimeout`) only for a claim of an engine let through, at an address whose
+ * verdict is not yet known; `decide` never asks DNS itself.
+ * @param {EdgeConfig} config
+ * @param {string | null} clientIp
+ * @param {string | null | undefined} userAgent
+ * @returns {Promise<string | null>}
+ */
+export async function verifiedCrawler(config, clientIp, userAgent) {
+  if (config.crawlerCheck === null || claimedEngine(userAgent, config.crawlerEngines) === null) return null;
+  const engine = await config.crawlerCheck.verified(clientIp, userAgent, config.crawlerEngines);
+  return engine?.name ?? null;
+}
 
 /**
  * A request header as one string ("" when absent), as WSGI gives it.
@@ -249,7 +290,9 @@ export function anteroomMiddleware(options) {
     if (config.routeTable.match(wsgiPath(rawPath), rawPath, wsgiPath(scriptName)).room === null) return next();
     let decision;
     try {
-      decision = decide(factsOf(req, config), config, state);
+      const facts = factsOf(req, config);
+      if (config.crawlerCheck !== null) facts.crawler = await verifiedCrawler(config, facts.clientIp, header(req, "user-agent"));
+      decision = decide(facts, config, state);
       if (decision.kind === "call") decision = await settle(decision, anteroom);
     } catch (error) {
       return next(error);

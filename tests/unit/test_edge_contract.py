@@ -8,13 +8,16 @@ against the Node middleware's decision function.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 import pytest
 
+from anteroom.sdk import dns_client as dns
 from anteroom.sdk.bypass_rules import RuleError
+from anteroom.sdk.crawlers import CrawlerCheck
 from anteroom.sdk.edge_decision import Decision, EdgeConfig, EdgeState, Facts, decide
 from anteroom.sdk.edge_paths import raw_path_of
 from fixtures import make_edge_fixtures
@@ -77,9 +80,29 @@ def facts_of(request: dict[str, Any], now: float) -> Facts:
     )
 
 
+def canned_dns(facts: dict[str, Any]) -> Any:
+    """A ``dns_client.ask`` answering from the case's DNS facts (see make_edge_fixtures)."""
+    reverse = {ipaddress.ip_address(ip).reverse_pointer: v for ip, v in facts["ptr"].items()}
+
+    def ask(server: tuple[str, int], name: str, qtype: int, deadline: float) -> dns.Answer:
+        if facts.get("down"):
+            raise dns.DnsTimeout("timeout")
+        if qtype == dns.PTR:
+            found = reverse.get(name)
+            records = [(name, dns.PTR, found["ttl"], n) for n in (found or {}).get("names", [])]
+        else:
+            found = facts["forward"].get(name)
+            size = 4 if qtype == dns.A else 16
+            packed = [ipaddress.ip_address(a).packed for a in (found or {}).get("addresses", [])]
+            records = [(name, qtype, found["ttl"], p) for p in packed if len(p) == size]
+        return dns.Answer(dns.NOERROR if found else dns.NXDOMAIN, tuple(records))
+
+    return ask
+
+
 def config_of(case: dict[str, Any], clock: list[float]) -> EdgeConfig:
     c = TABLE["config"] | case.get("config", {})
-    return EdgeConfig(
+    config = EdgeConfig(
         keys=c["keys"],
         base_url=c["baseUrl"],
         public_key=c["publicKey"],
@@ -93,8 +116,16 @@ def config_of(case: dict[str, Any], clock: list[float]) -> EdgeConfig:
         preflight_headers=c["preflightHeaders"],
         app_answers_options=c["appAnswersOptions"],
         bypass=c["bypass"],
+        crawlers=c.get("crawlers", "queue"),
+        dns_resolver=c.get("dnsResolver", ""),
         clock=lambda: clock[0],
     )
+    if config.crawler_check is not None and "dns" in case:
+        # The transport swapped, as the canned answers stand for Anteroom's: the check is the SDK's.
+        config.crawler_check = CrawlerCheck(
+            c["dnsResolver"], clock=lambda: clock[0], ask=canned_dns(case["dns"])
+        )
+    return config
 
 
 def check_decision(decision: Decision, expect: dict[str, Any]) -> None:
@@ -114,6 +145,8 @@ def check_decision(decision: Decision, expect: dict[str, Any]) -> None:
         assert (decision.claims or {}).get(name) == value, name
     if "bypassRule" in expect:
         assert decision.bypass_rule == expect["bypassRule"]
+    if "crawler" in expect:
+        assert decision.crawler == expect["crawler"]
 
 
 @pytest.mark.parametrize("case", TABLE["cases"], ids=[c["name"] for c in TABLE["cases"]])
@@ -124,7 +157,10 @@ def test_edge_case(case: dict[str, Any]) -> None:
     for number, step in enumerate(case["steps"]):
         clock[0] = TABLE["now"] + step.get("at", 0)
         answers = list(step.get("anteroom", []))
-        first = decide(facts_of(step["request"], clock[0]), config, state)
+        facts = facts_of(step["request"], clock[0])
+        # As the adapters do: DNS asked before the decision, which never asks it itself.
+        facts.crawler = config.verified_crawler(facts.client_ip, facts.header("user-agent"))
+        first = decide(facts, config, state)
         decision, calls = answered(first, answers, clock[0])
         try:
             check_decision(decision, step["expect"])
@@ -132,6 +168,9 @@ def test_edge_case(case: dict[str, Any]) -> None:
             assert answers == []  # every canned answer was asked for
             if "verifications" in step["expect"]:
                 assert state.verifications == step["expect"]["verifications"]
+            if "dnsLookups" in step["expect"]:
+                check = config.crawler_check
+                assert (check.lookups if check else 0) == step["expect"]["dnsLookups"]
         except AssertionError as error:
             raise AssertionError(f"step {number}: {decision}") from error
 
@@ -141,3 +180,10 @@ def test_a_bad_bypass_rule_is_refused_naming_its_field(bad: dict[str, Any]) -> N
     with pytest.raises(RuleError) as caught:
         config_of({"config": {"bypass": bad["bypass"]}}, [0.0])
     assert str(caught.value).startswith(bad["error"])
+
+
+@pytest.mark.parametrize("bad", TABLE["crawlerErrors"], ids=lambda b: b["error"])
+def test_a_bad_crawlers_option_is_refused_naming_it(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValueError) as caught:
+        config_of({"config": {"crawlers": bad["crawlers"], "dnsResolver": "192.0.2.53:53"}}, [0.0])
+    assert "crawlers" in str(caught.value) and bad["error"] in str(caught.value)
