@@ -5,7 +5,10 @@ Ed25519, its key directory already fetched and kept): the whole check of the sit
 (``AgentVerifier.verify``: the headers parsed, the signature base built, the nonce booked, the
 Ed25519 signature verified with the SDK's own standard-library arithmetic); the parts before the
 signature alone; and the same Ed25519 verification by ``cryptography`` (OpenSSL), which the
-service has and the standard-library SDK may not import. Figures are the best of ``--repeat``
+service has and the standard-library SDK may not import; and, for the record, the SDK's first
+Ed25519 (double-and-add with the general addition for both products, kept here as
+``plain_verify``) against the one it has now (a table of the base point's multiples and a
+4-bit window with dedicated doubling). Figures are the best of ``--repeat``
 timings, per request in microseconds, and requests a second on one core.
 
 Run: ``python bench/signed_agents.py [--repeat 5]``. Writes ``bench/results/signed_agents.json``.
@@ -40,6 +43,32 @@ NOW = 1_800_000_000
 DIRECTORY = "https://agent.example/.well-known/http-message-signatures-directory"
 
 
+def plain_multiply(scalar: int, point: ed25519.Point) -> ed25519.Point:
+    """The SDK's first scalar product: one general addition per bit, and one per set bit."""
+    result = ed25519._IDENTITY
+    while scalar > 0:
+        if scalar & 1:
+            result = ed25519._add(result, point)
+        point = ed25519._add(point, point)
+        scalar >>= 1
+    return result
+
+
+def plain_verify(public: bytes, message: bytes, signature: bytes) -> bool:
+    """The SDK's first verify, the same checks with ``plain_multiply`` for both products."""
+    point_a, point_r = ed25519._decode(public), ed25519._decode(signature[:32])
+    assert point_a is not None and point_r is not None
+    s = int.from_bytes(signature[32:], "little")
+    k = ed25519._hash_int(signature[:32], public, message) % ed25519._L
+    return same(plain_multiply(s, ed25519._BASE), ed25519._add(point_r, plain_multiply(k, point_a)))
+
+
+def same(p: ed25519.Point, q: ed25519.Point) -> bool:
+    """The first verify's comparison of two points, without inverting."""
+    prime = ed25519._P
+    return (p[0] * q[2] - q[0] * p[2]) % prime == 0 and (p[1] * q[2] - q[1] * p[2]) % prime == 0
+
+
 def per_call_us(fn: Callable[[], object], repeat: int, number: int) -> float:
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
 
@@ -71,11 +100,21 @@ def main() -> None:
         [s] = signatures_of(request())
         signature_base(request(), s.covered)
 
+    assert plain_verify(public, base, signed.signature)
+    assert ed25519.verify(public, base, signed.signature)  # and the base table is built
     figures = {
         "sdk_whole_check_us": per_call_us(whole, args.repeat, args.number),
         "parse_and_base_us": per_call_us(parts, args.repeat, args.number * 10),
         "sdk_ed25519_verify_us": per_call_us(
             lambda: ed25519.verify(public, base, signed.signature), args.repeat, args.number
+        ),
+        "sdk_ed25519_verify_new_key_us": per_call_us(
+            lambda: (ed25519._keys.clear(), ed25519.verify(public, base, signed.signature)),
+            args.repeat,
+            args.number,
+        ),
+        "plain_ed25519_verify_us": per_call_us(
+            lambda: plain_verify(public, base, signed.signature), args.repeat, args.number
         ),
         "openssl_ed25519_verify_us": per_call_us(
             lambda: openssl_key.verify(signed.signature, base), args.repeat, args.number * 10
@@ -86,6 +125,15 @@ def main() -> None:
     figures["sdk_vs_openssl_verify"] = round(
         figures["sdk_ed25519_verify_us"] / figures["openssl_ed25519_verify_us"], 1
     )
+    figures["plain_vs_sdk_verify"] = round(
+        figures["plain_ed25519_verify_us"] / figures["sdk_ed25519_verify_us"], 2
+    )
+    figures["plain_vs_sdk_verify_new_key"] = round(
+        figures["plain_ed25519_verify_us"] / figures["sdk_ed25519_verify_new_key_us"], 2
+    )
+    started = timeit.default_timer()
+    ed25519._comb(ed25519._BASE)
+    figures["comb_build_ms"] = round((timeit.default_timer() - started) * 1e3, 1)
     print(json.dumps(figures, indent=2))
     out = ROOT / "bench" / "results" / "signed_agents.json"
     out.write_text(json.dumps(figures, indent=2) + "\n")
