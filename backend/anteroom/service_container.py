@@ -19,6 +19,7 @@ from anteroom.queue.rooms.room_ticker import RoomTicker
 from anteroom.queue.series.room_series import RoomSeries
 from anteroom.queue.series.series_sampler import SamplerThread
 from anteroom.sdk.crawlers import CrawlerCheck
+from anteroom.sdk.signed_agents import AgentVerifier
 from anteroom.sdk.tokens import Keyring
 from anteroom.store.keystore import KeyStore
 
@@ -44,6 +45,9 @@ class Services:
     fail_open: FailOpenLedger = field(default_factory=FailOpenLedger)
     # Verifies search crawlers' claims by DNS (sdk/crawlers.py), verdicts kept per process.
     crawler_check: CrawlerCheck = field(default_factory=CrawlerCheck)
+    # Verifies signed agents' Web Bot Auth signatures (sdk/signed_agents.py), nonces in Redis;
+    # None where no app built it (then a room's agents setting checks nothing).
+    agent_verifier: AgentVerifier | None = None
 
     def __post_init__(self) -> None:
         # The room ticker (drains and sweeps open rooms) starts with the directory's refresher,

@@ -165,6 +165,12 @@ SETTINGS: list[tuple[str, str, str | bool, Any]] = [
     ("setting-pollBudgetPerSecond", "fill", "3000", 3000),
     ("setting-failMode", "select", "open", "open"),
     ("setting-crawlers", "select", "pass", "pass"),
+    (
+        "setting-agents",
+        "fill",
+        "* queue\nscraper.example refuse",
+        {"*": "queue", "scraper.example": "refuse"},
+    ),
     ("setting-publicFairness", "check", False, False),
 ]
 FIELD = re.compile(r"^setting-(.*)$")

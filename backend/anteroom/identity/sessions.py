@@ -158,6 +158,14 @@ def arrival_challenge(
     return answer
 
 
+def agent_challenge(services: IdentityServices, environment: str) -> dict[str, Any]:
+    """A verified signed agent's challenge: no work (difficulty 0, one puzzle any answer
+    solves), so it joins the line as a visitor does without paying a proof of work."""
+    answer = _sign_challenge(services, environment, 0, None, measure=False)
+    answer |= {"tier": "agent", "minPuzzles": 1, "fitMs": 0}
+    return answer
+
+
 def measurement_challenge(services: IdentityServices, environment: str) -> dict[str, Any]:
     """The tiny first puzzle set the agent times to tell the server its hash rate."""
     answer = _sign_challenge(services, environment, MEASURE_BITS, MEASURE_PUZZLES, measure=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,8 @@ from anteroom.queue.line.room_engine import AddressLimited
 from anteroom.queue.rooms import room_config
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.visit import answers, bypass, room_lookup
+from anteroom.visit import agents, answers, bypass, room_lookup
+from anteroom.visit.agents import AgentVerdict
 from anteroom.visit.fail_open import fail_open
 from anteroom.visit.outcomes import Challenge, Entered, Refused, Session, Spot
 from anteroom.visit.ports import Caller, Door
@@ -49,11 +50,27 @@ def arrive(
     caller: Caller,
     signals: Mapping[str, Any],
     max_puzzles: int,
-) -> Challenge:
+    on_agent: Callable[[AgentVerdict], None] | None = None,
+) -> Challenge | Refused:
     """An arrival's first call: the work this request pays for ``slug``, fitted by the device
-    itself (identity.arrival_challenge), so no measurement round trip comes first."""
+    itself (identity.arrival_challenge), so no measurement round trip comes first. A signed
+    agent the room's ``agents`` setting names is judged first (visit/agents.py): refused, or
+    queued with a challenge of no work; ``on_agent`` hears each verdict (the metrics)."""
     door.charge("challenge")  # in this worker's memory: issuing a challenge writes nothing
     room = s.directory.room_by_slug(env, slug)  # no round trip: an unknown room weighs nothing
+    if room is None and caller.signed is not None:
+        # A signed request to a room created since the directory's last round: its agents
+        # setting must be read, or a room that refuses agents would let this one in.
+        with contextlib.suppress(Refusal):
+            room = room_lookup.room_by_slug(s, env, slug)
+    verdict = agents.agent_verdict(s, room, caller)
+    if verdict is not None:
+        if on_agent is not None:
+            on_agent(verdict)
+        if verdict.refusal is not None:
+            return verdict.refusal
+        if verdict.outcome == "queued":
+            return Challenge(identity.agent_challenge(s.identity, env))
     address = caller.address or "0.0.0.0"
     work = work_inputs.work_of_request(
         s.identity, env, room, address, lambda n: caller.evidence(signals, n)

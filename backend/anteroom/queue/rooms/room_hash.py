@@ -47,6 +47,7 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("bypass", "byp", "bypass rules, JSON, secrets as scrypt hashes ('' for none)"),
     RoomField("sessionRenewal", "srn", "0 when admissions end at their expiry (never renewed)"),
     RoomField("crawlers", "crw", "verified crawlers: queue, pass or engines (a,b); web tier only"),
+    RoomField("agents", "agt", "signed agents' policies by directory host, JSON; web tier only"),
     RoomField("drawBeacon", "dbc", "public randomness beacon a draw takes, JSON ('' for none)"),
     # Scheduled events (queue/rooms/room_events.py, lua/_events.lua).
     RoomField("events", "evs", "the room's scheduled events, JSON sorted by startsAt ('' none)"),
