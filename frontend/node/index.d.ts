@@ -148,6 +148,19 @@ export interface EdgeOptions {
   dnsResolver?: string | Pick<import("node:dns/promises").Resolver, "reverse" | "resolve4" | "resolve6">;
   /** Seconds for the crawler check's questions together (default 1; at most 10). */
   dnsTimeout?: number;
+  /**
+   * The room's `agents` setting (docs/operators.md, "Signed agents"): a key directory's host, or
+   * `"*"` for any verified agent, to `"queue"` or `"refuse"`; `{}` (default) checks no signature.
+   * A protected request with no admission carrying a Web Bot Auth signature is verified (RFC
+   * 9421, Ed25519): refused agents get 403, signatures that do not hold 401.
+   */
+  agents?: Record<string, "queue" | "refuse">;
+  /** A CA file (PEM) trusted besides Node's roots when fetching agents' key directories. */
+  agentCaFile?: string;
+  /** Seconds a key directory's fetch may take (default 2; at most 10). */
+  agentTimeout?: number;
+  /** How key directories are fetched (default: node:https); tests answer from canned ones. */
+  agentFetch?: (url: string) => Promise<{ status: number; cacheControl: string; body: string | Buffer }>;
   /** The client's address (default `req.socket.remoteAddress`); behind a proxy, read it here. */
   clientIp?: (req: IncomingMessage) => string | null | undefined;
   /** The session `jti` an admission must match (default: none is checked). */

@@ -18,8 +18,9 @@
 import { RuleError, parseRules } from "./bypass-rules.js";
 import { CrawlerCheck, DEFAULT_TIMEOUT, claimedEngine, crawlerEngines, dnsResolver } from "./crawlers.js";
 import { AnteroomClient, httpTransport, settle } from "./edge-client.js";
-import { EdgeState, decide } from "./edge-decision.js";
+import { COOKIE, EdgeState, cookieValue, decide } from "./edge-decision.js";
 import { RouteTable, rawPathOf } from "./edge-paths.js";
+import { AgentVerifier, Directories, Nonces, SignatureError, agentsProblem, httpsFetch, policyFor } from "./signed-agents.js";
 import { Keyring } from "./tokens.js";
 import { quotePath, wsgiPath } from "./url.js";
 
@@ -42,6 +43,7 @@ const READ_HEADERS = [
   "anteroom-ticket",
   "access-control-request-method",
   "origin",
+  "signature-input",
 ];
 
 /** @typedef {import("node:http").IncomingMessage} Request */
@@ -132,8 +134,23 @@ export function edgeConfig(options) {
     }
     crawlerCheck = new CrawlerCheck(resolver, { timeout: dnsTimeout, ...(options.clock ? { clock: options.clock } : {}) });
   }
+  const agents = options.agents ?? {};
+  const agentsWrong = agentsProblem(agents);
+  if (agentsWrong) throw badOption("agents", agentsWrong);
+  /** @type {AgentVerifier | null} */
+  let agentVerifier = null;
+  if (Object.keys(agents).length > 0) {
+    const agentTimeout = options.agentTimeout ?? 2;
+    if (typeof agentTimeout !== "number" || !(agentTimeout > 0 && agentTimeout <= 10)) throw badOption("agentTimeout", "must be from 0 to 10 seconds");
+    if (options.agentFetch !== undefined && typeof options.agentFetch !== "function") throw badOption("agentFetch", "must be a function");
+    const clock = options.clock ?? (() => Date.now() / 1000);
+    const fetchDirectory = options.agentFetch ?? httpsFetch(agentTimeout, options.agentCaFile);
+    agentVerifier = new AgentVerifier(new Directories(fetchDirectory, clock), new Nonces(), clock);
+  }
   return {
     keys: Keyring.coerce(options.keys),
+    agents: { ...agents },
+    agentVerifier,
     crawlerEngines: engines,
     crawlerCheck,
     baseUrl: options.baseUrl.replace(/\/+$/, ""),
@@ -170,6 +187,57 @@ export async function verifiedCrawler(config, clientIp, userAgent) {
   if (config.crawlerCheck === null || claimedEngine(userAgent, config.crawlerEngines) === null) return null;
   const engine = await config.crawlerCheck.verified(clientIp, userAgent, config.crawlerEngines);
   return engine?.name ?? null;
+}
+
+/**
+ * Is this a request whose signature the edge checks? (Agents set, a signature there, no admission:
+ * an admitted agent is decided by its admission alone.)
+ * @param {EdgeConfig} config
+ * @param {import("./edge-decision.js").Facts} facts
+ */
+export function checksAgent(config, facts) {
+  return (
+    config.agentVerifier !== null &&
+    Boolean(facts.headers["signature-input"]) &&
+    !facts.headers["anteroom-admission"] &&
+    cookieValue(facts.headers.cookie ?? "", COOKIE) === null
+  );
+}
+
+/**
+ * The verdict on `request`'s signature when `checksAgent`, else null. May fetch the agent's key
+ * directory (within `agentTimeout`); `decide` never does.
+ * @param {EdgeConfig} config
+ * @param {import("./edge-decision.js").Facts} facts
+ * @param {import("./signed-agents.js").SignedRequest} request
+ * @returns {Promise<import("./edge-decision.js").AgentFacts | null>}
+ */
+export async function signedAgent(config, facts, request) {
+  if (config.agentVerifier === null || !checksAgent(config, facts)) return null;
+  let agent;
+  try {
+    agent = await config.agentVerifier.verify(request);
+  } catch (error) {
+    if (error instanceof SignatureError) return { outcome: "invalid", reason: error.reason, directory: null };
+    throw error;
+  }
+  if (agent === null) return null;
+  const policy = policyFor(config.agents, agent.directory);
+  return { outcome: policy === "refuse" ? "refused" : "verified", reason: null, directory: agent.directory };
+}
+
+/**
+ * A request as a signature covers it.
+ * @param {Request} req
+ * @param {import("./edge-decision.js").Facts} facts
+ * @returns {import("./signed-agents.js").SignedRequest}
+ */
+function signedRequestOf(req, facts) {
+  /** @type {Record<string, string>} */
+  const headers = {};
+  for (const name of Object.keys(req.headers)) headers[name] = header(req, name);
+  const path = rawPathOf(/** @type {{originalUrl?: string}} */ (req).originalUrl ?? req.url ?? "/");
+  return { method: facts.method, scheme: facts.scheme, authority: facts.host, path, query: facts.query, headers };
 }
 
 /**
@@ -292,6 +360,7 @@ export function anteroomMiddleware(options) {
     try {
       const facts = factsOf(req, config);
       if (config.crawlerCheck !== null) facts.crawler = await verifiedCrawler(config, facts.clientIp, header(req, "user-agent"));
+      if (checksAgent(config, facts)) facts.agent = await signedAgent(config, facts, signedRequestOf(req, facts));
       decision = decide(facts, config, state);
       if (decision.kind === "call") decision = await settle(decision, anteroom);
     } catch (error) {

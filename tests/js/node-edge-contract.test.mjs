@@ -9,7 +9,7 @@ import { test } from "node:test";
 import { clientAddress } from "../../frontend/node/crawlers.js";
 import { EdgeState, decide } from "../../frontend/node/edge-decision.js";
 import { rawPathOf } from "../../frontend/node/edge-paths.js";
-import { edgeConfig, verifiedCrawler } from "../../frontend/node/middleware.js";
+import { checksAgent, edgeConfig, signedAgent, verifiedCrawler } from "../../frontend/node/middleware.js";
 import { wsgiPath } from "../../frontend/node/url.js";
 
 const table = JSON.parse(readFileSync(new URL("../fixtures/edge_cases.json", import.meta.url), "utf8"));
@@ -77,6 +77,15 @@ function cannedDns(facts) {
   };
 }
 
+/** A key directory fetch answering from the case's directories (see make_edge_fixtures). */
+function cannedDirectories(listed) {
+  return async (url) => {
+    const found = listed[url];
+    if (!found) return { status: 404, cacheControl: "", body: "" };
+    return { status: found.status, cacheControl: found.cacheControl, body: JSON.stringify(found.body) };
+  };
+}
+
 function checkDecision(decision, expect) {
   assert.equal(decision.kind, expect.kind);
   if ("status" in expect) assert.equal(decision.status, expect.status);
@@ -91,6 +100,8 @@ function checkDecision(decision, expect) {
 }
 
 const ALL_REASONS = [
+  "agent:refused",
+  "agent:signature-refused",
   "queue:admission-expired",
   "queue:admission-forged",
   "queue:admission-malformed",
@@ -113,6 +124,7 @@ for (const kase of table.cases) {
     const c = { ...table.config, ...kase.config };
     // The transport swapped, as the canned answers stand for Anteroom's: the check is the SDK's.
     if (kase.dns && c.crawlers && c.crawlers !== "queue") c.dnsResolver = cannedDns(kase.dns);
+    if (kase.directories) c.agentFetch = cannedDirectories(kase.directories);
     const config = edgeConfig({ ...c, clock: () => now });
     const state = new EdgeState();
     for (const [number, step] of kase.steps.entries()) {
@@ -121,6 +133,10 @@ for (const kase of table.cases) {
       const facts = factsOf(step.request, now);
       // As the middleware does: DNS asked before the decision, which never asks it itself.
       facts.crawler = await verifiedCrawler(config, facts.clientIp, facts.headers["user-agent"]);
+      if (checksAgent(config, facts)) {
+        const signed = { method: facts.method, scheme: facts.scheme, authority: facts.host, path: facts.rawPath ?? facts.path, query: facts.query, headers: facts.headers };
+        facts.agent = await signedAgent(config, facts, signed);
+      }
       const [decision, calls] = answered(decide(facts, config, state), answers, now);
       const where = `step ${number}: ${JSON.stringify(decision)}`;
       try {
@@ -128,6 +144,7 @@ for (const kase of table.cases) {
         assert.deepEqual(calls, step.expect.calls ?? []);
         assert.deepEqual(answers, []); // every canned answer was asked for
         if ("verifications" in step.expect) assert.equal(state.verifications, step.expect.verifications);
+        if ("agentDirectoryFetches" in step.expect) assert.equal(config.agentVerifier?.directories.fetches ?? 0, step.expect.agentDirectoryFetches);
         if ("dnsLookups" in step.expect) assert.equal(config.crawlerCheck?.lookups ?? 0, step.expect.dnsLookups);
       } catch (error) {
         error.message = `${where}\n${error.message}`;
@@ -148,5 +165,12 @@ for (const bad of table.crawlerErrors) {
   test(`a bad crawlers option is refused naming it: ${bad.error}`, () => {
     const options = { ...table.config, crawlers: bad.crawlers, dnsResolver: "192.0.2.53:53" };
     assert.throws(() => edgeConfig(options), (error) => error instanceof TypeError && error.message.includes("`crawlers`") && error.message.includes(bad.error));
+  });
+}
+
+for (const bad of table.agentErrors) {
+  test(`a bad agents option is refused naming it: ${bad.error}`, () => {
+    const options = { ...table.config, agents: bad.agents };
+    assert.throws(() => edgeConfig(options), (error) => error instanceof TypeError && error.message.includes("`agents`") && error.message.includes(bad.error));
   });
 }

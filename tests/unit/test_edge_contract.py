@@ -20,6 +20,8 @@ from anteroom.sdk.bypass_rules import RuleError
 from anteroom.sdk.crawlers import CrawlerCheck
 from anteroom.sdk.edge_decision import Decision, EdgeConfig, EdgeState, Facts, decide
 from anteroom.sdk.edge_paths import raw_path_of
+from anteroom.sdk.message_signatures import SignedRequest
+from anteroom.sdk.signed_agents import AgentVerifier, Directories, Nonces
 from fixtures import make_edge_fixtures
 
 TABLE: dict[str, Any] = json.loads(make_edge_fixtures.PATH.read_text(encoding="utf-8"))
@@ -27,6 +29,7 @@ ALL_REASONS = {
     "queue:no-admission", "queue:admission-malformed", "queue:admission-forged",
     "queue:admission-expired", "queue:admission-unknown-key", "queue:wrong-room",
     "queue:ip-mismatch", "queue:session-mismatch", "queue:ambiguous-path",
+    "agent:refused", "agent:signature-refused",
 }  # fmt: skip
 
 
@@ -117,6 +120,7 @@ def config_of(case: dict[str, Any], clock: list[float]) -> EdgeConfig:
         app_answers_options=c["appAnswersOptions"],
         bypass=c["bypass"],
         crawlers=c.get("crawlers", "queue"),
+        agents=c.get("agents", {}),
         dns_resolver=c.get("dnsResolver", ""),
         clock=lambda: clock[0],
     )
@@ -125,7 +129,22 @@ def config_of(case: dict[str, Any], clock: list[float]) -> EdgeConfig:
         config.crawler_check = CrawlerCheck(
             c["dnsResolver"], clock=lambda: clock[0], ask=canned_dns(case["dns"])
         )
+    if config.agent_verifier is not None and "directories" in case:
+        directories = Directories(canned_directories(case["directories"]), lambda: clock[0])
+        config.agent_verifier = AgentVerifier(directories, Nonces(), lambda: clock[0])
     return config
+
+
+def canned_directories(listed: dict[str, Any]) -> Any:
+    """A key directory fetch answering from the case's directories (see make_edge_fixtures)."""
+
+    def fetch(url: str) -> tuple[int, str, bytes]:
+        found = listed.get(url)
+        if found is None:
+            return 404, "", b""
+        return found["status"], found["cacheControl"], json.dumps(found["body"]).encode()
+
+    return fetch
 
 
 def check_decision(decision: Decision, expect: dict[str, Any]) -> None:
@@ -160,6 +179,12 @@ def test_edge_case(case: dict[str, Any]) -> None:
         facts = facts_of(step["request"], clock[0])
         # As the adapters do: DNS asked before the decision, which never asks it itself.
         facts.crawler = config.verified_crawler(facts.client_ip, facts.header("user-agent"))
+        if config.checks_agent(facts):
+            signed = SignedRequest(
+                facts.method, facts.scheme, facts.host, facts.raw_path or facts.path,
+                facts.query, facts.headers,
+            )  # fmt: skip
+            facts.agent = config.signed_agent(facts, signed)
         first = decide(facts, config, state)
         decision, calls = answered(first, answers, clock[0])
         try:
@@ -168,6 +193,10 @@ def test_edge_case(case: dict[str, Any]) -> None:
             assert answers == []  # every canned answer was asked for
             if "verifications" in step["expect"]:
                 assert state.verifications == step["expect"]["verifications"]
+            if "agentDirectoryFetches" in step["expect"]:
+                verifier = config.agent_verifier
+                fetches = verifier.directories.fetches if verifier else 0
+                assert fetches == step["expect"]["agentDirectoryFetches"]
             if "dnsLookups" in step["expect"]:
                 check = config.crawler_check
                 assert (check.lookups if check else 0) == step["expect"]["dnsLookups"]
@@ -187,3 +216,10 @@ def test_a_bad_crawlers_option_is_refused_naming_it(bad: dict[str, Any]) -> None
     with pytest.raises(ValueError) as caught:
         config_of({"config": {"crawlers": bad["crawlers"], "dnsResolver": "192.0.2.53:53"}}, [0.0])
     assert "crawlers" in str(caught.value) and bad["error"] in str(caught.value)
+
+
+@pytest.mark.parametrize("bad", TABLE["agentErrors"], ids=lambda b: b["error"])
+def test_a_bad_agents_option_is_refused_naming_it(bad: dict[str, Any]) -> None:
+    with pytest.raises(ValueError) as caught:
+        config_of({"config": {"agents": bad["agents"]}}, [0.0])
+    assert "agents" in str(caught.value) and bad["error"] in str(caught.value)
