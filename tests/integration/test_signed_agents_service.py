@@ -213,3 +213,28 @@ def test_a_bad_agents_setting_is_refused_naming_the_field(
     assert op.patch(created["id"], {"agents": {}}).status_code == 200
     assert op.get(created["id"])["agents"] == {}
     assert op.create(slug="other")["agents"] == {}  # off by default
+
+
+def test_agents_are_counted_apart_in_the_rooms_series(
+    client: FlaskClient, services: Services, api_key: str, agent: Agent, directory: KeyDirectory
+) -> None:
+    from anteroom.queue.series import room_series as rs
+
+    t0 = 1_800_000_000_000
+    room_id = room(services, "drop", {"*": "queue"})
+    services.engine.set_clock(room_id, t0)
+    services.series.sample(room_id)
+    visitor = Visitor(client, api_key)
+    assert visitor.arrive("drop", **signed(agent)).status_code == 200
+    assert visitor.arrive("drop", **signed(agent)).status_code == 200
+    assert visitor.arrive("drop", **forge(signed(agent))).status_code == 401
+    assert visitor.arrive("drop").status_code == 200  # unsigned: counted nowhere here
+    services.series.flush_tallies()
+    services.engine.shift_clock(room_id, 60_000)
+    services.series.sample(room_id)
+    samples = services.series.samples(room_id, t0, t0 + 3_600_000, False)
+    window = rs.aggregate(samples, t0, t0 + 120_000, 60_000)
+    assert window.counters["agentsQueued"] == [0, 2]
+    assert window.counters["agentsInvalid"] == [0, 1]
+    assert window.counters["agentsRefused"] == [0, 0]
+    assert window.counters["entries"] == [0, 0]  # an arrival takes no spot before its join

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from anteroom.queue.draw import outbound_fetch
 from anteroom.queue.rooms import room_config
+from anteroom.queue.series.room_series import AGENT_COUNTS
 from anteroom.sdk.message_signatures import SignatureError
 from anteroom.sdk.signed_agents import SignedAgent, policy_for
 from anteroom.service_container import Services
@@ -54,7 +55,16 @@ def agent_verdict(
     s: Services, room: Mapping[str, Any] | None, caller: Caller
 ) -> AgentVerdict | None:
     """The verdict on ``caller``'s signature for ``room``, or None: not checked (no setting, no
-    signature, no verifier) or not a Web Bot Auth signature: an ordinary visitor."""
+    signature, no verifier) or not a Web Bot Auth signature: an ordinary visitor. Counted in
+    the room's series (queued, refused, invalid), tallied in memory as the web tier's
+    refusals are."""
+    verdict = _verdict(s, room, caller)
+    if verdict is not None and room is not None and verdict.outcome in AGENT_COUNTS:
+        s.series.tally(str(room["id"]), AGENT_COUNTS[verdict.outcome])
+    return verdict
+
+
+def _verdict(s: Services, room: Mapping[str, Any] | None, caller: Caller) -> AgentVerdict | None:
     rules = room_config.agent_rules(room or {})
     if not rules or caller.signed is None or s.agent_verifier is None:
         return None  # the common case: nothing read

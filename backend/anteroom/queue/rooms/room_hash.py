@@ -119,6 +119,10 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("leaves", "nleft", "spots and slots freed by leave"),
     RoomField("abandoned", "nswept", "spots dropped as abandoned, expired or revoked"),
     RoomField("unusedAdmissions", "nunused", "admissions that ran out with no renewal seen"),
+    # Signed agents' arrivals by outcome (counted by the web tier: visit/agents.py).
+    RoomField("agentsQueued", "nagq", "verified signed agents queued without proof of work"),
+    RoomField("agentsRefused", "nagr", "verified signed agents the agents setting refused"),
+    RoomField("agentsInvalid", "nagi", "signed arrivals whose signature did not hold"),
     # The opening's fairness counts (docs/draw.md): reset when an idle room
     # opens, kept by a close so the last opening's report stays whole.
     RoomField("admittedFromPreQueue", "npre", "admissions of order keys below 2^52 (the pool)"),
