@@ -203,6 +203,8 @@ class Settings:
             raise ValueError(f"{PREFIX}OUTBOUND_RESOLVER must be host:port (an IP address)")
         if settings.dns_resolver and not _host_port(settings.dns_resolver):
             raise ValueError(f"{PREFIX}DNS_RESOLVER must be host:port (an IP address)")
+        if settings.outbound_ca_file and not os.path.isfile(settings.outbound_ca_file):
+            raise ValueError(f"{PREFIX}OUTBOUND_CA_FILE must name a readable PEM file")
         return settings
 
     def with_overrides(self, **changes: Any) -> Settings:

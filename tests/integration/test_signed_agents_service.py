@@ -238,3 +238,34 @@ def test_agents_are_counted_apart_in_the_rooms_series(
     assert window.counters["agentsInvalid"] == [0, 1]
     assert window.counters["agentsRefused"] == [0, 0]
     assert window.counters["entries"] == [0, 0]  # an arrival takes no spot before its join
+
+
+def test_an_outbound_ca_file_that_is_not_there_is_refused_at_start(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="ANTEROOM_OUTBOUND_CA_FILE"):
+        Settings.from_env({"ANTEROOM_OUTBOUND_CA_FILE": str(tmp_path / "missing.pem")})
+    pem = tmp_path / "ca.pem"
+    pem.write_text("-----BEGIN CERTIFICATE-----\n")
+    assert Settings.from_env({"ANTEROOM_OUTBOUND_CA_FILE": str(pem)}).outbound_ca_file == str(pem)
+
+
+def test_the_hosted_page_refuses_an_agent_as_the_api_does(
+    client: FlaskClient, services: Services, api_key: str, agent: Agent, directory: KeyDirectory
+) -> None:
+    host = directory.origin.removeprefix("https://")
+    room(services, "drop", {host: "refuse"})
+    room(services, "open-drop", {"*": "queue"})
+
+    def page(slug: str, headers: dict[str, str]) -> Any:
+        return client.get(f"/queue/{slug}", query_string={"key": api_key}, headers=headers)
+
+    def signed_page(slug: str, **options: Any) -> dict[str, str]:
+        now = options.pop("now", int(time.time()))
+        return agent.sign("GET", "localhost", f"/queue/{slug}", now, scheme="http", **options)
+
+    refused = page("drop", signed_page("drop"))
+    assert refused.status_code == 403 and refused.json["error"] == "AgentRefused"
+    broken = page("open-drop", signed_page("open-drop") | {"signature-input": "sig1=("})
+    assert broken.status_code == 401 and broken.json["fields"] == {"signature": "malformed"}
+    queued = page("open-drop", signed_page("open-drop"))
+    assert queued.status_code == 200 and "text/html" in queued.content_type
+    assert page("drop", {}).status_code == 200  # unsigned: anyone's page
