@@ -11,6 +11,7 @@ from anteroom.queue.connection.breaker import Breaker
 from anteroom.queue.connection.redis_link import Client, Links
 from anteroom.queue.draw.receipt_keys import ReceiptSigner
 from anteroom.queue.draw.room_receipts import ReceiptBook
+from anteroom.queue.line.agent_lane import AgentLane
 from anteroom.queue.line.fail_open_ledger import FailOpenLedger
 from anteroom.queue.line.room_engine import Engine
 from anteroom.queue.rooms.key_layout import KeySpace
@@ -92,6 +93,11 @@ class Services:
     def receipts(self) -> ReceiptBook:
         """The draw receipts this process signs for pre-queue entrants (built once)."""
         return ReceiptBook(self.redis, self.keys, ReceiptSigner(self.keyring))
+
+    @cached_property
+    def agent_lane(self) -> AgentLane:
+        """The signed agents' lanes of the rooms (built once)."""
+        return AgentLane(self.redis, self.keys)
 
     @cached_property
     def identity(self) -> IdentityServices:

@@ -74,6 +74,7 @@ export const CHARTS = [
       const none = s.times.map(() => null);
       return [
         ["Queued / min", perMinute(s.agentsQueued || none, s.step)],
+        ["Through the lane / min", perMinute(s.agentsLane || none, s.step)],
         ["Refused / min", perMinute(s.agentsRefused || none, s.step)],
         ["Bad signature / min", perMinute(s.agentsInvalid || none, s.step)],
       ];
@@ -81,7 +82,7 @@ export const CHARTS = [
     summary: (s) => {
       const n = Math.round(60000 / s.step);
       const sum = (/** @type {(number|null)[] | undefined} */ v) => recentSum(v || [], n);
-      return `In the last minute, ${count(sum(s.agentsQueued))} signed agents queued, ${count(sum(s.agentsRefused))} refused by the room's setting and ${count(sum(s.agentsInvalid))} with a signature that did not hold.`;
+      return `In the last minute, ${count(sum(s.agentsQueued))} signed agents queued, ${count(sum(s.agentsLane))} admitted through their lane, ${count(sum(s.agentsRefused))} refused by the room's setting and ${count(sum(s.agentsInvalid))} with a signature that did not hold.`;
     },
   },
 ];

@@ -50,7 +50,8 @@ const GROUPS = [
     } },
   ]],
   ["Signed agents (Web Bot Auth)", [
-    { api: "agents", type: "agents", label: "Policy per agent's key directory host, one a line: host then queue or refuse (* for any verified agent)", hint: "Empty: no signature is checked and agents are visitors like anyone. queue: a place in line without proof of work; refuse: 403. A signature that does not hold is refused." },
+    { api: "agents", type: "agents", label: "Policy per agent's key directory host, one a line: host then queue, lane or refuse (* for any verified agent)", hint: "Empty: no signature is checked and agents are visitors like anyone. queue: a place in line without proof of work; lane: admitted through the agents' own lane at its rate, never in the visitors' line nor their rate; refuse: 403. A signature that does not hold is refused." },
+    { api: "agentLaneRatePerMinute", type: "number", unit: "admissions a minute", label: "Rate of the agents' lane (apart from the room's rate)" },
   ]],
   ["Fairness", [
     { api: "publicFairness", type: "bool", label: "Publish the opening's fairness report to visitors", on: "published", off: "not published" },
@@ -70,7 +71,8 @@ function valueWords(s, v) {
   if (s.type === "agents") {
     const rules = Object.entries(v || {});
     if (!rules.length) return "no signature checked";
-    return rules.map(([host, policy]) => `${host === "*" ? "any verified agent" : host} ${policy === "queue" ? "queued" : "refused"}`).join(", ");
+    const words = /** @type {Record<string, string>} */ ({ queue: "queued", lane: "through the agents' lane", refuse: "refused" });
+    return rules.map(([host, policy]) => `${host === "*" ? "any verified agent" : host} ${words[policy] || policy}`).join(", ");
   }
   if (s.type === "select") return (s.options || {})[v] || String(v);
   if (v === null || v === undefined || v === "") return s.empty || "none";

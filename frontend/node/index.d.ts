@@ -154,7 +154,7 @@ export interface EdgeOptions {
    * A protected request with no admission carrying a Web Bot Auth signature is verified (RFC
    * 9421, Ed25519): refused agents get 403, signatures that do not hold 401.
    */
-  agents?: Record<string, "queue" | "refuse">;
+  agents?: Record<string, "queue" | "lane" | "refuse">;
   /** A CA file (PEM) trusted besides Node's roots when fetching agents' key directories. */
   agentCaFile?: string;
   /** Seconds a key directory's fetch may take (default 2; at most 10). */

@@ -17,7 +17,7 @@ import https from "node:https";
 import tls from "node:tls";
 
 export const TAG = "web-bot-auth";
-export const AGENT_POLICIES = ["queue", "refuse"];
+export const AGENT_POLICIES = ["queue", "lane", "refuse"];
 const ANY_AGENT = "*";
 const MAX_AGENT_RULES = 50;
 const MAX_WINDOW_SEC = 86_400;
@@ -618,7 +618,8 @@ export class AgentVerifier {
  * @param {unknown} value
  */
 export function agentsProblem(value) {
-  const choices = AGENT_POLICIES.map((p) => `"${p}"`).join(" or ");
+  const quoted = AGENT_POLICIES.map((p) => `"${p}"`);
+  const choices = `${quoted.slice(0, -1).join(", ")} or ${quoted.at(-1)}`;
   if (!value || typeof value !== "object" || Array.isArray(value)) return `must be an object mapping a key directory's host (or "*") to ${choices}`;
   const entries = Object.entries(value);
   if (entries.length > MAX_AGENT_RULES) return `names at most ${MAX_AGENT_RULES} hosts`;

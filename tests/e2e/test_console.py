@@ -127,7 +127,8 @@ def test_operator_watches_the_line_move_and_pauses_and_resumes(
     crowd.series.flush_tallies()
     crowd.tick()
     expect(page.locator("#summary-agents")).to_contain_text(
-        "2 signed agents queued, 0 refused by the room's setting and 1 with a signature",
+        "2 signed agents queued, 0 admitted through their lane, 0 refused by the room's setting"
+        " and 1 with a signature",
         timeout=10_000,
     )
     page.get_by_label("Show the last").select_option(label="15 minutes")

@@ -168,9 +168,10 @@ SETTINGS: list[tuple[str, str, str | bool, Any]] = [
     (
         "setting-agents",
         "fill",
-        "* queue\nscraper.example refuse",
-        {"*": "queue", "scraper.example": "refuse"},
+        "* queue\nagent.example lane\nscraper.example refuse",
+        {"*": "queue", "agent.example": "lane", "scraper.example": "refuse"},
     ),
+    ("setting-agentLaneRatePerMinute", "fill", "30", 30),
     ("setting-publicFairness", "check", False, False),
 ]
 FIELD = re.compile(r"^setting-(.*)$")

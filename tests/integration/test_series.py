@@ -486,4 +486,5 @@ def test_a_sample_older_than_a_later_counter_reads_it_as_zero_and_keeps_the_othe
     older = rs.Sample.parse(":".join(str(x) for x in [*head, *([0] * buckets), 7]))
     assert dict(zip(rs.LATER_COUNTERS.values(), older.later, strict=True)) == {
         "unusedAdmissions": 7, "agentsQueued": 0, "agentsRefused": 0, "agentsInvalid": 0,
+        "agentsLane": 0,
     }  # fmt: skip

@@ -20,7 +20,7 @@ from flask.testing import FlaskClient
 from anteroom.config import Settings
 from anteroom.service_container import Services
 from anteroom.web.serving import metrics
-from helpers import Operator, make_room
+from helpers import TEST_KEYS, Operator, make_room
 from key_directory import WELL_KNOWN, KeyDirectory
 from signed_agent import Agent
 from visitor_client import Visitor
@@ -192,7 +192,7 @@ def test_a_replayed_signature_is_refused_in_every_worker(
     ("value", "message"),
     [
         ([], "must be an object"),
-        ({"*": "lane"}, 'the policy must be "queue" or "refuse"'),
+        ({"*": "pass"}, 'the policy must be "queue", "lane" or "refuse"'),
         ({"Agent.Example": "queue"}, "not a host in lower case"),
         ({"a..example": "queue"}, "not a host in lower case"),
     ],
@@ -269,3 +269,146 @@ def test_the_hosted_page_refuses_an_agent_as_the_api_does(
     queued = page("open-drop", signed_page("open-drop"))
     assert queued.status_code == 200 and "text/html" in queued.content_type
     assert page("drop", {}).status_code == 200  # unsigned: anyone's page
+
+
+# -- the agents' lane ----------------------------------------------------------------------
+
+T0 = 1_800_000_000_000  # the room's pinned clock (ms): the lane's budget moves only with it
+
+
+def lane_room(services: Services, slug: str, rate: int, **config: Any) -> str:
+    """An open room on a pinned clock, one visitor in line, agents through a lane at ``rate``."""
+    room_id = make_room(
+        services.engine, env="shop", slug=slug, ratePerMinute=60, agents={"*": "lane"},
+        agentLaneRatePerMinute=rate, **config,
+    )  # fmt: skip
+    services.engine.set_clock(room_id, T0)
+    services.engine.open(room_id)
+    services.engine.enter(room_id, "ahead", "s", 10)
+    return room_id
+
+
+def lane_join(visitor: Visitor, agent: Agent, slug: str, authority: str = "localhost") -> Any:
+    """A signed arrival, then a signed join answering its challenge."""
+    now = int(time.time())
+    issued = visitor.arrive(slug, **agent.sign("POST", authority, ARRIVE, now, scheme="http"))
+    assert issued.status_code == 200, issued.text
+    assert issued.json["tier"] == "agent"
+    body = visitor.join_body(slug, issued.json)
+    return visitor.post(
+        "queue/join", body, **agent.sign("POST", authority, "/x", now, scheme="http")
+    )
+
+
+def test_a_lane_admits_agents_at_its_own_rate_and_never_in_the_visitors_line(
+    client: FlaskClient, services: Services, api_key: str, agent: Agent
+) -> None:
+    from anteroom.verify import verify_admission
+
+    room_id = lane_room(services, "drop", rate=120)  # two a second: a burst of two
+    before = services.engine.stats(room_id)
+    visitor = Visitor(client, api_key)
+    answers = [lane_join(visitor, agent, "drop") for _ in range(3)]
+    assert [a.status_code for a in answers] == [200, 200, 429]
+    assert answers[2].json["error"] == "RateLimited" and answers[2].headers["Retry-After"] == "1"
+    token = answers[0].json["queue"]["token"]
+    assert answers[0].json["queue"]["status"] == "admitted"
+    checked = verify_admission(token, TEST_KEYS, room="drop", now=T0 / 1000 + 1)
+    assert checked.valid, checked.reason
+    assert checked.claims.get("nr") == 1  # not renewable: no active entry stands for it
+    # The visitors' line, bank and counts: untouched.
+    after = services.engine.stats(room_id)
+    assert (after.waiting, after.active, after.dealt_total, after.tickets) == (
+        before.waiting, before.active, before.dealt_total, before.tickets,
+    )  # fmt: skip
+    # Half a second of the room's clock buys one more admission, not two.
+    services.engine.shift_clock(room_id, 500)
+    assert [lane_join(visitor, agent, "drop").status_code for _ in range(2)] == [200, 429]
+    # The visitor ahead is still admitted at the room's own rate: its bank was never touched.
+    services.engine.shift_clock(room_id, 1_000)
+    services.engine.tick(room_id)
+    assert services.engine.stats(room_id).dealt_total == before.dealt_total + 1
+
+
+def test_a_lane_of_a_room_not_open_admits_nobody(
+    client: FlaskClient, services: Services, api_key: str, agent: Agent
+) -> None:
+    room_id = lane_room(services, "drop", rate=60)
+    services.engine.pause(room_id)
+    answer = lane_join(Visitor(client, api_key), agent, "drop")
+    assert answer.status_code == 429 and answer.json["error"] == "RateLimited"
+
+
+def run_lane_agent(url: str, api_key: str, origin: str, secret: bytes, tries: int, start: Any,
+                   out: Any) -> None:  # fmt: skip
+    """One agent process: ``tries`` signed arrivals and joins, as fast as it can, from
+    ``start``; puts the joins' statuses."""
+    import requests
+
+    agent = Agent(origin, secret)
+    authority = url.removeprefix("http://")
+    session = requests.Session()
+    statuses = []
+    start.wait(timeout=60)
+    for _ in range(tries):
+        now = int(time.time())
+        head = agent.sign("POST", authority, ARRIVE, now, scheme="http")
+        issued = session.post(f"{url}{ARRIVE}", json={"apiKey": api_key, "room": "lane"},
+                              headers=head, timeout=30).json()  # fmt: skip
+        body = {"apiKey": api_key, "room": "lane", "challenge": issued["challenge"],
+                "solutions": ["0"], "signals": {}}  # fmt: skip
+        head = agent.sign("POST", authority, "/api/v1/queue/join", now, scheme="http")
+        joined = session.post(f"{url}/api/v1/queue/join", json=body, headers=head, timeout=30)
+        statuses.append(joined.status_code)
+    out.put(statuses)
+
+
+def test_several_processes_get_the_lanes_rate_and_the_visitors_keep_theirs(
+    live_server: Any, redis_client: Any, directory: KeyDirectory, agent: Agent
+) -> None:
+    """Four agent processes against two workers: whatever they send, the lane admits its
+    burst, then one more for each second its room's clock moves; the visitors' admissions
+    go on at the room's rate, untouched by them."""
+    import multiprocessing as mp
+
+    from anteroom.engine import Engine
+    from anteroom.store.keystore import KeyStore
+
+    server = live_server(
+        ANTEROOM_WORKERS="2", ANTEROOM_OUTBOUND_ALLOW_LOOPBACK="1",
+        ANTEROOM_OUTBOUND_CA_FILE=str(directory.ca_file),
+    )  # fmt: skip
+    engine = Engine(redis_client)
+    api_key = KeyStore(redis_client, engine.keys).create("live")[0].public_key
+    room = make_room(engine, env="live", slug="lane", ratePerMinute=60,
+                     agentLaneRatePerMinute=60, agents={"*": "lane"})  # fmt: skip
+    engine.set_clock(room, T0)
+    engine.open(room)
+    for i in range(3):
+        engine.enter(room, f"visitor-{i}", "s", 10)
+    ctx = mp.get_context("spawn")
+    admitted = []
+    for _ in range(2):  # the burst, then one second of the room's clock
+        start, out = ctx.Event(), ctx.Queue()
+        workers = [
+            ctx.Process(target=run_lane_agent,
+                        args=(server.url, api_key, agent.directory, agent.secret, 3, start, out))
+            for _ in range(4)
+        ]  # fmt: skip
+        for p in workers:
+            p.start()
+        start.set()
+        statuses = [s for _ in workers for s in out.get(timeout=120)]
+        for p in workers:
+            p.join(timeout=30)
+        assert set(statuses) <= {200, 429}, statuses
+        admitted.append(statuses.count(200))
+        engine.shift_clock(room, 1_000)
+        engine.tick(room)  # this second's tick (unless a worker's ticker made it first)
+    assert admitted == [1, 1]  # 60 a minute: a burst of one, then one a second
+    # The visitors: admitted by the drain at the room's own rate, one a second, as if no
+    # agent had come; the lane's admissions are in no count of theirs.
+    engine.shift_clock(room, 1_000)
+    engine.tick(room)
+    stats = engine.stats(room)
+    assert (stats.dealt_total, stats.waiting, stats.active) == (3, 0, 3)

@@ -105,8 +105,8 @@ class EdgeConfig:
     ``dns_timeout`` seconds; a claim that fails, or no answer in time, is refused as anyone is.
 
     ``agents`` is the room's setting of the same name (docs/operators.md, "Signed agents"): a
-    key directory's host, or ``"*"`` for any verified agent, mapped to ``"queue"`` or
-    ``"refuse"``; ``{}`` (the default) checks no signature. A request to a protected path with
+    key directory's host, or ``"*"`` for any verified agent, mapped to ``"queue"``, ``"lane"``
+    or ``"refuse"``; ``{}`` (the default) checks no signature. A request to a protected path with
     no admission that carries a Web Bot Auth signature is verified (RFC 9421, Ed25519; the
     directory fetched over HTTPS within ``agent_timeout`` seconds, trusting the system's CAs
     and ``agent_ca_file``, kept for its max-age; nonces kept in this process): an agent whose

@@ -63,9 +63,11 @@ _MAX_AGE = re.compile(r"max-age=(\d+)")
 
 # A room's ``agents`` setting (docs/operators.md, "Signed agents") maps a key directory's host,
 # or "*" for any verified agent, to what its agents get: "queue" (a place in the line as a
-# visitor's, without proof of work) or "refuse" (403). A host it does not name, when it has no
+# visitor's, without proof of work), "lane" (admitted through a lane of its own at the room's
+# agentLaneRatePerMinute, never in the visitors' line nor their rate: the service's) or
+# "refuse" (403). A host it does not name, when it has no
 # "*", and every request of a room with no setting, is anyone's: the signature is not checked.
-AGENT_POLICIES = ("queue", "refuse")
+AGENT_POLICIES = ("queue", "lane", "refuse")
 ANY_AGENT = "*"
 MAX_AGENT_RULES = 50
 _LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
@@ -74,7 +76,8 @@ _HOST = re.compile(rf"^(?=[^:]{{1,253}}(:|$)){_LABEL}(\.{_LABEL})*(:\d{{1,5}})?$
 
 def agents_problem(value: object) -> str | None:
     """Why ``value`` is not an ``agents`` setting (an object: host or "*" → policy), or None."""
-    choices = " or ".join(f'"{p}"' for p in AGENT_POLICIES)
+    *most, last = (f'"{p}"' for p in AGENT_POLICIES)
+    choices = f"{', '.join(most)} or {last}"
     if not isinstance(value, dict):
         return f'must be an object mapping a key directory\'s host (or "*") to {choices}'
     if len(value) > MAX_AGENT_RULES:

@@ -5,9 +5,11 @@ one (``Caller.signed``: RFC 9421, Ed25519, the key from the directory its ``Sign
 names, fetched over HTTPS by the service's bounded outbound fetch and kept for its max-age; the
 nonce booked in Redis, so a replay to another worker is one too). What the room's policy for
 the agent's directory host says, it gets: ``queue`` (a challenge with no work: it joins the line
-as a visitor does, without proof of work) or ``refuse`` (403 ``AgentRefused``). A signature that
-does not hold is 401 ``SignatureRefused`` naming why, never a place; a request without one, a
-room without the setting, or an agent the setting does not name, is anyone's.
+as a visitor does, without proof of work), ``lane`` (the same challenge; its signed join is
+admitted through the room's agents' lane, visit/arrival.py) or ``refuse`` (403
+``AgentRefused``). A signature that does not hold is 401 ``SignatureRefused`` naming why,
+never a place; a request without one, a room without the setting, or an agent the setting does
+not name, is anyone's.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from anteroom.visit.ports import Caller
 DIRECTORY_ACCEPT = "application/http-message-signatures-directory+json"
 
 # What happened to a signed request, as the metrics count it.
-Outcome = Literal["queued", "refused", "visitor", "invalid"]
+Outcome = Literal["queued", "lane", "refused", "visitor", "invalid"]
 
 
 @dataclass(frozen=True)
@@ -52,14 +54,16 @@ def directory_fetch(url: str) -> tuple[int, str, bytes]:
 
 
 def agent_verdict(
-    s: Services, room: Mapping[str, Any] | None, caller: Caller
+    s: Services, room: Mapping[str, Any] | None, caller: Caller, *, count: bool = True
 ) -> AgentVerdict | None:
     """The verdict on ``caller``'s signature for ``room``, or None: not checked (no setting, no
     signature, no verifier) or not a Web Bot Auth signature: an ordinary visitor. Counted in
     the room's series (queued, refused, invalid), tallied in memory as the web tier's
-    refusals are."""
+    refusals are (unless ``count`` is False: the join of an arrival counted). A lane agent is
+    counted when the lane admits it."""
     verdict = _verdict(s, room, caller)
-    if verdict is not None and room is not None and verdict.outcome in AGENT_COUNTS:
+    counted = count and verdict is not None and verdict.outcome != "lane"
+    if counted and room is not None and verdict is not None and verdict.outcome in AGENT_COUNTS:
         s.series.tally(str(room["id"]), AGENT_COUNTS[verdict.outcome])
     return verdict
 
@@ -80,4 +84,5 @@ def _verdict(s: Services, room: Mapping[str, Any] | None, caller: Caller) -> Age
     if policy == "refuse":
         message = "This room does not admit automated agents signed by this key directory."
         return AgentVerdict("refused", agent, Refused("AgentRefused", message))
-    return AgentVerdict("queued" if policy == "queue" else "visitor", agent)
+    outcomes: dict[str | None, Outcome] = {"queue": "queued", "lane": "lane"}
+    return AgentVerdict(outcomes.get(policy, "visitor"), agent)

@@ -26,12 +26,13 @@ from anteroom.queue.connection.storage_errors import StorageBusy, StorageError, 
 from anteroom.queue.line import room_engine as eng
 from anteroom.queue.line.room_engine import AddressLimited
 from anteroom.queue.rooms import room_config
+from anteroom.queue.series.room_series import AGENT_COUNTS
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.visit import agents, answers, bypass, room_lookup
 from anteroom.visit.agents import AgentVerdict
 from anteroom.visit.fail_open import fail_open
-from anteroom.visit.outcomes import Challenge, Entered, Refused, Session, Spot
+from anteroom.visit.outcomes import Admitted, Challenge, Entered, Refused, Session, Spot
 from anteroom.visit.ports import Caller, Door
 from anteroom.visit.refusals import (
     STORAGE_RETRY_SEC,
@@ -69,7 +70,7 @@ def arrive(
             on_agent(verdict)
         if verdict.refusal is not None:
             return verdict.refusal
-        if verdict.outcome == "queued":
+        if verdict.outcome in ("queued", "lane"):
             return Challenge(identity.agent_challenge(s.identity, env))
     address = caller.address or "0.0.0.0"
     work = work_inputs.work_of_request(
@@ -234,6 +235,13 @@ def enter(
     proof = _proof(s, env, challenge, solutions)
     if isinstance(proof, Refused):
         return proof
+    if caller.signed is not None:
+        verdict = agents.agent_verdict(s, room, caller, count=False)  # counted at its arrival
+        if verdict is not None and verdict.refusal is not None:
+            return verdict.refusal
+        if verdict is not None and verdict.outcome == "lane":
+            ask = Join(room, proof, solutions, signals, previous_session, invite_token)
+            return _enter_lane(s, door, env, caller, ask)
     counters = door.identify_counters()
     if counters is not None:  # one server: the whole entry in one round trip
         ask = Join(room, proof, solutions, signals, previous_session, invite_token)
@@ -245,6 +253,44 @@ def enter(
     if isinstance(spot, Refused):
         return spot
     return Entered(session, spot)
+
+
+def _enter_lane(s: Services, door: Door, env: str, caller: Caller, ask: Join) -> Entered | Refused:
+    """A verified agent's join through the room's agents' lane (agents policy ``lane``):
+    admitted at once when the lane's own budget allows (lua/agent_lane.lua: at the room's
+    ``agentLaneRatePerMinute``, apart from its bank), else 429 with the wait; never in the line.
+    The budget is taken before the proof is spent, so a refusal leaves nothing spent but a
+    token of the lane, and its admission is not renewable (no active entry stands for it)."""
+    room = ask.room
+    try:
+        tag = network_tag(s, room, caller.address)
+    except Refusal as refusal:
+        return refusal.refused
+    rate = int(room.get("agentLaneRatePerMinute") or 60)
+    try:
+        lane = s.breaker.call(lambda: s.agent_lane.admit(room["id"], rate), s.keys.room(room["id"]))
+    except (StorageUnavailable, StorageBusy) as exc:
+        return storage_refusal(exc)
+    if not lane.open:
+        message = "The agents' lane admits while the room is open."
+        return Refused("RateLimited", message, retry_after=60)
+    if not lane.admitted:
+        message = "The agents' lane is at its rate; come back after Retry-After seconds."
+        return Refused("RateLimited", message, retry_after=max(1, -(-lane.retry_after_ms // 1000)))
+    session = _identify_solved(
+        s, door, env, caller, ask.challenge, ask.solutions, ask.signals, ask.previous_session
+    )
+    if isinstance(session, Refused):
+        return session
+    now = lane.now_ms // 1000
+    token = answers.admission_token(
+        s, room, session.claims.visitor_id, admission_id=tokens.new_id(),
+        session_id=session.claims.session_id, network_tag=tag or None, issued_at=now,
+        expires_at=now + int(room.get("admissionTtlSec") or 600), not_renewable=True,
+    )  # fmt: skip
+    body = answers.answer_body(room, "admitted", room_status="open", opens_at=None, token=token)
+    s.series.tally(str(room["id"]), AGENT_COUNTS["lane"])
+    return Entered(session, Admitted(body))
 
 
 @dataclass(frozen=True)

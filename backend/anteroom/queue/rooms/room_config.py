@@ -483,6 +483,8 @@ FIELDS: tuple[Field, ...] = (
     Field("safetyNet", None, _safety_net, False, _safety_net_stored, _safety_net_shown),
     # Verified search crawlers: queued (answered 503 by the hosted page) or let through uncounted.
     Field("crawlers", "queue", crawlers_problem, False, _crawlers_stored, _crawlers_shown),
+    # The signed agents' lane (agents policy "lane"): admissions a minute apart from the rate.
+    Field("agentLaneRatePerMinute", 60, IntRange(1, 100_000)),
     # Signed agents (Web Bot Auth): a policy by key directory host; {} checks no signature.
     Field(
         "agents",

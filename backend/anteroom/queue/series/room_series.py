@@ -51,7 +51,13 @@ COUNTERS = {
 # Samples older than a counter have fewer of them: the missing ones read as zeros.
 LATER_COUNTERS = {
     stored(name): name
-    for name in ("unusedAdmissions", "agentsQueued", "agentsRefused", "agentsInvalid")
+    for name in (
+        "unusedAdmissions",
+        "agentsQueued",
+        "agentsRefused",
+        "agentsInvalid",
+        "agentsLane",
+    )
 }
 GAUGES = ("waiting", "held", "active", "rate", "capacity")
 # The safety net's state in a sample (lua/_safety_net.lua): 0 none (and older samples), 1, 2.
@@ -65,6 +71,7 @@ AGENT_COUNTS = {
     "queued": stored("agentsQueued"),
     "refused": stored("agentsRefused"),
     "invalid": stored("agentsInvalid"),
+    "lane": stored("agentsLane"),
 }
 WEB_TALLIES = (*WEB_REFUSALS, *AGENT_COUNTS.values())
 

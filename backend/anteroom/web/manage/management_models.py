@@ -121,10 +121,16 @@ FIELD_DOCS = {
     "that fails verification is an ordinary visitor. The edge middleware is given the same "
     "choice in its own configuration (`crawlers=`). Cost: one reverse and one forward DNS "
     "question per new crawler address, kept for the records' TTL.",
+    "agentLaneRatePerMinute": "Admissions a minute of the signed agents' lane (an `agents` "
+    "policy `lane`), apart from `ratePerMinute`: agents admitted through it never take the "
+    "visitors' rate and are not in their line (a burst of one second's worth).",
     "agents": "Signed agents (Web Bot Auth: requests signed per RFC 9421 with Ed25519, their "
     "key directory named by `Signature-Agent` and fetched over HTTPS): what a verified agent "
     'gets, by its key directory\'s host, `"*"` for any verified agent: `queue` (a place in '
-    "the line as a visitor's, without proof of work) or `refuse` (403 `AgentRefused`). A host "
+    "the line as a visitor's, without proof of work), `lane` (a signed join is admitted at "
+    "once through the agents' own lane at `agentLaneRatePerMinute`, or told 429 with "
+    "Retry-After when the lane is spent; never in the visitors' line nor their rate; the "
+    "admission is not renewable) or `refuse` (403 `AgentRefused`). A host "
     'not named, when there is no `"*"`, and every request while this is `{}` (the '
     "default: no signature is checked), is an ordinary visitor. A signature that does not hold "
     "(forged, expired, replayed, a key its directory does not list) is refused 401 "
@@ -167,7 +173,8 @@ FIELD_EXAMPLES: dict[str, Any] = {
     "theme": {"logoUrl": "https://shop.example.com/logo.png", "accentColor": "#2a5bd7"},
     "bypass": [{"kind": "path-prefix", "value": "/static/"}],
     "crawlers": "pass",
-    "agents": {"*": "queue", "scraper.example": "refuse"},
+    "agentLaneRatePerMinute": 30,
+    "agents": {"*": "queue", "agent.example": "lane", "scraper.example": "refuse"},
     "safetyNet": {"activeSessions": 500, "arrivalsPerMinute": 1_000, "coolDownSec": 600},
     "drawBeacon": {
         "url": "https://api.drand.sh",

@@ -171,6 +171,11 @@ class Series(Answer):
     agentsRefused: Ints = _column(
         "Signed agents the room's agents setting refused (403) in the window.", 0, 1
     )
+    agentsLane: Ints = _column(
+        "Signed agents admitted through the agents' lane in the window (apart from the rate).",
+        2,
+        3,
+    )
     agentsInvalid: Ints = _column(
         "Signed arrivals refused in the window as their signature did not hold (401).", 1, 0
     )
