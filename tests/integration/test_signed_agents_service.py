@@ -92,7 +92,14 @@ def test_a_verified_agent_queues_without_proof_of_work(
     issued = visitor.arrive("drop", **signed(agent))
     assert issued.status_code == 200, issued.text
     assert issued.json["tier"] == "agent" and issued.json["difficulty"] == 0
-    joined = visitor.join(visitor.join_body("drop", issued.json))
+    body = visitor.join_body("drop", issued.json)
+    # Its challenge of no work is the agent's: spent by an unsigned join, it would buy anyone
+    # a place without work. Refused, and it stays unspent.
+    unsigned = visitor.post("queue/join", body)
+    assert unsigned.status_code == 401 and unsigned.json["error"] == "TokenInvalid"
+    joined = visitor.join(
+        body, **agent.sign("POST", "localhost", "/x", int(time.time()), scheme="http")
+    )
     assert joined.status_code == 200, joined.text
     assert joined.json["queue"]["status"] == "waiting"  # in line behind the one ahead
     assert counted("queued") == before + 1
@@ -412,3 +419,23 @@ def test_several_processes_get_the_lanes_rate_and_the_visitors_keep_theirs(
     engine.tick(room)
     stats = engine.stats(room)
     assert (stats.dealt_total, stats.waiting, stats.active) == (3, 0, 3)
+
+
+def test_an_agents_challenge_buys_nothing_unsigned_nor_by_the_older_calls(
+    client: FlaskClient, services: Services, api_key: str, agent: Agent
+) -> None:
+    """A lane agent's challenge of no work, joined unsigned, would put it in the visitors' line
+    (taking their rate) without work; traded at the older identify call, a session without work."""
+    room_id = lane_room(services, "drop", rate=60)
+    before = services.engine.stats(room_id)
+    visitor = Visitor(client, api_key)
+    now = int(time.time())
+    issued = visitor.arrive("drop", **agent.sign("POST", "localhost", ARRIVE, now, scheme="http"))
+    assert issued.json["tier"] == "agent"
+    unsigned = visitor.post("queue/join", visitor.join_body("drop", issued.json))
+    assert unsigned.status_code == 401 and unsigned.json["error"] == "TokenInvalid"
+    body = {"apiKey": api_key, "challenge": issued.json["challenge"], "solution": "0"}
+    traded = visitor.post("identify", body)
+    assert traded.status_code == 401 and traded.json["error"] == "TokenInvalid"
+    after = services.engine.stats(room_id)
+    assert (after.waiting, after.tickets) == (before.waiting, before.tickets)

@@ -112,6 +112,8 @@ def identify(
     claims = _proof(s, env, challenge, solutions)
     if isinstance(claims, Refused):
         return claims
+    if claims.agent:  # no work: only a signed join spends it (enter)
+        return Refused("TokenInvalid", "This challenge was issued to a signed agent: join with it.")
     return _identify_solved(s, door, env, caller, claims, solutions, signals, previous_session)
 
 
@@ -235,10 +237,15 @@ def enter(
     proof = _proof(s, env, challenge, solutions)
     if isinstance(proof, Refused):
         return proof
-    if caller.signed is not None:
+    if caller.signed is not None or proof.agent:
         verdict = agents.agent_verdict(s, room, caller, count=False)  # counted at its arrival
         if verdict is not None and verdict.refusal is not None:
             return verdict.refusal
+        if proof.agent and (verdict is None or verdict.outcome not in ("queued", "lane")):
+            # A challenge of no work was issued to a verified agent: an unsigned join (or one
+            # the room no longer queues) must not spend it, nor skip a lane for the line.
+            message = "This challenge was issued to a signed agent: sign the join as the arrival."
+            return Refused("TokenInvalid", message)
         if verdict is not None and verdict.outcome == "lane":
             ask = Join(room, proof, solutions, signals, previous_session, invite_token)
             return _enter_lane(s, door, env, caller, ask)
