@@ -144,7 +144,14 @@ export function edgeConfig(options) {
     if (typeof agentTimeout !== "number" || !(agentTimeout > 0 && agentTimeout <= 10)) throw badOption("agentTimeout", "must be from 0 to 10 seconds");
     if (options.agentFetch !== undefined && typeof options.agentFetch !== "function") throw badOption("agentFetch", "must be a function");
     const clock = options.clock ?? (() => Date.now() / 1000);
-    const fetchDirectory = options.agentFetch ?? httpsFetch(agentTimeout, options.agentCaFile);
+    let fetchDirectory = options.agentFetch;
+    if (fetchDirectory === undefined) {
+      try {
+        fetchDirectory = httpsFetch(agentTimeout, options.agentCaFile);
+      } catch (error) {
+        throw badOption("agentCaFile", `is not a readable PEM file (${/** @type {Error} */ (error).message})`);
+      }
+    }
     agentVerifier = new AgentVerifier(new Directories(fetchDirectory, clock), new Nonces(), clock);
   }
   return {

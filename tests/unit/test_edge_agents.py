@@ -105,6 +105,27 @@ def test_without_the_test_ca_the_directory_verifies_nobody(
     assert answer.status_code == 401 and answer.json["reason"] == "directory"
 
 
+def test_a_ca_file_that_is_not_there_is_named_at_start(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="agent_ca_file"):
+        AnteroomMiddleware(
+            site, **OPTIONS, agents={"*": "queue"}, agent_ca_file=str(tmp_path / "none.pem")
+        )
+    node = shutil.which("node")
+    assert node
+    script = (
+        'import { anteroomMiddleware } from "./frontend/node/index.js";'
+        "try { anteroomMiddleware({ keys: 'k1:' + Buffer.alloc(32).toString('base64'),"
+        " baseUrl: 'http://127.0.0.1:9', publicKey: 'pk_test', routes: { '/checkout': 'd' },"
+        f" agents: {{ '*': 'queue' }}, agentCaFile: {json.dumps(str(tmp_path / 'none.pem'))} }});"
+        " } catch (e) { console.log(e.message); }"
+    )
+    done = subprocess.run(
+        [node, "--input-type=module", "-e", script], cwd=Path(__file__).resolve().parents[2],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert "`agentCaFile` is not a readable PEM file" in done.stdout, done.stderr
+
+
 def test_the_asgi_edge_verifies_off_the_event_loop(agent: Agent, directory: KeyDirectory) -> None:
     async def app(scope: Any, receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})

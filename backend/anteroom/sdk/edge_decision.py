@@ -190,7 +190,10 @@ class EdgeConfig:
         if self.agents:
             if not 0 < self.agent_timeout <= 10:
                 raise ValueError("agent_timeout must be from 0 to 10 seconds")
-            fetch = https_fetch(self.agent_timeout, self.agent_ca_file or None)
+            try:
+                fetch = https_fetch(self.agent_timeout, self.agent_ca_file or None)
+            except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+                raise ValueError(f"agent_ca_file: not a readable PEM file ({exc})") from None
             self.agent_verifier = AgentVerifier(
                 Directories(fetch, self.clock), Nonces(), self.clock
             )
