@@ -47,10 +47,19 @@ class DnsServer:
 
 
 def free_udp_port() -> int:
-    """A UDP port of 127.0.0.1 nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port of 127.0.0.1 nobody uses right now, over UDP and TCP both: dnsmasq listens on
+    both, and a port free for UDP only made it fail to start on a busy machine."""
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            udp.bind(("127.0.0.1", 0))
+            port = int(udp.getsockname()[1])
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp:
+                try:
+                    tcp.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
+    raise RuntimeError("no port of 127.0.0.1 is free for both UDP and TCP")
 
 
 def _answers(port: int) -> bool:

@@ -52,6 +52,7 @@ class Agent:
         covered: tuple[str, ...] = ("@authority", "signature-agent"),
         keyid: str | None = None,
         scheme: str = "https",
+        alg: str = "ed25519",
     ) -> dict[str, str]:
         """The headers of a signed request (``Signature-Agent``, ``Signature-Input``,
         ``Signature``) over ``headers``."""
@@ -60,7 +61,7 @@ class Agent:
             "created": now,
             "expires": now + expires_in,
             "keyid": keyid or self.keyid,
-            "alg": "ed25519",
+            "alg": alg,
             "nonce": nonce or b64url(secrets.token_bytes(16)),
             "tag": tag,
         }

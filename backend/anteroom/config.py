@@ -149,6 +149,11 @@ class Settings:
         "`ip:port` of the DNS server the service's outbound fetches (a draw's beacon) ask, over "
         "UDP; empty: the system's resolver, in an OS thread.",
     )
+    outbound_ca_file: str = _setting(
+        "",
+        "A CA bundle (PEM file) the service's outbound https fetches (a draw's beacon, signed "
+        "agents' key directories) trust besides the system's; empty: the system's only.",
+    )
     dns_resolver: str = _setting(
         "",
         "`ip:port` of the DNS server asked to verify search crawlers (a room's `crawlers`), over "
@@ -198,6 +203,8 @@ class Settings:
             raise ValueError(f"{PREFIX}OUTBOUND_RESOLVER must be host:port (an IP address)")
         if settings.dns_resolver and not _host_port(settings.dns_resolver):
             raise ValueError(f"{PREFIX}DNS_RESOLVER must be host:port (an IP address)")
+        if settings.outbound_ca_file and not os.path.isfile(settings.outbound_ca_file):
+            raise ValueError(f"{PREFIX}OUTBOUND_CA_FILE must name a readable PEM file")
         return settings
 
     def with_overrides(self, **changes: Any) -> Settings:

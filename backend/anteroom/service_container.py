@@ -11,6 +11,7 @@ from anteroom.queue.connection.breaker import Breaker
 from anteroom.queue.connection.redis_link import Client, Links
 from anteroom.queue.draw.receipt_keys import ReceiptSigner
 from anteroom.queue.draw.room_receipts import ReceiptBook
+from anteroom.queue.line.agent_lane import AgentLane
 from anteroom.queue.line.fail_open_ledger import FailOpenLedger
 from anteroom.queue.line.room_engine import Engine
 from anteroom.queue.rooms.key_layout import KeySpace
@@ -19,6 +20,7 @@ from anteroom.queue.rooms.room_ticker import RoomTicker
 from anteroom.queue.series.room_series import RoomSeries
 from anteroom.queue.series.series_sampler import SamplerThread
 from anteroom.sdk.crawlers import CrawlerCheck
+from anteroom.sdk.signed_agents import AgentVerifier
 from anteroom.sdk.tokens import Keyring
 from anteroom.store.keystore import KeyStore
 
@@ -44,6 +46,9 @@ class Services:
     fail_open: FailOpenLedger = field(default_factory=FailOpenLedger)
     # Verifies search crawlers' claims by DNS (sdk/crawlers.py), verdicts kept per process.
     crawler_check: CrawlerCheck = field(default_factory=CrawlerCheck)
+    # Verifies signed agents' Web Bot Auth signatures (sdk/signed_agents.py), nonces in Redis;
+    # None where no app built it (then a room's agents setting checks nothing).
+    agent_verifier: AgentVerifier | None = None
 
     def __post_init__(self) -> None:
         # The room ticker (drains and sweeps open rooms) starts with the directory's refresher,
@@ -88,6 +93,11 @@ class Services:
     def receipts(self) -> ReceiptBook:
         """The draw receipts this process signs for pre-queue entrants (built once)."""
         return ReceiptBook(self.redis, self.keys, ReceiptSigner(self.keyring))
+
+    @cached_property
+    def agent_lane(self) -> AgentLane:
+        """The signed agents' lanes of the rooms (built once)."""
+        return AgentLane(self.redis, self.keys)
 
     @cached_property
     def identity(self) -> IdentityServices:

@@ -67,6 +67,24 @@ export const CHARTS = [
     ],
     summary: departuresSummary,
   },
+  {
+    id: "agents",
+    title: "Signed agents per minute",
+    lines: (s) => {
+      const none = s.times.map(() => null);
+      return [
+        ["Queued / min", perMinute(s.agentsQueued || none, s.step)],
+        ["Through the lane / min", perMinute(s.agentsLane || none, s.step)],
+        ["Refused / min", perMinute(s.agentsRefused || none, s.step)],
+        ["Bad signature / min", perMinute(s.agentsInvalid || none, s.step)],
+      ];
+    },
+    summary: (s) => {
+      const n = Math.round(60000 / s.step);
+      const sum = (/** @type {(number|null)[] | undefined} */ v) => recentSum(v || [], n);
+      return `In the last minute, ${count(sum(s.agentsQueued))} signed agents queued, ${count(sum(s.agentsLane))} admitted through their lane, ${count(sum(s.agentsRefused))} refused by the room's setting and ${count(sum(s.agentsInvalid))} with a signature that did not hold.`;
+    },
+  },
 ];
 
 /**

@@ -13,7 +13,7 @@ import { when, zone } from "./format.js";
  */
 
 /**
- * @typedef {{api: string, type: "number" | "text" | "url" | "bool" | "select" | "engines", label: string,
+ * @typedef {{api: string, type: "number" | "text" | "url" | "bool" | "select" | "engines" | "agents", label: string,
  *   unit?: string, hint?: string, empty?: string, on?: string, off?: string,
  *   options?: Record<string, string>}} Setting
  */
@@ -49,6 +49,10 @@ const GROUPS = [
       some: "Only the engines ticked: sent on to the site, uncounted",
     } },
   ]],
+  ["Signed agents (Web Bot Auth)", [
+    { api: "agents", type: "agents", label: "Policy per agent's key directory host, one a line: host then queue, lane or refuse (* for any verified agent)", hint: "Empty: no signature is checked and agents are visitors like anyone. queue: a place in line without proof of work; lane: admitted through the agents' own lane at its rate, never in the visitors' line nor their rate; refuse: 403. A signature that does not hold is refused." },
+    { api: "agentLaneRatePerMinute", type: "number", unit: "admissions a minute", label: "Rate of the agents' lane (apart from the room's rate)" },
+  ]],
   ["Fairness", [
     { api: "publicFairness", type: "bool", label: "Publish the opening's fairness report to visitors", on: "published", off: "not published" },
   ]],
@@ -63,6 +67,12 @@ function valueWords(s, v) {
   if (s.type === "engines") {
     if (Array.isArray(v)) return `verified crawlers of ${v.map((e) => ENGINES[e] || e).join(", ")} go through`;
     return v === "pass" ? "every engine's verified crawlers go through" : "crawlers queued";
+  }
+  if (s.type === "agents") {
+    const rules = Object.entries(v || {});
+    if (!rules.length) return "no signature checked";
+    const words = /** @type {Record<string, string>} */ ({ queue: "queued", lane: "through the agents' lane", refuse: "refused" });
+    return rules.map(([host, policy]) => `${host === "*" ? "any verified agent" : host} ${words[policy] || policy}`).join(", ");
   }
   if (s.type === "select") return (s.options || {})[v] || String(v);
   if (v === null || v === undefined || v === "") return s.empty || "none";
@@ -123,6 +133,14 @@ export function mountSettings(page, host) {
           show();
         };
         return [...labelled(select, s.label, "A claim in the User-Agent proves nothing: the address's reverse DNS must be the engine's, and that name must point back to it.").nodes, which];
+      }
+      if (s.type === "agents") {
+        const area = /** @type {HTMLTextAreaElement} */ (el("textarea", { id, rows: "3", spellcheck: "false" }));
+        inputs[s.api] = area;
+        // A line the API would refuse is sent as typed, so the refusal names it.
+        read[s.api] = () => Object.fromEntries(area.value.split("\n").map((line) => line.trim().split(/\s+/)).filter((p) => p[0]).map((p) => [p[0], p.slice(1).join(" ")]));
+        write[s.api] = (v) => { area.value = Object.entries(v || {}).map(([host, policy]) => `${host} ${policy}`).join("\n"); };
+        return labelled(area, s.label, s.hint).nodes;
       }
       if (s.type === "select") {
         const select = /** @type {HTMLSelectElement} */ (el("select", { id },

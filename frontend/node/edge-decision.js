@@ -50,6 +50,15 @@ const MAX_VERIFIED = 4_096;
  * @property {string | null} sessionJti
  * @property {number} now
  * @property {string} [scriptName] the prefix the app was reached under (SCRIPT_NAME)
+ * @property {string | null} [crawler] the engine, when the middleware verified the request as a
+ *   crawler the edge lets through (by DNS, which `decide` never asks itself)
+ * @property {AgentFacts | null} [agent] a signed request's verdict (the middleware's `signedAgent`)
+ */
+
+/**
+ * A signed request's verdict at the edge: `invalid` (`reason`: why), `refused` (by the policy) or
+ * `verified` (refused as anyone without an admission is).
+ * @typedef {{outcome: "invalid" | "refused" | "verified", reason: string | null, directory: string | null}} AgentFacts
  */
 
 /**
@@ -71,6 +80,7 @@ const MAX_VERIFIED = 4_096;
  * @property {Claims | null} claims
  * @property {Call | null} call for `call`: what to ask Anteroom first
  * @property {number} [bypassRule] `pass` by a bypass rule: its index in the config's `bypass`
+ * @property {string} [crawler] `pass` of a verified crawler: its engine
  */
 
 /**
@@ -323,6 +333,29 @@ function refuse(facts, config, room, reason, query) {
  * 400: the path reads as a protected one to some router; say how to ask for it.
  * @param {string} room
  */
+export const AGENT_REFUSED = "agent:refused";
+export const SIGNATURE_REFUSED = "agent:signature-refused";
+
+/**
+ * 403 for an agent the room's policy refuses; 401 for a signature that does not hold.
+ * @param {string} room
+ * @param {AgentFacts} agent
+ */
+function agentRefused(room, agent) {
+  const refused = agent.outcome === "refused";
+  const reason = refused ? AGENT_REFUSED : SIGNATURE_REFUSED;
+  const body = refused
+    ? { error: "AgentRefused", message: "This site does not admit automated agents signed by this key directory.", room }
+    : { error: "SignatureRefused", message: `The request's signature is refused (${agent.reason}).`, reason: agent.reason, room };
+  /** @type {Headers} */
+  const headers = [
+    ["Content-Type", "application/json"],
+    [REASON_HEADER, reason],
+    ["Cache-Control", "no-store"],
+  ];
+  return decision("respond", { status: refused ? 403 : 401, headers, body, reason });
+}
+
 function ambiguous(room) {
   const body = {
     error: "AmbiguousPath",
@@ -376,6 +409,9 @@ export function decide(facts, config, state) {
     const bypassed = bypassedBy(facts, config);
     if (bypassed !== null) return decision("pass", { bypassRule: bypassed });
   }
+  // Verified by DNS against the engine's own domains: no admission, nothing counted.
+  if (facts.crawler) return decision("pass", { crawler: facts.crawler });
+  if (facts.agent && facts.agent.outcome !== "verified") return agentRefused(room, facts.agent);
   if (facts.method === "OPTIONS" && header(facts, "access-control-request-method")) {
     // A CORS preflight never carries the admission it asks about: refusing it would lock out
     // every cross-origin app. Passed on, it would reach handlers that answer any method with

@@ -135,6 +135,32 @@ export interface EdgeOptions {
    * {kind: "header", name: "X-Monitor", secret: process.env.MONITOR_SECRET}]`.
    */
   bypass?: BypassRule[];
+  /**
+   * The room's `crawlers` setting (docs/operators.md, "Search crawlers"): `"queue"` (default: no
+   * check), `"pass"` (verified crawlers of every known engine pass with no admission) or a list
+   * of engines (`["google", "bing"]`). A claim is verified by reverse then forward DNS.
+   */
+  crawlers?: "queue" | "pass" | Array<"google" | "bing" | "apple" | "yandex" | "baidu">;
+  /**
+   * The resolver the crawler check asks: `"ip:port"` (default "": the system's), or an object
+   * with `dns.promises.Resolver`'s `reverse`, `resolve4` and `resolve6`.
+   */
+  dnsResolver?: string | Pick<import("node:dns/promises").Resolver, "reverse" | "resolve4" | "resolve6">;
+  /** Seconds for the crawler check's questions together (default 1; at most 10). */
+  dnsTimeout?: number;
+  /**
+   * The room's `agents` setting (docs/operators.md, "Signed agents"): a key directory's host, or
+   * `"*"` for any verified agent, to `"queue"` or `"refuse"`; `{}` (default) checks no signature.
+   * A protected request with no admission carrying a Web Bot Auth signature is verified (RFC
+   * 9421, Ed25519): refused agents get 403, signatures that do not hold 401.
+   */
+  agents?: Record<string, "queue" | "lane" | "refuse">;
+  /** A CA file (PEM) trusted besides Node's roots when fetching agents' key directories. */
+  agentCaFile?: string;
+  /** Seconds a key directory's fetch may take (default 2; at most 10). */
+  agentTimeout?: number;
+  /** How key directories are fetched (default: node:https); tests answer from canned ones. */
+  agentFetch?: (url: string) => Promise<{ status: number; cacheControl: string; body: string | Buffer }>;
   /** The client's address (default `req.socket.remoteAddress`); behind a proxy, read it here. */
   clientIp?: (req: IncomingMessage) => string | null | undefined;
   /** The session `jti` an admission must match (default: none is checked). */

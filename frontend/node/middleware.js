@@ -16,9 +16,11 @@
  * `edge-decision.js`, and `edge-client.js` makes the calls to Anteroom it asks for.
  */
 import { RuleError, parseRules } from "./bypass-rules.js";
+import { CrawlerCheck, DEFAULT_TIMEOUT, claimedEngine, crawlerEngines, dnsResolver } from "./crawlers.js";
 import { AnteroomClient, httpTransport, settle } from "./edge-client.js";
-import { EdgeState, decide } from "./edge-decision.js";
+import { COOKIE, EdgeState, cookieValue, decide } from "./edge-decision.js";
 import { RouteTable, rawPathOf } from "./edge-paths.js";
+import { AgentVerifier, Directories, Nonces, SignatureError, agentsProblem, httpsFetch, policyFor } from "./signed-agents.js";
 import { Keyring } from "./tokens.js";
 import { quotePath, wsgiPath } from "./url.js";
 
@@ -41,6 +43,7 @@ const READ_HEADERS = [
   "anteroom-ticket",
   "access-control-request-method",
   "origin",
+  "signature-input",
 ];
 
 /** @typedef {import("node:http").IncomingMessage} Request */
@@ -108,8 +111,55 @@ export function edgeConfig(options) {
     if (error instanceof RuleError) throw badOption("bypass", error.message);
     throw error;
   }
+  let engines;
+  try {
+    engines = crawlerEngines(options.crawlers);
+  } catch (error) {
+    throw badOption("crawlers", /** @type {Error} */ (error).message);
+  }
+  /** @type {CrawlerCheck | null} */
+  let crawlerCheck = null;
+  if (engines.length > 0) {
+    const dnsTimeout = options.dnsTimeout ?? DEFAULT_TIMEOUT;
+    if (typeof dnsTimeout !== "number" || !(dnsTimeout > 0 && dnsTimeout <= 10)) throw badOption("dnsTimeout", "must be from 0 to 10 seconds");
+    let resolver = options.dnsResolver ?? "";
+    if (typeof resolver === "string") {
+      try {
+        resolver = dnsResolver(resolver, dnsTimeout);
+      } catch (error) {
+        throw badOption("dnsResolver", /** @type {Error} */ (error).message);
+      }
+    } else if (typeof resolver?.reverse !== "function") {
+      throw badOption("dnsResolver", "is host:port or a resolver (reverse, resolve4, resolve6)");
+    }
+    crawlerCheck = new CrawlerCheck(resolver, { timeout: dnsTimeout, ...(options.clock ? { clock: options.clock } : {}) });
+  }
+  const agents = options.agents ?? {};
+  const agentsWrong = agentsProblem(agents);
+  if (agentsWrong) throw badOption("agents", agentsWrong);
+  /** @type {AgentVerifier | null} */
+  let agentVerifier = null;
+  if (Object.keys(agents).length > 0) {
+    const agentTimeout = options.agentTimeout ?? 2;
+    if (typeof agentTimeout !== "number" || !(agentTimeout > 0 && agentTimeout <= 10)) throw badOption("agentTimeout", "must be from 0 to 10 seconds");
+    if (options.agentFetch !== undefined && typeof options.agentFetch !== "function") throw badOption("agentFetch", "must be a function");
+    const clock = options.clock ?? (() => Date.now() / 1000);
+    let fetchDirectory = options.agentFetch;
+    if (fetchDirectory === undefined) {
+      try {
+        fetchDirectory = httpsFetch(agentTimeout, options.agentCaFile);
+      } catch (error) {
+        throw badOption("agentCaFile", `is not a readable PEM file (${/** @type {Error} */ (error).message})`);
+      }
+    }
+    agentVerifier = new AgentVerifier(new Directories(fetchDirectory, clock), new Nonces(), clock);
+  }
   return {
     keys: Keyring.coerce(options.keys),
+    agents: { ...agents },
+    agentVerifier,
+    crawlerEngines: engines,
+    crawlerCheck,
     baseUrl: options.baseUrl.replace(/\/+$/, ""),
     publicKey: options.publicKey,
     routeTable: new RouteTable(routes, options.caseSensitive, { mount: options.mount, languages: options.languages }),
@@ -130,6 +180,72 @@ export function edgeConfig(options) {
 }
 
 /** @typedef {ReturnType<typeof edgeConfig>} EdgeConfig */
+
+/**
+ * The engine's name when the request is a verified crawler this edge lets through, else null.
+ * Asks DNS (within `dnsTimeout`) only for a claim of an engine let through, at an address whose
+ * verdict is not yet known; `decide` never asks DNS itself.
+ * @param {EdgeConfig} config
+ * @param {string | null} clientIp
+ * @param {string | null | undefined} userAgent
+ * @returns {Promise<string | null>}
+ */
+export async function verifiedCrawler(config, clientIp, userAgent) {
+  if (config.crawlerCheck === null || claimedEngine(userAgent, config.crawlerEngines) === null) return null;
+  const engine = await config.crawlerCheck.verified(clientIp, userAgent, config.crawlerEngines);
+  return engine?.name ?? null;
+}
+
+/**
+ * Is this a request whose signature the edge checks? (Agents set, a signature there, no admission:
+ * an admitted agent is decided by its admission alone.)
+ * @param {EdgeConfig} config
+ * @param {import("./edge-decision.js").Facts} facts
+ */
+export function checksAgent(config, facts) {
+  return (
+    config.agentVerifier !== null &&
+    Boolean(facts.headers["signature-input"]) &&
+    !facts.headers["anteroom-admission"] &&
+    cookieValue(facts.headers.cookie ?? "", COOKIE) === null
+  );
+}
+
+/**
+ * The verdict on `request`'s signature when `checksAgent`, else null. May fetch the agent's key
+ * directory (within `agentTimeout`); `decide` never does.
+ * @param {EdgeConfig} config
+ * @param {import("./edge-decision.js").Facts} facts
+ * @param {import("./signed-agents.js").SignedRequest} request
+ * @returns {Promise<import("./edge-decision.js").AgentFacts | null>}
+ */
+export async function signedAgent(config, facts, request) {
+  if (config.agentVerifier === null || !checksAgent(config, facts)) return null;
+  let agent;
+  try {
+    agent = await config.agentVerifier.verify(request);
+  } catch (error) {
+    if (error instanceof SignatureError) return { outcome: "invalid", reason: error.reason, directory: null };
+    throw error;
+  }
+  if (agent === null) return null;
+  const policy = policyFor(config.agents, agent.directory);
+  return { outcome: policy === "refuse" ? "refused" : "verified", reason: null, directory: agent.directory };
+}
+
+/**
+ * A request as a signature covers it.
+ * @param {Request} req
+ * @param {import("./edge-decision.js").Facts} facts
+ * @returns {import("./signed-agents.js").SignedRequest}
+ */
+function signedRequestOf(req, facts) {
+  /** @type {Record<string, string>} */
+  const headers = {};
+  for (const name of Object.keys(req.headers)) headers[name] = header(req, name);
+  const path = rawPathOf(/** @type {{originalUrl?: string}} */ (req).originalUrl ?? req.url ?? "/");
+  return { method: facts.method, scheme: facts.scheme, authority: facts.host, path, query: facts.query, headers };
+}
 
 /**
  * A request header as one string ("" when absent), as WSGI gives it.
@@ -249,7 +365,10 @@ export function anteroomMiddleware(options) {
     if (config.routeTable.match(wsgiPath(rawPath), rawPath, wsgiPath(scriptName)).room === null) return next();
     let decision;
     try {
-      decision = decide(factsOf(req, config), config, state);
+      const facts = factsOf(req, config);
+      if (config.crawlerCheck !== null) facts.crawler = await verifiedCrawler(config, facts.clientIp, header(req, "user-agent"));
+      if (checksAgent(config, facts)) facts.agent = await signedAgent(config, facts, signedRequestOf(req, facts));
+      decision = decide(facts, config, state);
       if (decision.kind === "call") decision = await settle(decision, anteroom);
     } catch (error) {
       return next(error);

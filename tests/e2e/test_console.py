@@ -18,7 +18,7 @@ from console_pages import sign_in
 from playwright.sync_api import Page, expect
 
 from anteroom.engine import Engine
-from anteroom.queue.series.room_series import RoomSeries
+from anteroom.queue.series.room_series import AGENT_COUNTS, RoomSeries
 from anteroom.store.keystore import KeyStore
 from helpers import make_room
 from live_server import LiveServer
@@ -119,6 +119,17 @@ def test_operator_watches_the_line_move_and_pauses_and_resumes(
     crowd.tick()
     expect(page.locator("#summary-departures")).to_contain_text(
         "1 left the line before their turn in this span", timeout=10_000
+    )
+    # Signed agents are counted apart (the web tier's tallies, as visit/agents.py makes them).
+    for _ in range(2):
+        crowd.series.tally(crowd.room, AGENT_COUNTS["queued"])
+    crowd.series.tally(crowd.room, AGENT_COUNTS["invalid"])
+    crowd.series.flush_tallies()
+    crowd.tick()
+    expect(page.locator("#summary-agents")).to_contain_text(
+        "2 signed agents queued, 0 admitted through their lane, 0 refused by the room's setting"
+        " and 1 with a signature",
+        timeout=10_000,
     )
     page.get_by_label("Show the last").select_option(label="15 minutes")
     expect(page.locator("#chart-line")).to_have_attribute("data-points", FIFTEEN_MINUTES)

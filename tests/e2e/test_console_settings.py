@@ -165,6 +165,13 @@ SETTINGS: list[tuple[str, str, str | bool, Any]] = [
     ("setting-pollBudgetPerSecond", "fill", "3000", 3000),
     ("setting-failMode", "select", "open", "open"),
     ("setting-crawlers", "select", "pass", "pass"),
+    (
+        "setting-agents",
+        "fill",
+        "* queue\nagent.example lane\nscraper.example refuse",
+        {"*": "queue", "agent.example": "lane", "scraper.example": "refuse"},
+    ),
+    ("setting-agentLaneRatePerMinute", "fill", "30", 30),
     ("setting-publicFairness", "check", False, False),
 ]
 FIELD = re.compile(r"^setting-(.*)$")

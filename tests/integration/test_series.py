@@ -445,7 +445,7 @@ def test_spots_that_left_before_their_turn_are_counted_by_their_wait(
     # the quiet one, dropped once 60 s unpolled had passed, at the first tick after
     assert by_bucket["60"] + by_bucket["120"] == 1
     assert sum(last.abandoned) == 2  # the admitted one who left is not among them
-    assert last.later == (0,)  # the admission that left was not left unused
+    assert last.later[0] == 0  # the admission that left was not left unused
     assert dict(zip(rs.COUNTERS.values(), last.counters, strict=True))["leaves"] == 2
 
 
@@ -476,3 +476,15 @@ def test_series_api_shows_who_left_before_their_turn(
     assert body["abandonedWaits"][:2] == [None, None]
     last = body["abandonedWaits"][2]
     assert last[body["waitBuckets"].index("30")] == 1 and sum(last) == 2
+
+
+def test_a_sample_older_than_a_later_counter_reads_it_as_zero_and_keeps_the_others() -> None:
+    """Samples written before the agents' counters hold unusedAdmissions alone after the
+    abandon buckets: it is read as it was, the newer counters as zeros."""
+    buckets = len(rs.WAIT_BUCKETS)
+    head = [T0, 1, *([0] * len(rs.GAUGES)), *([0] * len(rs.COUNTERS)), *([0] * buckets), 0]
+    older = rs.Sample.parse(":".join(str(x) for x in [*head, *([0] * buckets), 7]))
+    assert dict(zip(rs.LATER_COUNTERS.values(), older.later, strict=True)) == {
+        "unusedAdmissions": 7, "agentsQueued": 0, "agentsRefused": 0, "agentsInvalid": 0,
+        "agentsLane": 0,
+    }  # fmt: skip

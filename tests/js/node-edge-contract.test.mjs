@@ -6,9 +6,10 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
+import { clientAddress } from "../../frontend/node/crawlers.js";
 import { EdgeState, decide } from "../../frontend/node/edge-decision.js";
 import { rawPathOf } from "../../frontend/node/edge-paths.js";
-import { edgeConfig } from "../../frontend/node/middleware.js";
+import { checksAgent, edgeConfig, signedAgent, verifiedCrawler } from "../../frontend/node/middleware.js";
 import { wsgiPath } from "../../frontend/node/url.js";
 
 const table = JSON.parse(readFileSync(new URL("../fixtures/edge_cases.json", import.meta.url), "utf8"));
@@ -50,6 +51,41 @@ function answered(decision, answers, now) {
   return [decision, calls];
 }
 
+/**
+ * A resolver answering from the case's DNS facts (see make_edge_fixtures), as
+ * `dns.promises.Resolver` answers: ENOTFOUND for a name that does not exist, ETIMEOUT when down.
+ */
+function cannedDns(facts) {
+  const fail = (code) => Object.assign(new Error(code), { code });
+  const forward = (version) => async (name, { ttl }) => {
+    if (facts.down) throw fail("ETIMEOUT");
+    const found = facts.forward[name];
+    if (!found) throw fail("ENOTFOUND");
+    const addresses = found.addresses.filter((a) => a.includes(":") === (version === 6));
+    if (addresses.length === 0) throw fail("ENODATA");
+    return addresses.map((address) => (ttl ? { address, ttl: found.ttl } : address));
+  };
+  return {
+    async reverse(ip) {
+      if (facts.down) throw fail("ETIMEOUT");
+      const key = Object.keys(facts.ptr).find((listed) => clientAddress(listed)?.address === ip);
+      if (key === undefined) throw fail("ENOTFOUND");
+      return facts.ptr[key].names;
+    },
+    resolve4: forward(4),
+    resolve6: forward(6),
+  };
+}
+
+/** A key directory fetch answering from the case's directories (see make_edge_fixtures). */
+function cannedDirectories(listed) {
+  return async (url) => {
+    const found = listed[url];
+    if (!found) return { status: 404, cacheControl: "", body: "" };
+    return { status: found.status, cacheControl: found.cacheControl, body: JSON.stringify(found.body) };
+  };
+}
+
 function checkDecision(decision, expect) {
   assert.equal(decision.kind, expect.kind);
   if ("status" in expect) assert.equal(decision.status, expect.status);
@@ -60,9 +96,12 @@ function checkDecision(decision, expect) {
   for (const [name, value] of Object.entries(expect.bodyIncludes ?? {})) assert.deepEqual(decision.body?.[name], value, name);
   for (const [name, value] of Object.entries(expect.claims ?? {})) assert.deepEqual(decision.claims?.[name], value, name);
   if ("bypassRule" in expect) assert.equal(decision.bypassRule, expect.bypassRule);
+  if ("crawler" in expect) assert.equal(decision.crawler, expect.crawler);
 }
 
 const ALL_REASONS = [
+  "agent:refused",
+  "agent:signature-refused",
   "queue:admission-expired",
   "queue:admission-forged",
   "queue:admission-malformed",
@@ -80,21 +119,33 @@ test("the table names every refusal reason", () => {
 });
 
 for (const kase of table.cases) {
-  test(`edge case: ${kase.name}`, () => {
+  test(`edge case: ${kase.name}`, async () => {
     let now = table.now;
     const c = { ...table.config, ...kase.config };
+    // The transport swapped, as the canned answers stand for Anteroom's: the check is the SDK's.
+    if (kase.dns && c.crawlers && c.crawlers !== "queue") c.dnsResolver = cannedDns(kase.dns);
+    if (kase.directories) c.agentFetch = cannedDirectories(kase.directories);
     const config = edgeConfig({ ...c, clock: () => now });
     const state = new EdgeState();
     for (const [number, step] of kase.steps.entries()) {
       now = table.now + (step.at ?? 0);
       const answers = [...(step.anteroom ?? [])];
-      const [decision, calls] = answered(decide(factsOf(step.request, now), config, state), answers, now);
+      const facts = factsOf(step.request, now);
+      // As the middleware does: DNS asked before the decision, which never asks it itself.
+      facts.crawler = await verifiedCrawler(config, facts.clientIp, facts.headers["user-agent"]);
+      if (checksAgent(config, facts)) {
+        const signed = { method: facts.method, scheme: facts.scheme, authority: facts.host, path: facts.rawPath ?? facts.path, query: facts.query, headers: facts.headers };
+        facts.agent = await signedAgent(config, facts, signed);
+      }
+      const [decision, calls] = answered(decide(facts, config, state), answers, now);
       const where = `step ${number}: ${JSON.stringify(decision)}`;
       try {
         checkDecision(decision, step.expect);
         assert.deepEqual(calls, step.expect.calls ?? []);
         assert.deepEqual(answers, []); // every canned answer was asked for
         if ("verifications" in step.expect) assert.equal(state.verifications, step.expect.verifications);
+        if ("agentDirectoryFetches" in step.expect) assert.equal(config.agentVerifier?.directories.fetches ?? 0, step.expect.agentDirectoryFetches);
+        if ("dnsLookups" in step.expect) assert.equal(config.crawlerCheck?.lookups ?? 0, step.expect.dnsLookups);
       } catch (error) {
         error.message = `${where}\n${error.message}`;
         throw error;
@@ -107,5 +158,19 @@ for (const bad of table.bypassErrors) {
   test(`a bad bypass rule is refused naming its field: ${bad.error}`, () => {
     const options = { ...table.config, bypass: bad.bypass };
     assert.throws(() => edgeConfig(options), (error) => error instanceof TypeError && error.message.includes(`\`bypass\` ${bad.error}`));
+  });
+}
+
+for (const bad of table.crawlerErrors) {
+  test(`a bad crawlers option is refused naming it: ${bad.error}`, () => {
+    const options = { ...table.config, crawlers: bad.crawlers, dnsResolver: "192.0.2.53:53" };
+    assert.throws(() => edgeConfig(options), (error) => error instanceof TypeError && error.message.includes("`crawlers`") && error.message.includes(bad.error));
+  });
+}
+
+for (const bad of table.agentErrors) {
+  test(`a bad agents option is refused naming it: ${bad.error}`, () => {
+    const options = { ...table.config, agents: bad.agents };
+    assert.throws(() => edgeConfig(options), (error) => error instanceof TypeError && error.message.includes("`agents`") && error.message.includes(bad.error));
   });
 }

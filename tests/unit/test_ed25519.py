@@ -102,3 +102,23 @@ def test_agrees_with_cryptography(message: bytes, seed: bytes) -> None:
     with pytest.raises(InvalidSignature):
         Ed25519PublicKey.from_public_bytes(public).verify(bytes(forged), message)
     assert not ed25519.verify(public, message, bytes(forged))
+
+
+def test_a_key_that_keeps_signing_is_checked_alike_with_its_comb() -> None:
+    """A key verified twice gets a comb of its own (the fast path of a signed agent's later
+    requests): it accepts and refuses exactly what OpenSSL does, also once more keys than
+    ``KEY_COMBS`` have pushed the oldest combs out."""
+    seeds = [hashlib.sha256(b"comb %d" % i).digest() for i in range(ed25519.KEY_COMBS + 3)]
+    for round_ in range(3):
+        for seed in seeds:
+            key = Ed25519PrivateKey.from_private_bytes(seed)
+            public = key.public_key().public_bytes_raw()
+            message = b"request %d" % round_
+            signature = key.sign(message)
+            assert ed25519.verify(public, message, signature)
+            assert not ed25519.verify(public, message + b"!", signature)
+            forged = bytearray(signature)
+            forged[secrets.randbelow(64)] ^= 1 << secrets.randbelow(8)
+            assert not ed25519.verify(public, message, bytes(forged))
+    combs = [k for k in ed25519._keys.values() if k.comb is not None]
+    assert 0 < len(combs) <= ed25519.KEY_COMBS

@@ -144,3 +144,68 @@ def test_the_asgi_middleware_verifies_off_the_event_loop(dns_server: DnsServer) 
 def test_bad_crawler_options_are_named(change: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         AnteroomMiddleware(site, **(OPTIONS | change))
+
+
+NODE_CHECK = """
+import http from "node:http";
+import { anteroomMiddleware } from "./frontend/node/index.js";
+const [resolver, timeout, ...asks] = process.argv.slice(1);
+const edge = anteroomMiddleware({
+  keys: "k1:" + Buffer.alloc(32).toString("base64"), baseUrl: "http://127.0.0.1:9",
+  publicKey: "pk_test", routes: { "/checkout": "drop" }, crawlers: "pass",
+  dnsResolver: resolver, dnsTimeout: Number(timeout),
+  clientIp: (req) => req.headers["x-test-peer"],
+});
+const server = http.createServer((req, res) => edge(req, res, () => res.end("the shop")));
+server.listen(0, "127.0.0.1", async () => {
+  const out = [];
+  for (const ask of asks) {
+    const [address, userAgent] = JSON.parse(ask);
+    const started = performance.now();
+    const answer = await fetch(`http://127.0.0.1:${server.address().port}/checkout`, {
+      headers: { "x-test-peer": address, "user-agent": userAgent, accept: "text/html" },
+      redirect: "manual",
+    });
+    out.push([answer.status, performance.now() - started]);
+  }
+  console.log(JSON.stringify(out));
+  server.close();
+});
+"""
+
+
+def node_statuses(resolver: str, timeout: float, *asks: tuple[str, str]) -> list[list[float]]:
+    """[status, ms] of each (address, User-Agent) through the Node middleware in a node:http
+    server, its crawler check asking ``resolver`` with Node's own DNS client."""
+    import json
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    node = shutil.which("node")
+    assert node, "node is needed (make test installs it)"
+    done = subprocess.run(
+        [node, "--input-type=module", "-e", NODE_CHECK, resolver, str(timeout),
+         *(json.dumps(a) for a in asks)],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_node_middleware_verifies_crawlers_against_the_same_dns(
+    dns_server: DnsServer,
+) -> None:
+    answers = node_statuses(
+        dns_server.resolver, 1.0,
+        (GOOGLEBOT, GOOGLEBOT_UA), (BINGBOT, BINGBOT_UA), (SPOOFED, GOOGLEBOT_UA),
+        (NO_PTR, GOOGLEBOT_UA), (GOOGLEBOT, BINGBOT_UA), (f"::ffff:{GOOGLEBOT}", GOOGLEBOT_UA),
+    )  # fmt: skip
+    # Node's fetch says Sec-Fetch-Mode: cors, so a refusal is the API's 429, not a redirect.
+    assert [int(status) for status, _ in answers] == [200, 200, 429, 429, 429, 200]
+
+
+def test_the_node_middleware_refuses_promptly_when_the_resolver_never_answers() -> None:
+    with silent_udp_port() as silent:
+        [(status, ms)] = node_statuses(silent, 0.3, (GOOGLEBOT, GOOGLEBOT_UA))
+    assert status == 429 and ms < 1000

@@ -90,6 +90,7 @@ def _sign_challenge(
     *,
     measure: bool,
     least: int | None = None,
+    agent: bool = False,
 ) -> dict[str, Any]:
     now = int(time.time())
     claims = tokens.ChallengeClaims(
@@ -102,6 +103,7 @@ def _sign_challenge(
         # any count from `least` to `puzzles` solves it (arrival_challenge)
         least=least if least is not None and puzzles is not None and least < puzzles else None,
         measure=measure,
+        agent=agent,
     )
     token = tokens.issue(services.keyring, claims)
     prefixes = pow.puzzle_prefixes(token, puzzles)
@@ -155,6 +157,15 @@ def arrival_challenge(
     answer["tier"] = work.tier
     answer["minPuzzles"] = least if least < count else count
     answer["fitMs"] = int(work_rule.FIT_TARGET_SEC * 1000)
+    return answer
+
+
+def agent_challenge(services: IdentityServices, environment: str) -> dict[str, Any]:
+    """A verified signed agent's challenge: no work (difficulty 0, one puzzle any answer
+    solves), so it joins the line as a visitor does without paying a proof of work. Marked
+    (``agent``): only a join signed by a verified agent may spend it (visit/arrival.py)."""
+    answer = _sign_challenge(services, environment, 0, None, measure=False, agent=True)
+    answer |= {"tier": "agent", "minPuzzles": 1, "fitMs": 0}
     return answer
 
 

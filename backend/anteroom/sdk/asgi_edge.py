@@ -29,6 +29,7 @@ from urllib.parse import quote, unquote_to_bytes
 
 from anteroom.sdk.edge_client import AnteroomClient, http_transport
 from anteroom.sdk.edge_decision import Decision, EdgeConfig, EdgeState, Facts, decide
+from anteroom.sdk.message_signatures import SignedRequest
 
 __all__ = ["AnteroomASGIMiddleware"]
 
@@ -135,6 +136,12 @@ class AnteroomASGIMiddleware:
             facts.crawler = await asyncio.to_thread(
                 self.config.verified_crawler, facts.client_ip, user_agent
             )
+        if self.config.checks_agent(facts):
+            signed = SignedRequest(
+                facts.method, facts.scheme, facts.host, facts.url_path, facts.query, headers
+            )
+            # Its directory fetch blocks (up to agent_timeout): never on the event loop.
+            facts.agent = await asyncio.to_thread(self.config.signed_agent, facts, signed)
         decision = decide(facts, self.config, self.state, match)
         while decision.call is not None and decision.kind == "call":
             # A call to Anteroom blocks (urllib, up to `timeout`): never on the event loop.

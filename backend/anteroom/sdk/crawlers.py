@@ -103,7 +103,8 @@ class CrawlerCheck:
     """Checks crawler claims by reverse then forward DNS, remembering verdicts for their TTL.
 
     ``resolver``: ``host:port`` ("" for the system's); ``clock`` is injectable (monotonic
-    seconds) so tests move time instead of waiting.
+    seconds) so tests move time instead of waiting; ``ask`` too (``dns_client.ask``'s
+    signature): the shared edge case table answers from canned DNS facts through it.
     """
 
     def __init__(
@@ -114,7 +115,9 @@ class CrawlerCheck:
         max_entries: int = MAX_ENTRIES,
         new_per_sec: float = NEW_PER_SEC,
         new_burst: float = NEW_BURST,
+        ask: Callable[[tuple[str, int], str, int, float], dns.Answer] | None = None,
     ) -> None:
+        self._question = ask or dns.ask
         self.server = resolver_address(resolver or system_resolver())
         self.timeout = timeout
         self.clock = clock
@@ -169,7 +172,7 @@ class CrawlerCheck:
         """(verified, seconds the verdict holds): reverse name, then its forward addresses."""
         deadline = time.monotonic() + self.timeout
         try:
-            reverse = dns.ask(self.server, client.reverse_pointer, dns.PTR, deadline)
+            reverse = self._question(self.server, client.reverse_pointer, dns.PTR, deadline)
             if reverse.rcode == dns.NXDOMAIN:
                 return False, NEGATIVE_TTL
             if reverse.rcode != dns.NOERROR:
@@ -180,7 +183,7 @@ class CrawlerCheck:
                 return False, _bounded(ptr_ttl, NEGATIVE_TTL)
             qtype, size = (dns.A, 4) if client.version == 4 else (dns.AAAA, 16)
             for name in ours[:4]:  # a few names at most: each costs a question
-                forward = dns.ask(self.server, name, qtype, deadline)
+                forward = self._question(self.server, name, qtype, deadline)
                 if forward.rcode not in (dns.NOERROR, dns.NXDOMAIN):
                     raise dns.DnsFailed(f"rcode {forward.rcode}")
                 found, a_ttl = dns.follow(forward, name, qtype)

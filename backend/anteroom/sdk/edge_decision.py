@@ -31,6 +31,15 @@ from anteroom.sdk.crawlers import (
     claimed_engine,
 )
 from anteroom.sdk.edge_paths import PathMatch, RouteTable
+from anteroom.sdk.message_signatures import SignatureError, SignedRequest
+from anteroom.sdk.signed_agents import (
+    AgentVerifier,
+    Directories,
+    Nonces,
+    agents_problem,
+    https_fetch,
+    policy_for,
+)
 from anteroom.sdk.tokens import NOT_RENEWABLE, Keyring
 from anteroom.sdk.verification import verify_admission
 
@@ -94,6 +103,17 @@ class EdgeConfig:
     (``["google", "bing"]``). A claim is verified by reverse then forward DNS (``crawlers``),
     asking ``dns_resolver`` (``ip:port``; "" for the system's first nameserver) within
     ``dns_timeout`` seconds; a claim that fails, or no answer in time, is refused as anyone is.
+
+    ``agents`` is the room's setting of the same name (docs/operators.md, "Signed agents"): a
+    key directory's host, or ``"*"`` for any verified agent, mapped to ``"queue"``, ``"lane"``
+    or ``"refuse"``; ``{}`` (the default) checks no signature. A request to a protected path with
+    no admission that carries a Web Bot Auth signature is verified (RFC 9421, Ed25519; the
+    directory fetched over HTTPS within ``agent_timeout`` seconds, trusting the system's CAs
+    and ``agent_ca_file``, kept for its max-age; nonces kept in this process): an agent whose
+    policy is ``refuse`` is answered 403 ``AgentRefused``, a signature that does not hold 401
+    ``SignatureRefused`` naming why, and any other is refused as anyone without an admission
+    is (it queues at the service, where a signed arrival pays no proof of work). A request
+    with an admission is decided by it alone: an agent pays the check once per admission.
     """
 
     keys: str | Mapping[str, bytes] | Keyring
@@ -116,10 +136,14 @@ class EdgeConfig:
     crawlers: str | Sequence[str] = "queue"
     dns_resolver: str = ""
     dns_timeout: float = DEFAULT_TIMEOUT
+    agents: Mapping[str, str] = field(default_factory=dict)
+    agent_ca_file: str = ""
+    agent_timeout: float = 2.0
     route_table: RouteTable = field(init=False, repr=False)
     bypass_rules: tuple[bypass_rules.Rule, ...] = field(init=False, repr=False)
     crawler_engines: tuple[Engine, ...] = field(init=False, repr=False)
     crawler_check: CrawlerCheck | None = field(init=False, repr=False)
+    agent_verifier: AgentVerifier | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.keys = Keyring.coerce(self.keys)
@@ -159,6 +183,20 @@ class EdgeConfig:
                 self.crawler_check = CrawlerCheck(self.dns_resolver, self.dns_timeout)
             except ValueError as exc:
                 raise ValueError(f"dns_resolver: {exc}") from None
+        problem = agents_problem(dict(self.agents) if isinstance(self.agents, Mapping) else None)
+        if problem:
+            raise ValueError(f"agents {problem}")
+        self.agent_verifier = None
+        if self.agents:
+            if not 0 < self.agent_timeout <= 10:
+                raise ValueError("agent_timeout must be from 0 to 10 seconds")
+            try:
+                fetch = https_fetch(self.agent_timeout, self.agent_ca_file or None)
+            except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+                raise ValueError(f"agent_ca_file: not a readable PEM file ({exc})") from None
+            self.agent_verifier = AgentVerifier(
+                Directories(fetch, self.clock), Nonces(), self.clock
+            )
 
     def claims_crawler(self, user_agent: str | None) -> bool:
         """Does ``user_agent`` claim a crawler this edge lets through? (No DNS: a claim only.)"""
@@ -174,6 +212,30 @@ class EdgeConfig:
             return None
         engine = self.crawler_check.verified(client_ip, user_agent, self.crawler_engines)
         return None if engine is None else engine.name
+
+    def checks_agent(self, facts: Facts) -> bool:
+        """Is this a request whose signature the edge checks? (Agents set, a signature there,
+        no admission: an admitted agent is decided by its admission alone.)"""
+        return (
+            self.agent_verifier is not None
+            and bool(facts.header("signature-input"))
+            and not facts.header("anteroom-admission")
+            and cookie_value(facts.header("cookie"), COOKIE) is None
+        )
+
+    def signed_agent(self, facts: Facts, request: SignedRequest) -> AgentFacts | None:
+        """The verdict on ``request``'s signature when :meth:`checks_agent`, else None. May
+        fetch the agent's key directory (blocking, ``agent_timeout`` at most)."""
+        if self.agent_verifier is None or not self.checks_agent(facts):
+            return None
+        try:
+            agent = self.agent_verifier.verify(request)
+        except SignatureError as exc:
+            return AgentFacts("invalid", exc.reason, None)
+        if agent is None:
+            return None
+        policy = policy_for(self.agents, agent.directory)
+        return AgentFacts("refused" if policy == "refuse" else "verified", None, agent.directory)
 
     def bypass_headers(self) -> tuple[str, ...]:
         """The request headers the bypass rules read (lower-case), beyond the edge's own."""
@@ -193,6 +255,16 @@ def _crawler_engines(value: Any) -> tuple[Engine, ...]:
     if unknown:
         raise ValueError(f"crawlers: {unknown[0]!r} is not an engine ({names})")
     return tuple(e for e in ENGINES if e.name in value)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentFacts:
+    """A signed request's verdict at the edge: ``invalid`` (``reason``: why), ``refused`` (by
+    the policy) or ``verified`` (refused as anyone without an admission is)."""
+
+    outcome: Literal["invalid", "refused", "verified"]
+    reason: str | None
+    directory: str | None
 
 
 @dataclass(slots=True)
@@ -220,6 +292,7 @@ class Facts:
     now: float = 0.0
     script_name: str = ""
     crawler: str | None = None
+    agent: AgentFacts | None = None  # a signed request's verdict (EdgeConfig.signed_agent)
 
     def header(self, name: str) -> str:
         return self.headers.get(name, "") or ""
@@ -413,6 +486,34 @@ def refuse(
     return too_many(config, room, reason, QUEUE_RETRY_SEC, {"queuePage": page})
 
 
+AGENT_REFUSED, SIGNATURE_REFUSED = "agent:refused", "agent:signature-refused"
+
+
+def agent_refused(room: str, agent: AgentFacts) -> Decision:
+    """403 for an agent the room's policy refuses; 401 for a signature that does not hold."""
+    if agent.outcome == "refused":
+        status, reason = 403, AGENT_REFUSED
+        body = {
+            "error": "AgentRefused",
+            "message": "This site does not admit automated agents signed by this key directory.",
+            "room": room,
+        }
+    else:
+        status, reason = 401, SIGNATURE_REFUSED
+        body = {
+            "error": "SignatureRefused",
+            "message": f"The request's signature is refused ({agent.reason}).",
+            "reason": agent.reason,
+            "room": room,
+        }
+    headers = (
+        ("Content-Type", "application/json"),
+        (REASON_HEADER, reason),
+        ("Cache-Control", "no-store"),
+    )
+    return Decision("respond", status, headers, body, reason)
+
+
 def ambiguous(room: str) -> Decision:
     """400: the path reads as a protected one to some router; say how to ask for it."""
     body = {
@@ -466,6 +567,8 @@ def decide(
     if facts.crawler is not None:
         # Verified by DNS against the engine's own domains: no admission, nothing counted.
         return Decision("pass", crawler=facts.crawler)
+    if facts.agent is not None and facts.agent.outcome != "verified":
+        return agent_refused(room, facts.agent)
     if facts.method == "OPTIONS" and facts.header("access-control-request-method"):
         # A CORS preflight never carries the admission it asks about: refusing it would lock
         # out every cross-origin app. Passed on, it would reach views that answer any method

@@ -18,7 +18,8 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import quote, urlsplit
 
 from anteroom.sdk import ed25519
 from anteroom.sdk.structured_fields import (
@@ -84,6 +85,33 @@ class SignatureInput:
     def names(self) -> list[str]:
         """The covered components' names, in order."""
         return [str(item.value) for item in self.covered.items]
+
+
+def signed_request_of(environ: Mapping[str, Any]) -> SignedRequest | None:
+    """A WSGI request as a signature covers it, or None when it carries no ``Signature-Input``
+    (the common case: nothing else is read). ``@path`` is the path as sent (gunicorn's
+    ``RAW_URI``), else ``SCRIPT_NAME`` + ``PATH_INFO`` quoted again."""
+    if "HTTP_SIGNATURE_INPUT" not in environ:
+        return None
+    headers = {
+        name[5:].replace("_", "-").lower(): str(value)
+        for name, value in environ.items()
+        if name.startswith("HTTP_")
+    }
+    for name in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+        if environ.get(name):
+            headers[name.replace("_", "-").lower()] = str(environ[name])
+    raw = str(environ.get("RAW_URI") or environ.get("REQUEST_URI") or "")
+    if raw.startswith("/"):
+        path = raw.partition("?")[0]
+    else:
+        whole = str(environ.get("SCRIPT_NAME", "")) + str(environ.get("PATH_INFO", ""))
+        path = quote(whole.encode("latin-1", "replace"), safe="/!$&'()*+,;=:@-._~%")
+    scheme = str(environ.get("wsgi.url_scheme", "http"))
+    authority = headers.get("host") or str(environ.get("SERVER_NAME", ""))
+    method = str(environ.get("REQUEST_METHOD", "GET"))
+    query = str(environ.get("QUERY_STRING", ""))
+    return SignedRequest(method, scheme, authority, path, query, headers)
 
 
 def signatures_of(request: SignedRequest) -> list[SignatureInput]:

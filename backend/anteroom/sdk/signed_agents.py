@@ -23,10 +23,12 @@ import re
 import ssl
 import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from anteroom.sdk.message_signatures import (
     SignatureError,
@@ -40,13 +42,60 @@ from anteroom.sdk.message_signatures import (
 )
 from anteroom.sdk.structured_fields import FieldError, Item, parse_dictionary, parse_item
 
-__all__ = ["AgentVerifier", "Directories", "Fetch", "Nonces", "SignedAgent", "https_fetch"]
+__all__ = [
+    "AGENT_POLICIES",
+    "AgentVerifier",
+    "Directories",
+    "Fetch",
+    "NonceBook",
+    "Nonces",
+    "SignedAgent",
+    "agents_problem",
+    "https_fetch",
+    "policy_for",
+]
 
 TAG = "web-bot-auth"
 MAX_WINDOW_SEC = 86_400  # the longest created → expires a signature may claim
 SKEW_SEC = 60  # a signature "created" this far in the future still counts (clocks differ)
 MAX_DIRECTORY_BYTES = 65_536
 _MAX_AGE = re.compile(r"max-age=(\d+)")
+
+# A room's ``agents`` setting (docs/operators.md, "Signed agents") maps a key directory's host,
+# or "*" for any verified agent, to what its agents get: "queue" (a place in the line as a
+# visitor's, without proof of work), "lane" (admitted through a lane of its own at the room's
+# agentLaneRatePerMinute, never in the visitors' line nor their rate: the service's) or
+# "refuse" (403). A host it does not name, when it has no
+# "*", and every request of a room with no setting, is anyone's: the signature is not checked.
+AGENT_POLICIES = ("queue", "lane", "refuse")
+ANY_AGENT = "*"
+MAX_AGENT_RULES = 50
+_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+_HOST = re.compile(rf"^(?=[^:]{{1,253}}(:|$)){_LABEL}(\.{_LABEL})*(:\d{{1,5}})?$")
+
+
+def agents_problem(value: object) -> str | None:
+    """Why ``value`` is not an ``agents`` setting (an object: host or "*" → policy), or None."""
+    *most, last = (f'"{p}"' for p in AGENT_POLICIES)
+    choices = f"{', '.join(most)} or {last}"
+    if not isinstance(value, dict):
+        return f'must be an object mapping a key directory\'s host (or "*") to {choices}'
+    if len(value) > MAX_AGENT_RULES:
+        return f"names at most {MAX_AGENT_RULES} hosts"
+    for host, policy in value.items():
+        if host != ANY_AGENT and not _HOST.match(host):
+            return f'{host[:64]!r}: not a host in lower case ("agent.example", "*" for any agent)'
+        if policy not in AGENT_POLICIES:
+            return f"{host!r}: the policy must be {choices}, not {policy!r}"
+    return None
+
+
+def policy_for(rules: Mapping[str, str], directory: str) -> str | None:
+    """The policy ``rules`` (a valid ``agents`` setting) give the agent whose key directory is
+    ``directory`` (a URL): its host's, else "*"'s, else None (anyone's)."""
+    host = urllib.parse.urlsplit(directory).netloc.lower()
+    return rules.get(host) or rules.get(ANY_AGENT)
+
 
 # (status, Cache-Control, body) of a GET, or raises OSError.
 Fetch = Callable[[str], tuple[int, str, bytes]]
@@ -166,13 +215,19 @@ class Nonces:
             return True
 
 
+class NonceBook(Protocol):
+    """Where nonces are booked: :class:`Nonces` in one process, or shared (the service's)."""
+
+    def first_use(self, keyid: str, nonce: str, until: float, now: float) -> bool: ...
+
+
 class AgentVerifier:
     """Checks Web Bot Auth signatures: :meth:`verify` answers the signer, or raises."""
 
     def __init__(
         self,
         directories: Directories,
-        nonces: Nonces,
+        nonces: NonceBook,
         clock: Callable[[], float],
         max_window: int = MAX_WINDOW_SEC,
     ) -> None:

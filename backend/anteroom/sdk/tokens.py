@@ -459,6 +459,8 @@ class ChallengeClaims(_Claims):
     puzzles: int | None = _claim("k", None)  # absent: one puzzle, the token its prefix
     least: int | None = _claim("kl", None)  # the fewest of them that solve it (fitted)
     measure: bool = _claim("m", False, flag=1)  # a measurement: buys no session
+    # issued to a verified signed agent (no work): buys a session only by a signed join
+    agent: bool = _claim("ag", False, flag=1)
 
 
 @dataclass(frozen=True)

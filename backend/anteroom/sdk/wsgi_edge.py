@@ -43,6 +43,7 @@ from anteroom.sdk.edge_decision import (
     decide,
 )
 from anteroom.sdk.edge_paths import raw_path_of
+from anteroom.sdk.message_signatures import signed_request_of
 
 __all__ = [
     "ADMISSION_ENVIRON",
@@ -69,6 +70,7 @@ _HEADERS = {
         "anteroom-ticket",
         "access-control-request-method",
         "origin",
+        "signature-input",
     )
 }
 _STATUS = {
@@ -77,6 +79,8 @@ _STATUS = {
     303: "303 See Other",
     307: "307 Temporary Redirect",
     400: "400 Bad Request",
+    401: "401 Unauthorized",
+    403: "403 Forbidden",
     429: "429 Too Many Requests",
 }
 
@@ -138,7 +142,7 @@ class AnteroomMiddleware:
         c = self.config
         raw = _raw_target(environ)
         client_ip = c.client_ip(environ)
-        return Facts(
+        facts = Facts(
             method=str(environ.get("REQUEST_METHOD", "GET")),
             path=str(environ.get("PATH_INFO", "")),
             query=str(environ.get("QUERY_STRING", "")),
@@ -153,6 +157,10 @@ class AnteroomMiddleware:
             script_name=str(environ.get("SCRIPT_NAME", "")),
             crawler=c.verified_crawler(client_ip, environ.get("HTTP_USER_AGENT")),
         )
+        if c.checks_agent(facts):
+            signed = signed_request_of(environ)
+            facts.agent = None if signed is None else c.signed_agent(facts, signed)
+        return facts
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         raw = _raw_target(environ)
@@ -195,7 +203,8 @@ class AnteroomEdge:
     Options not given are read from ``app.config["ANTEROOM_EDGE_KEYS"]`` (``…_BASE_URL``,
     ``…_PUBLIC_KEY``, ``…_ROUTES``, and optionally ``…_SECURE_COOKIE``,
     ``…_CASE_SENSITIVE``, ``…_MOUNT``, ``…_LANGUAGES``, ``…_PREFLIGHT_HEADERS``,
-    ``…_APP_ANSWERS_OPTIONS``, ``…_BYPASS``, ``…_CRAWLERS``, ``…_DNS_RESOLVER``). It only wraps
+    ``…_APP_ANSWERS_OPTIONS``, ``…_BYPASS``, ``…_CRAWLERS``, ``…_DNS_RESOLVER``, ``…_AGENTS``,
+    ``…_AGENT_CA_FILE``). It only wraps
     ``app.wsgi_app`` with :class:`AnteroomMiddleware`, so it needs no Flask import; views read
     the admission with ``admission(request.environ)``.
     """
@@ -226,6 +235,8 @@ class AnteroomEdge:
             "bypass",
             "crawlers",
             "dns_resolver",
+            "agents",
+            "agent_ca_file",
         ):
             setting = "ANTEROOM_EDGE_" + name.upper()
             if name not in options and app.config.get(setting) is not None:

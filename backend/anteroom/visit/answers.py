@@ -28,9 +28,10 @@ def admission_token(
     issued_at: int,
     expires_at: int,
     fail_open: bool = False,
+    not_renewable: bool = False,
 ) -> str:
     """Sign an admission for ``vid`` in ``room``; a room with ``sessionRenewal: false`` marks it
-    not renewable."""
+    not renewable (and so does ``not_renewable``: an admission no active entry stands for)."""
     claims = tokens.AdmissionClaims(
         room_slug=room["slug"],
         room_id=room["id"],
@@ -40,7 +41,7 @@ def admission_token(
         session_id=session_id,
         network_tag=network_tag or None,
         fail_open=fail_open,
-        not_renewable=not room.get("sessionRenewal", True),
+        not_renewable=not_renewable or not room.get("sessionRenewal", True),
         issued_at=issued_at,
         expires_at=expires_at,
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,11 +26,13 @@ from anteroom.queue.connection.storage_errors import StorageBusy, StorageError, 
 from anteroom.queue.line import room_engine as eng
 from anteroom.queue.line.room_engine import AddressLimited
 from anteroom.queue.rooms import room_config
+from anteroom.queue.series.room_series import AGENT_COUNTS
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.visit import answers, bypass, room_lookup
+from anteroom.visit import agents, answers, bypass, room_lookup
+from anteroom.visit.agents import AgentVerdict
 from anteroom.visit.fail_open import fail_open
-from anteroom.visit.outcomes import Challenge, Entered, Refused, Session, Spot
+from anteroom.visit.outcomes import Admitted, Challenge, Entered, Refused, Session, Spot
 from anteroom.visit.ports import Caller, Door
 from anteroom.visit.refusals import (
     STORAGE_RETRY_SEC,
@@ -49,11 +51,27 @@ def arrive(
     caller: Caller,
     signals: Mapping[str, Any],
     max_puzzles: int,
-) -> Challenge:
+    on_agent: Callable[[AgentVerdict], None] | None = None,
+) -> Challenge | Refused:
     """An arrival's first call: the work this request pays for ``slug``, fitted by the device
-    itself (identity.arrival_challenge), so no measurement round trip comes first."""
+    itself (identity.arrival_challenge), so no measurement round trip comes first. A signed
+    agent the room's ``agents`` setting names is judged first (visit/agents.py): refused, or
+    queued with a challenge of no work; ``on_agent`` hears each verdict (the metrics)."""
     door.charge("challenge")  # in this worker's memory: issuing a challenge writes nothing
     room = s.directory.room_by_slug(env, slug)  # no round trip: an unknown room weighs nothing
+    if room is None and caller.signed is not None:
+        # A signed request to a room created since the directory's last round: its agents
+        # setting must be read, or a room that refuses agents would let this one in.
+        with contextlib.suppress(Refusal):
+            room = room_lookup.room_by_slug(s, env, slug)
+    verdict = agents.agent_verdict(s, room, caller)
+    if verdict is not None:
+        if on_agent is not None:
+            on_agent(verdict)
+        if verdict.refusal is not None:
+            return verdict.refusal
+        if verdict.outcome in ("queued", "lane"):
+            return Challenge(identity.agent_challenge(s.identity, env))
     address = caller.address or "0.0.0.0"
     work = work_inputs.work_of_request(
         s.identity, env, room, address, lambda n: caller.evidence(signals, n)
@@ -94,6 +112,8 @@ def identify(
     claims = _proof(s, env, challenge, solutions)
     if isinstance(claims, Refused):
         return claims
+    if claims.agent:  # no work: only a signed join spends it (enter)
+        return Refused("TokenInvalid", "This challenge was issued to a signed agent: join with it.")
     return _identify_solved(s, door, env, caller, claims, solutions, signals, previous_session)
 
 
@@ -217,6 +237,18 @@ def enter(
     proof = _proof(s, env, challenge, solutions)
     if isinstance(proof, Refused):
         return proof
+    if caller.signed is not None or proof.agent:
+        verdict = agents.agent_verdict(s, room, caller, count=False)  # counted at its arrival
+        if verdict is not None and verdict.refusal is not None:
+            return verdict.refusal
+        if proof.agent and (verdict is None or verdict.outcome not in ("queued", "lane")):
+            # A challenge of no work was issued to a verified agent: an unsigned join (or one
+            # the room no longer queues) must not spend it, nor skip a lane for the line.
+            message = "This challenge was issued to a signed agent: sign the join as the arrival."
+            return Refused("TokenInvalid", message)
+        if verdict is not None and verdict.outcome == "lane":
+            ask = Join(room, proof, solutions, signals, previous_session, invite_token)
+            return _enter_lane(s, door, env, caller, ask)
     counters = door.identify_counters()
     if counters is not None:  # one server: the whole entry in one round trip
         ask = Join(room, proof, solutions, signals, previous_session, invite_token)
@@ -228,6 +260,44 @@ def enter(
     if isinstance(spot, Refused):
         return spot
     return Entered(session, spot)
+
+
+def _enter_lane(s: Services, door: Door, env: str, caller: Caller, ask: Join) -> Entered | Refused:
+    """A verified agent's join through the room's agents' lane (agents policy ``lane``):
+    admitted at once when the lane's own budget allows (lua/agent_lane.lua: at the room's
+    ``agentLaneRatePerMinute``, apart from its bank), else 429 with the wait; never in the line.
+    The budget is taken before the proof is spent, so a refusal leaves nothing spent but a
+    token of the lane, and its admission is not renewable (no active entry stands for it)."""
+    room = ask.room
+    try:
+        tag = network_tag(s, room, caller.address)
+    except Refusal as refusal:
+        return refusal.refused
+    rate = int(room.get("agentLaneRatePerMinute") or 60)
+    try:
+        lane = s.breaker.call(lambda: s.agent_lane.admit(room["id"], rate), s.keys.room(room["id"]))
+    except (StorageUnavailable, StorageBusy) as exc:
+        return storage_refusal(exc)
+    if not lane.open:
+        message = "The agents' lane admits while the room is open."
+        return Refused("RateLimited", message, retry_after=60)
+    if not lane.admitted:
+        message = "The agents' lane is at its rate; come back after Retry-After seconds."
+        return Refused("RateLimited", message, retry_after=max(1, -(-lane.retry_after_ms // 1000)))
+    session = _identify_solved(
+        s, door, env, caller, ask.challenge, ask.solutions, ask.signals, ask.previous_session
+    )
+    if isinstance(session, Refused):
+        return session
+    now = lane.now_ms // 1000
+    token = answers.admission_token(
+        s, room, session.claims.visitor_id, admission_id=tokens.new_id(),
+        session_id=session.claims.session_id, network_tag=tag or None, issued_at=now,
+        expires_at=now + int(room.get("admissionTtlSec") or 600), not_renewable=True,
+    )  # fmt: skip
+    body = answers.answer_body(room, "admitted", room_status="open", opens_at=None, token=token)
+    s.series.tally(str(room["id"]), AGENT_COUNTS["lane"])
+    return Entered(session, Admitted(body))
 
 
 @dataclass(frozen=True)

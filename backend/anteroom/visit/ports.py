@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
 
 from anteroom.identity.signal_rules import Evidence
+from anteroom.sdk.message_signatures import SignedRequest
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class Caller:
     accept_language: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
     cookie: str = ""
+    # The request as a signature covers it, when it carries one (a signed agent's).
+    signed: SignedRequest | None = None
 
     def evidence(self, signals: Mapping[str, Any], network_identifies: int) -> Evidence:
         """What the signal rules read of this request and the agent's signals."""

@@ -26,11 +26,14 @@ from anteroom.queue.series.room_series import RoomSeries
 from anteroom.queue.series.series_sampler import Sampler, SamplerThread
 from anteroom.resources import resource_dir
 from anteroom.sdk.crawlers import CrawlerCheck
+from anteroom.sdk.signed_agents import AgentVerifier, Directories
 from anteroom.sdk.tokens import Keyring
 from anteroom.service_container import Services
 from anteroom.store import layout_version
+from anteroom.store.agent_nonces import RedisNonces
 from anteroom.store.audit_log import AuditLog
 from anteroom.store.keystore import KeyStore
+from anteroom.visit import agents
 from anteroom.web.serving import http_errors as errors
 from anteroom.web.visitor import address_limits as limits
 
@@ -89,7 +92,11 @@ def create_app(
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies)  # type: ignore[method-assign]
     # The process's outbound fetches (a draw's beacon): what they may reach and who resolves.
     outbound_fetch.set_policy(
-        outbound_fetch.Outbound(settings.outbound_allow_loopback, settings.outbound_resolver)
+        outbound_fetch.Outbound(
+            settings.outbound_allow_loopback,
+            settings.outbound_resolver,
+            cafile=settings.outbound_ca_file,
+        )
     )
     links = connect_links(settings.redis_url, settings.redis_replicas)
     client = links.writer
@@ -123,6 +130,11 @@ def create_app(
             lock_path=Path(settings.data_dir) / SAMPLER_LOCK,
         ),
         crawler_check=CrawlerCheck(settings.dns_resolver),
+        agent_verifier=AgentVerifier(
+            Directories(agents.directory_fetch, time.time),
+            RedisNonces(client, engine.keys),
+            time.time,
+        ),
         ticker=RoomTicker(
             engine,
             directory,

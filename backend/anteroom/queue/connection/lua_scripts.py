@@ -93,6 +93,7 @@ STANDALONE = (
     "spend_setup",
     "advance_layout",
     "release_layout_lock",
+    "agent_lane",
 )
 
 # The constants the scripts share with Python, by the name a script writes after ``$``.

@@ -74,6 +74,7 @@ class Outbound:
     allow_loopback: bool = False
     resolver: str = ""
     deadline: float = DEADLINE_SEC
+    cafile: str = ""  # a CA bundle trusted besides the system's ("": the system's only)
 
     # -- the URL, checked as it is written -------------------------------------------------
 
@@ -137,6 +138,16 @@ class Outbound:
     def get_json(self, url: str) -> Any:
         """``GET url``'s JSON answer within :attr:`deadline`; :class:`FetchFailed` otherwise
         (:class:`FetchRefused` when the URL or its address may not be reached)."""
+        _, body = self.get_document(url)
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise FetchFailed("the answer is not JSON") from None
+
+    def get_document(
+        self, url: str, accept: str = "application/json"
+    ) -> tuple[dict[str, str], bytes]:
+        """``GET url``'s headers (lower-case names) and body, bounded as :meth:`get_json`."""
         why = self.url_problem(url)
         if why:
             raise FetchRefused(why)
@@ -144,15 +155,12 @@ class Outbound:
         deadline = time.monotonic() + self.deadline
         try:
             with _overall(self.deadline):
-                body = self._get(parts, deadline)
+                raw = self._get(parts, deadline, accept)
         except UnicodeError:  # a name no resolver takes (IDNA)
             raise FetchFailed("the host is not a valid name") from None
-        try:
-            return json.loads(body)
-        except ValueError:
-            raise FetchFailed("the answer is not JSON") from None
+        return _headers(raw), _body(raw)
 
-    def _get(self, parts: SplitResult, deadline: float) -> bytes:
+    def _get(self, parts: SplitResult, deadline: float, accept: str) -> bytes:
         host = parts.hostname or ""
         secure = parts.scheme.lower() == "https"
         port = parts.port or (443 if secure else 80)
@@ -171,23 +179,22 @@ class Outbound:
             if why:
                 raise FetchRefused(why)
             if secure:
-                sock = _tls(sock, host, deadline)
+                sock = _tls(sock, host, deadline, self.cafile)
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             authority = parts.netloc.rpartition("@")[2]
             request = (
-                f"GET {target} HTTP/1.0\r\nHost: {authority}\r\nAccept: application/json\r\n"
+                f"GET {target} HTTP/1.0\r\nHost: {authority}\r\nAccept: {accept}\r\n"
                 "User-Agent: anteroom\r\nConnection: close\r\n\r\n"
             )
             _settimeout(sock, deadline)
             sock.sendall(request.encode("ascii"))
-            raw = _read_all(sock, deadline, MAX_ANSWER_BYTES + 16 * 1024)
+            return _read_all(sock, deadline, MAX_ANSWER_BYTES + 16 * 1024)
         except TimeoutError:
             raise FetchFailed("deadline passed") from None
         except (OSError, ssl.SSLError) as exc:
             raise FetchFailed(str(exc) or type(exc).__name__) from None
         finally:
             sock.close()
-        return _body(raw)
 
     def resolve(self, host: str, deadline: float) -> list[IPAddress]:
         """``host``'s addresses, asked within the deadline without blocking this process."""
@@ -348,8 +355,10 @@ def _connect(addresses: list[IPAddress], port: int, deadline: float) -> socket.s
     raise last
 
 
-def _tls(sock: socket.socket, host: str, deadline: float) -> socket.socket:
+def _tls(sock: socket.socket, host: str, deadline: float, cafile: str = "") -> socket.socket:
     context = ssl.create_default_context()
+    if cafile:
+        context.load_verify_locations(cafile=cafile)
     wrapped = context.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)
     _settimeout(wrapped, deadline)  # CPython bounds the whole handshake by one timeout
     wrapped.do_handshake()
@@ -368,6 +377,11 @@ def _read_all(sock: socket.socket, deadline: float, limit: int) -> bytes:
         size += len(chunk)
         if size > limit:
             raise FetchFailed(f"the answer is over {MAX_ANSWER_BYTES} bytes")
+
+
+def _headers(raw: bytes) -> dict[str, str]:
+    head = raw.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")[1:]
+    return {n.strip().lower(): v.strip() for n, _, v in (line.partition(":") for line in head)}
 
 
 def _body(raw: bytes) -> bytes:

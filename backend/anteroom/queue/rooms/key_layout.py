@@ -113,6 +113,14 @@ class KeySpace:
         """Marker of a spent proof-of-work challenge."""
         return f"{self.prefix}pc:{_checked(jti, 'challenge id')}"
 
+    def agent_lane(self, room_id: str) -> str:
+        """The signed agents' lane of a room: its token bucket (lua/agent_lane.lua), with a TTL."""
+        return f"{self.room_base(room_id)}agl"
+
+    def agent_nonce(self, digest: str) -> str:
+        """Marker of a signed agent's nonce, used once (``digest``: hex of keyid and nonce)."""
+        return f"{self.prefix}an:{_checked(digest, 'nonce digest')}"
+
     def network_identifies(self, network: str, minute: int) -> str:
         """Counter of identifies from one network (its keyed tag) in one minute (epoch // 60)."""
         return f"{self.prefix}idn:{_checked(network, 'network tag')}:{int(minute)}"

@@ -18,7 +18,7 @@ from anteroom.queue.draw import outbound_fetch
 from anteroom.queue.draw.draw_beacon import beacon_problems
 from anteroom.queue.line.poll_cadence import DEFAULT_POLL_BUDGET, longest_unpolled_ms
 from anteroom.queue.rooms import room_hash
-from anteroom.sdk import bypass_rules, crawlers
+from anteroom.sdk import bypass_rules, crawlers, signed_agents
 
 SLUG_PATTERN = re.compile(r"^[a-z0-9-]{3,64}$")
 NAME_MAX_LENGTH = 200
@@ -350,6 +350,12 @@ def _crawlers_shown(stored: str) -> str | list[str]:
     return stored.split(",")
 
 
+def agent_rules(room: Mapping[str, Any]) -> dict[str, str]:
+    """The room's ``agents`` setting (signed agents' policies by key directory host; {}: none)."""
+    rules = room.get("agents")
+    return rules if isinstance(rules, dict) else {}
+
+
 def passed_engines(room: Mapping[str, Any]) -> tuple[crawlers.Engine, ...]:
     """The engines whose verified crawlers ``room`` lets through (none when it queues them)."""
     chosen = room.get("crawlers") or "queue"
@@ -477,6 +483,17 @@ FIELDS: tuple[Field, ...] = (
     Field("safetyNet", None, _safety_net, False, _safety_net_stored, _safety_net_shown),
     # Verified search crawlers: queued (answered 503 by the hosted page) or let through uncounted.
     Field("crawlers", "queue", crawlers_problem, False, _crawlers_stored, _crawlers_shown),
+    # The signed agents' lane (agents policy "lane"): admissions a minute apart from the rate.
+    Field("agentLaneRatePerMinute", 60, IntRange(1, 100_000)),
+    # Signed agents (Web Bot Auth): a policy by key directory host; {} checks no signature.
+    Field(
+        "agents",
+        {},
+        signed_agents.agents_problem,
+        False,
+        lambda v: _json_or_empty(v or None),
+        lambda stored: _from_json_or_empty(stored) or {},
+    ),
 )
 BY_API = {f.api: f for f in FIELDS}
 MUTABLE = frozenset(f.api for f in FIELDS if f.api != "slug")

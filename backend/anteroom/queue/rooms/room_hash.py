@@ -47,6 +47,8 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("bypass", "byp", "bypass rules, JSON, secrets as scrypt hashes ('' for none)"),
     RoomField("sessionRenewal", "srn", "0 when admissions end at their expiry (never renewed)"),
     RoomField("crawlers", "crw", "verified crawlers: queue, pass or engines (a,b); web tier only"),
+    RoomField("agentLaneRatePerMinute", "aglr", "the signed agents' lane's admissions a minute"),
+    RoomField("agents", "agt", "signed agents' policies by directory host, JSON; web tier only"),
     RoomField("drawBeacon", "dbc", "public randomness beacon a draw takes, JSON ('' for none)"),
     # Scheduled events (queue/rooms/room_events.py, lua/_events.lua).
     RoomField("events", "evs", "the room's scheduled events, JSON sorted by startsAt ('' none)"),
@@ -124,6 +126,11 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("leaves", "nleft", "spots and slots freed by leave"),
     RoomField("abandoned", "nswept", "spots dropped as abandoned, expired or revoked"),
     RoomField("unusedAdmissions", "nunused", "admissions that ran out with no renewal seen"),
+    # Signed agents' arrivals by outcome (counted by the web tier: visit/agents.py).
+    RoomField("agentsQueued", "nagq", "verified signed agents queued without proof of work"),
+    RoomField("agentsRefused", "nagr", "verified signed agents the agents setting refused"),
+    RoomField("agentsInvalid", "nagi", "signed arrivals whose signature did not hold"),
+    RoomField("agentsLane", "nagl", "signed agents admitted through the agents' lane"),
     # The opening's fairness counts (docs/draw.md): reset when an idle room
     # opens, kept by a close so the last opening's report stays whole.
     RoomField("admittedFromPreQueue", "npre", "admissions of order keys below 2^52 (the pool)"),

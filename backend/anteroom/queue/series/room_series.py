@@ -48,7 +48,17 @@ COUNTERS = {
 }
 # Counters sampled after the abandon buckets (added to the sample's end, so readers of the older
 # shape read newer samples unchanged); a window's increase of each is a column like COUNTERS'.
-LATER_COUNTERS = {stored(name): name for name in ("unusedAdmissions",)}
+# Samples older than a counter have fewer of them: the missing ones read as zeros.
+LATER_COUNTERS = {
+    stored(name): name
+    for name in (
+        "unusedAdmissions",
+        "agentsQueued",
+        "agentsRefused",
+        "agentsInvalid",
+        "agentsLane",
+    )
+}
 GAUGES = ("waiting", "held", "active", "rate", "capacity")
 # The safety net's state in a sample (lua/_safety_net.lua): 0 none (and older samples), 1, 2.
 NET_STATES = {1: "calm", 2: "queueing"}
@@ -56,6 +66,14 @@ STATUS_CODES = {"idle": 0, "open": 1, "paused": 2}
 
 
 WEB_REFUSALS = (stored("refusedDenied"), stored("refusedBusy"))
+# Signed agents' arrivals by outcome, counted by the web tier as its refusals are.
+AGENT_COUNTS = {
+    "queued": stored("agentsQueued"),
+    "refused": stored("agentsRefused"),
+    "invalid": stored("agentsInvalid"),
+    "lane": stored("agentsLane"),
+}
+WEB_TALLIES = (*WEB_REFUSALS, *AGENT_COUNTS.values())
 
 
 @dataclass(frozen=True)
@@ -85,8 +103,7 @@ class Sample:
         if len(left) != len(WAIT_BUCKETS):
             left = (0,) * len(WAIT_BUCKETS)
         later = tuple(parts[a : a + len(LATER_COUNTERS)])
-        if len(later) != len(LATER_COUNTERS):
-            later = (0,) * len(LATER_COUNTERS)
+        later += (0,) * (len(LATER_COUNTERS) - len(later))
         g_, c_, w_ = tuple(parts[2:g]), tuple(parts[g:c]), tuple(parts[c:w])
         return cls(parts[0], parts[1], g_, c_, w_, net, left, later)
 
@@ -205,13 +222,14 @@ class RoomSeries:
         return bool(int(reply[0])), int(reply[1])
 
     def tally(self, room_id: str, field: str) -> None:
-        """Count a refusal the web tier decided (``ndenied``, ``nbusy``), in memory for now.
+        """Count what the web tier decided (``WEB_TALLIES``: its refusals, signed agents'
+        arrivals), in memory for now.
 
         Nothing is sent on the refusal's path (a flood of them must not become a flood of
         writes, and a Busy Redis refuses writes anyway): :meth:`flush_tallies` adds them up.
         """
-        if field not in WEB_REFUSALS:
-            raise ValueError(f"not a web-tier refusal counter: {field}")
+        if field not in WEB_TALLIES:
+            raise ValueError(f"not a web-tier counter: {field}")
         with self._tally_lock:
             counts = self._tallies.setdefault(room_id, {})
             counts[field] = counts.get(field, 0) + 1

@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import ConfigDict, Field, create_model
 
 from anteroom.queue.rooms import room_config as rooms
-from anteroom.sdk import bypass_rules, crawlers, tokens
+from anteroom.sdk import bypass_rules, crawlers, signed_agents, tokens
 from anteroom.store import keystore
 from anteroom.web.api.api_models import (
     Answer,
@@ -121,6 +121,24 @@ FIELD_DOCS = {
     "that fails verification is an ordinary visitor. The edge middleware is given the same "
     "choice in its own configuration (`crawlers=`). Cost: one reverse and one forward DNS "
     "question per new crawler address, kept for the records' TTL.",
+    "agentLaneRatePerMinute": "Admissions a minute of the signed agents' lane (an `agents` "
+    "policy `lane`), apart from `ratePerMinute`: agents admitted through it never take the "
+    "visitors' rate and are not in their line (a burst of one second's worth).",
+    "agents": "Signed agents (Web Bot Auth: requests signed per RFC 9421 with Ed25519, their "
+    "key directory named by `Signature-Agent` and fetched over HTTPS): what a verified agent "
+    'gets, by its key directory\'s host, `"*"` for any verified agent: `queue` (a place in '
+    "the line as a visitor's, without proof of work), `lane` (a signed join is admitted at "
+    "once through the agents' own lane at `agentLaneRatePerMinute`, or told 429 with "
+    "Retry-After when the lane is spent; never in the visitors' line nor their rate; the "
+    "admission is not renewable) or `refuse` (403 `AgentRefused`). A host "
+    'not named, when there is no `"*"`, and every request while this is `{}` (the '
+    "default: no signature is checked), is an ordinary visitor. A signature that does not hold "
+    "(forged, expired, replayed, a key its directory does not list) is refused 401 "
+    "`SignatureRefused` naming why, and takes nobody's place. At most 50 hosts. The edge "
+    "middleware is given the same setting in its own configuration (`agents=`). Cost: one "
+    "Ed25519 check per signed request without an admission (0.5 to 2 ms in the "
+    "standard-library SDK, bench/signed_agents.py) and one directory fetch per host, kept "
+    "for its max-age.",
     "safetyNet": "Queue only when the site needs it; null: always the room's `mode`. While "
     "`calm` the room admits everyone at once (passthrough, within capacity); it switches itself "
     "to `queueing` (its own `mode`) as soon as its active sessions reach `activeSessions` or "
@@ -155,6 +173,8 @@ FIELD_EXAMPLES: dict[str, Any] = {
     "theme": {"logoUrl": "https://shop.example.com/logo.png", "accentColor": "#2a5bd7"},
     "bypass": [{"kind": "path-prefix", "value": "/static/"}],
     "crawlers": "pass",
+    "agentLaneRatePerMinute": 30,
+    "agents": {"*": "queue", "agent.example": "lane", "scraper.example": "refuse"},
     "safetyNet": {"activeSessions": 500, "arrivalsPerMinute": 1_000, "coolDownSec": 600},
     "drawBeacon": {
         "url": "https://api.drand.sh",
@@ -348,6 +368,17 @@ FIELD_TYPES: dict[str, Any] = {
     | Annotated[
         list[Literal[crawlers.ENGINE_NAMES]],  # type: ignore[valid-type]
         Field(min_length=1, json_schema_extra={"uniqueItems": True}),
+    ],
+    # Checked by signed_agents.agents_problem (host or "*" → policy).
+    # (the policies' enum is the schema's only: a wrong one is named by agents_problem)
+    "agents": Annotated[
+        dict[str, str],
+        Field(
+            json_schema_extra={
+                "maxProperties": signed_agents.MAX_AGENT_RULES,
+                "additionalProperties": {"enum": list(signed_agents.AGENT_POLICIES)},
+            }
+        ),
     ],
     # Checked by rooms.safety_net_problems (which _RoomBody.cross_check names part by part).
     "safetyNet": _safety_net_type(answer=False),

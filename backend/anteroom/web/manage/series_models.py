@@ -163,6 +163,22 @@ class Series(Answer):
         1,
         0,
     )
+    agentsQueued: Ints = _column(
+        "Signed agents (Web Bot Auth) verified and queued without proof of work in the window.",
+        4,
+        2,
+    )
+    agentsRefused: Ints = _column(
+        "Signed agents the room's agents setting refused (403) in the window.", 0, 1
+    )
+    agentsLane: Ints = _column(
+        "Signed agents admitted through the agents' lane in the window (apart from the rate).",
+        2,
+        3,
+    )
+    agentsInvalid: Ints = _column(
+        "Signed arrivals refused in the window as their signature did not hold (401).", 1, 0
+    )
     waitP50: Floats = _column(
         "Seconds from taking a spot to admission, of those admitted: the median.", 540.0, 560.0
     )

@@ -14,10 +14,13 @@ from anteroom.queue.connection.storage_errors import StorageError
 from anteroom.queue.rooms import room_config as rooms
 from anteroom.service_container import Services
 from anteroom.visit import room_lookup
+from anteroom.visit.agents import agent_verdict
 from anteroom.visit.crawlers import RETRY_AFTER_SEC, crawler_verdict
 from anteroom.visit.refusals import Refusal
 from anteroom.web.pages import page_languages as languages
 from anteroom.web.serving import http_errors as errors
+from anteroom.web.serving import metrics
+from anteroom.web.visitor.visit_door import caller
 
 bp = Blueprint("pages", __name__)
 
@@ -101,6 +104,9 @@ def queue_page(slug: str) -> ResponseReturnValue:
     crawler = crawler_answer(s, room, return_url)
     if crawler is not None:
         return crawler
+    refused = agent_refusal(s, room)
+    if refused is not None:
+        return refused
     lang = page_language()
     theme = room.get("theme") or {}
     logo = theme.get("logoUrl")
@@ -147,6 +153,21 @@ def crawler_answer(s: Services, room: dict[str, Any], return_url: str | None) ->
         response.headers["Retry-After"] = str(RETRY_AFTER_SEC)
     response.headers["X-Robots-Tag"] = "noindex"  # the line is never a page of the site
     return response
+
+
+def agent_refusal(s: Services, room: dict[str, Any]) -> Response | None:
+    """A signed agent's refusal (visit/agents.py): 403 AgentRefused when the room's agents
+    setting refuses it, 401 SignatureRefused for a signature that does not hold, as JSON (an
+    agent reads no page); None for anyone else, a queued agent included (the page is its way
+    in, as anyone's)."""
+    verdict = agent_verdict(s, room, caller())
+    if verdict is None:
+        return None
+    metrics.AGENTS.labels(verdict.outcome).inc()
+    if verdict.refusal is None:
+        return None
+    refusal = verdict.refusal
+    return errors.to_response(errors.by_code(refusal.code, refusal.message, fields=refusal.fields))
 
 
 @bp.get("/queue/<slug>/theme.css")

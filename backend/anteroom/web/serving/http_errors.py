@@ -64,6 +64,17 @@ class TokenExpired(ApiError):
     code, error, description = 401, "TokenExpired", "The token has expired."
 
 
+class SignatureRefused(ApiError):
+    """A signed agent's signature that does not hold; ``fields.signature`` says why."""
+
+    code, error, description = 401, "SignatureRefused", "The request's signature is refused."
+
+
+class AgentRefused(ApiError):
+    code, error = 403, "AgentRefused"
+    description = "This room does not admit automated agents signed by this key directory."
+
+
 class Forbidden(ApiError):
     code, error, description = 403, "Forbidden", "This key may not do that."
 

@@ -72,6 +72,14 @@ ADMISSIONS = Counter(
     "Admissions: answers carrying an admission token, and the demo crowd's admitted visitors.",
     registry=REGISTRY,
 )
+AGENTS = Counter(
+    "anteroom_room_agents",
+    "Signed agents (Web Bot Auth) at rooms whose agents setting checks them, by outcome: queued "
+    "(no proof of work), refused (by the room's policy), visitor (a host the policy does not "
+    "name), invalid (a signature that does not hold: forged, expired, replayed, unknown key).",
+    ["outcome"],
+    registry=REGISTRY,
+)
 REFUSALS = Counter("anteroom_refusals", "Error answers by error code.", ["code"], registry=REGISTRY)
 CONNECTION_LIMITS = Counter(
     "anteroom_connection_limits",

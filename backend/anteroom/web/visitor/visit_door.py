@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 from flask import request
 from werkzeug.datastructures import EnvironHeaders
 
+from anteroom.sdk.message_signatures import signed_request_of
 from anteroom.service_container import Services
 from anteroom.visit import outcomes
 from anteroom.visit.ports import Caller
@@ -54,6 +55,7 @@ def caller_of(environ: dict[str, Any]) -> Caller:
         accept_language=environ.get("HTTP_ACCEPT_LANGUAGE", ""),
         headers=EnvironHeaders(environ),
         cookie=environ.get("HTTP_COOKIE", ""),
+        signed=signed_request_of(environ),
     )
 
 
@@ -65,6 +67,7 @@ def caller() -> Caller:
         accept_language=request.headers.get("Accept-Language", ""),
         headers=request.headers,
         cookie=request.headers.get("Cookie", ""),
+        signed=signed_request_of(request.environ),
     )
 
 

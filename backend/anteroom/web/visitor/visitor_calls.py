@@ -15,10 +15,12 @@ from anteroom.identity import sessions as identity
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
 from anteroom.visit import arrival, challenges, outcomes, room_lookup, waiting
+from anteroom.visit.agents import AgentVerdict
 from anteroom.visit.ports import Caller
 from anteroom.visit.refusals import Refusal
 from anteroom.web.api import api_routes as routes
 from anteroom.web.serving import http_errors as errors
+from anteroom.web.serving import metrics
 from anteroom.web.visitor.visit_door import WebDoor
 from anteroom.web.visitor.visitor_models import (
     ArriveRequest,
@@ -130,12 +132,20 @@ def arrive(s: Services, door: WebDoor, caller: Caller, body: ArriveRequest) -> A
     """``POST /api/v1/arrive``: a challenge that carries its own measurement."""
     try:
         env = environment_of(s, body.apiKey)
-        issued = arrival.arrive(s, door, env, body.room, caller, body.signals, body.maxPuzzles)
+        issued = arrival.arrive(
+            s, door, env, body.room, caller, body.signals, body.maxPuzzles, _count_agent
+        )
     except errors.ApiError as exc:
         return error(exc)
+    if isinstance(issued, outcomes.Refused):
+        return refused(issued)
     # Written as built (as a poll's answer is): no model round trip on the arrival's path; the
     # model's JSON would hold the same fields (tests/integration/test_openapi.py checks it).
     return Answer(200, issued.body, [], None)
+
+
+def _count_agent(verdict: AgentVerdict) -> None:
+    metrics.AGENTS.labels(verdict.outcome).inc()
 
 
 def join(s: Services, door: WebDoor, caller: Caller, body: JoinRequest) -> Answer:
