@@ -166,6 +166,8 @@ SETTINGS: list[tuple[str, str, str | bool, Any]] = [
     ("setting-failMode", "select", "open", "open"),
     ("setting-crawlers", "select", "pass", "pass"),
     ("setting-publicFairness", "check", False, False),
+    ("setting-notify", "check", True, True),
+    ("setting-returnWindowSec", "fill", "1800", 1800),
 ]
 FIELD = re.compile(r"^setting-(.*)$")
 

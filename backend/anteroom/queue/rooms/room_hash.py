@@ -47,6 +47,8 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("bypass", "byp", "bypass rules, JSON, secrets as scrypt hashes ('' for none)"),
     RoomField("sessionRenewal", "srn", "0 when admissions end at their expiry (never renewed)"),
     RoomField("crawlers", "crw", "verified crawlers: queue, pass or engines (a,b); web tier only"),
+    RoomField("notify", "ntf", "1 when a waiting visitor may leave an address to be told"),
+    RoomField("returnWindowSec", "rws", "seconds a notified visitor's return link is honoured"),
     RoomField("drawBeacon", "dbc", "public randomness beacon a draw takes, JSON ('' for none)"),
     # Scheduled events (queue/rooms/room_events.py, lua/_events.lua).
     RoomField("events", "evs", "the room's scheduled events, JSON sorted by startsAt ('' none)"),
@@ -118,6 +120,10 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("leaves", "nleft", "spots and slots freed by leave"),
     RoomField("abandoned", "nswept", "spots dropped as abandoned, expired or revoked"),
     RoomField("unusedAdmissions", "nunused", "admissions that ran out with no renewal seen"),
+    RoomField("notifySent", "nmsent", "turn e-mails sent (queue/line/parking.py)"),
+    RoomField("notifyFailed", "nmfail", "tries of a turn e-mail that failed (each retried)"),
+    RoomField("notifyGivenUp", "nmlost", "turn e-mails given up after their last try"),
+    RoomField("notifyLastError", "nmerr", "the last failed send: 'room clock ms' what failed"),
     # The opening's fairness counts (docs/draw.md): reset when an idle room
     # opens, kept by a close so the last opening's report stays whole.
     RoomField("admittedFromPreQueue", "npre", "admissions of order keys below 2^52 (the pool)"),

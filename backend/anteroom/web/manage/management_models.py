@@ -51,6 +51,12 @@ FIELD_DOCS = {
     "token says so (claim nr), so the edge decides without calling the service, and a refresh "
     "answers 403 NotRenewable. A change applies to admissions dealt from then on, and refreshes "
     "are refused at once.",
+    "notify": "true: a waiting visitor may leave an e-mail address (on the hosted page, or "
+    "POST /api/v1/queue/notify) and stop polling; the spot is kept until its turn, then one "
+    "e-mail is sent with a single-use return link (the operator sets ANTEROOM_SMTP_URL and "
+    "ANTEROOM_SMTP_FROM). The address is deleted once sent or when the spot goes.",
+    "returnWindowSec": "Seconds a notified visitor's return link admits them, from their turn; "
+    "their admission is held that long for them, then lasts admissionTtlSec from the return.",
     "redirectUrl": "Where the hosted page sends admitted visitors: an absolute https URL "
     "(http only for localhost, 127.0.0.1 and [::1]).",
     "maxWaiting": "Longest line; beyond it entries get QueueFull.",
@@ -143,6 +149,8 @@ FIELD_EXAMPLES: dict[str, Any] = {
     "bindIp": False,
     "publicFairness": True,
     "sessionRenewal": True,
+    "notify": False,
+    "returnWindowSec": 900,
     "redirectUrl": "https://shop.example.com/drop",
     "maxWaiting": 100_000,
     "abandonAfterSec": 300,
@@ -292,6 +300,7 @@ FIELD_TYPES: dict[str, Any] = {
     "bindIp": bool,
     "publicFairness": bool,
     "sessionRenewal": bool,
+    "notify": bool,
     "redirectUrl": Annotated[
         str,
         Field(
