@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from anteroom.queue.connection.storage_errors import storage_errors
 from anteroom.queue.line.room_engine import Engine
 from anteroom.queue.rooms.room_hash import stored
 
@@ -120,7 +121,8 @@ class Parking:
 
     def entry_key(self, room_id: str) -> str:
         """The public key parked visitors of the room came with ('' for none yet)."""
-        key = self.engine.redis.hget(self.engine.keys.room_keys(room_id)["mail"], "key")
+        with storage_errors():
+            key = self.engine.redis.hget(self.engine.keys.room_keys(room_id)["mail"], "key")
         return str(key or "")
 
     def parked(self, room_id: str) -> int:
@@ -137,8 +139,10 @@ def mail_counts_of(engine: Engine, room_ids: list[str]) -> list[dict[str, Any]]:
     pipe = engine.redis.pipeline(transaction=False)
     for room_id in room_ids:
         pipe.hmget(engine.keys.room(room_id), [stored(name) for name in MAIL_COUNTS])
+    with storage_errors():
+        replies = pipe.execute()
     out: list[dict[str, Any]] = []
-    for sent, failed, lost, last in pipe.execute():
+    for sent, failed, lost, last in replies:
         at, _, what = (last or "").partition(" ")
         out.append(
             {
