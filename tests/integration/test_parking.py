@@ -41,6 +41,20 @@ def mail_fields(engine: Engine, room: str) -> dict[str, str]:
     return dict(engine.redis.hgetall(engine.keys.room_keys(room)["mail"]))
 
 
+def test_a_spot_that_leaves_takes_its_address_when_the_line_passes_it(engine: Engine) -> None:
+    room = room_at_start(engine)
+    parking = Parking(engine)
+    tickets = {vid: engine.enter(room, vid, f"s-{vid}", 10).ticket or 0 for vid in "ab"}
+    parking.park(room, "b", tickets["b"], 1, "b@example.com", "pk")
+    assert engine.leave(room, "b", tickets["b"], 1)
+    assert parking.turns(room, WINDOW) == (0, 0)  # behind the line's head: not read yet
+    assert "a:b" in mail_fields(engine, room)
+    engine.shift_clock(room, 1_000)
+    engine.tick(room)  # a is admitted: the head moves past where b was
+    assert parking.turns(room, WINDOW) == (0, 1)
+    assert "a:b" not in mail_fields(engine, room)
+
+
 def test_a_parked_spot_is_not_swept_and_keeps_its_place(engine: Engine) -> None:
     room = room_at_start(engine)
     engine.pause(room)  # nobody admitted: only the sweep may drop a spot
@@ -144,12 +158,14 @@ def test_the_return_link_is_honoured_once_and_never_late(engine: Engine) -> None
     assert parking.redeem(room, "y", turns["y"], WINDOW) == "late"
 
 
-def test_a_deleted_room_takes_its_parked_addresses(engine: Engine) -> None:
+@pytest.mark.parametrize("how", ["close", "delete"])
+def test_a_closed_or_deleted_room_takes_its_parked_addresses(engine: Engine, how: str) -> None:
     room = room_at_start(engine)
     parking = Parking(engine)
     ticket = engine.enter(room, "p", "s", 10).ticket or 0
     parking.park(room, "p", ticket, 1, "p@example.com", "pk")
-    engine.delete_room(room)
+    assert engine.redis.exists(engine.keys.room_keys(room)["mail"])
+    engine.close(room) if how == "close" else engine.delete_room(room)
     for name in ("park", "mail", "mailq"):
         assert not engine.redis.exists(engine.keys.room_keys(room)[name])
 
@@ -173,3 +189,31 @@ def test_a_deleted_room_takes_its_parked_addresses(engine: Engine) -> None:
 )
 def test_an_address_is_checked_before_anything_is_written(address: Any, ok: bool) -> None:
     assert (address_problem(address) is None) is ok
+
+
+def test_only_parked_spots_ahead_of_the_line_are_looked_at_and_a_random_room_goes_round(
+    engine: Engine,
+) -> None:
+    """A fifo room's pass reads the parked spots the line's head has passed, not those behind
+    it; a random room (which admits anywhere in the line) is looked at `count` at a time from
+    where the last pass stopped, so a turn deep in the line is found too."""
+    for mode in ("fifo", "random"):
+        room = room_at_start(engine, mode=mode, slug=f"r-{mode}")
+        parking = Parking(engine)
+        tickets = {f"v{i}": engine.enter(room, f"v{i}", f"s{i}", 10).ticket or 0 for i in range(6)}
+        for vid, ticket in tickets.items():
+            assert parking.park(room, vid, ticket, 1, f"{vid}@example.com", "pk") == "ok"
+        engine.shift_clock(room, 3_000)
+        for _ in range(3):
+            engine.shift_clock(room, 1_000)
+            engine.tick(room)
+        admitted = {
+            v for v, t in tickets.items() if engine.poll(room, v, t, 1).status == "admitted"
+        }
+        assert len(admitted) == 3, mode
+        found = 0
+        for _ in range(4):  # passes of 2: a random room's go round the 6
+            found += parking.turns(room, WINDOW, count=2)[0]
+        assert found == 3, mode
+        claimed = {m.vid for m in parking.claim(room)}
+        assert claimed == admitted, mode

@@ -30,7 +30,7 @@ from anteroom.queue.rooms.turn_mailer import TurnMailer, retry_delay_ms
 from anteroom.sdk import tokens
 from anteroom.store.keystore import KeyStore
 from anteroom.verify import verify_admission
-from helpers import TEST_KEYS, free_port, make_room
+from helpers import MANAGEMENT_API, TEST_KEYS, free_port, make_room
 from live_server import LiveServer, LiveServers
 from smtp_server import Inbox, smtp_server
 from visitor_client import Visitor
@@ -152,8 +152,9 @@ def test_a_crowd_parks_and_polls_each_parked_visitor_is_mailed_once_at_its_turn(
     assert late.status_code == 410 and 'data-return="late"' in late.text
     forged = requests.get(late_link.group(1)[:-3] + "xyz", allow_redirects=False, timeout=10)
     assert forged.status_code == 400 and 'data-return="invalid"' in forged.text
-    # No address in the server's log.
-    assert "@example.com" not in live.output(10_000)
+    # No address, nor a return link's token, in the server's log.
+    log = live.output(10_000)
+    assert "@example.com" not in log and "rl1." not in log
     for visitor in crowd:
         visitor.close()
 
@@ -182,6 +183,16 @@ def test_a_refused_send_is_retried_after_its_backoff_and_counted(
     assert re.search(rf'anteroom_notify_failed_total{{[^}}]*room="{room}"[^}}]*}} 1\.0', metrics)
     assert re.search(rf'anteroom_notify_sent_total{{[^}}]*room="{room}"[^}}]*}} 1\.0', metrics)
     assert "late.riser" not in live.output(10_000)
+    # The room's page in the console reads them from the management API.
+    _, secret = KeyStore(engine.redis, engine.keys).create("web")
+    detail = requests.get(
+        f"{live.url}{MANAGEMENT_API}/queues/{room}",
+        headers={"Authorization": f"Bearer {secret}"},
+        timeout=10,
+    ).json()
+    mail = detail["turnMail"]
+    assert (mail["sent"], mail["failed"], mail["givenUp"], mail["parked"]) == (1, 1, 0, 0)
+    assert mail["lastFailure"]["what"] == "SMTPDataError 451"
 
 
 def test_an_unreachable_server_is_retried_with_backoff_then_given_up(

@@ -127,7 +127,8 @@ class Parking:
 
     def parked(self, room_id: str) -> int:
         """How many spots of the room are parked (waiting for their turn)."""
-        return int(self.engine.redis.zcard(self.engine.keys.room_keys(room_id)["park"]))
+        with storage_errors():
+            return int(self.engine.redis.zcard(self.engine.keys.room_keys(room_id)["park"]))
 
 
 MAIL_COUNTS = ("notifySent", "notifyFailed", "notifyGivenUp", "notifyLastError")

@@ -602,6 +602,29 @@ class InForce(Answer):
     )
 
 
+class MailFailure(Answer):
+    at: int = Field(description="When, room clock epoch ms.", examples=[1_765_116_030_000])
+    what: str = Field(
+        description="What failed: its kind and SMTP code, never the address.",
+        examples=["SMTPDataError 451"],
+    )
+
+
+class TurnMail(Answer):
+    """The room's turn e-mails (its notify setting), counted since the room was created."""
+
+    parked: int = Field(
+        ge=0, description="Spots parked now, waiting for their turn.", examples=[40]
+    )
+    sent: int = Field(ge=0, description="E-mails sent.", examples=[310])
+    failed: int = Field(ge=0, description="Tries that failed (each retried).", examples=[2])
+    givenUp: int = Field(ge=0, description="E-mails given up after their last try.", examples=[0])
+    lastFailure: MailFailure | None = Field(
+        description="The last failed try; null: none.",
+        examples=[{"at": 1_765_116_030_000, "what": "SMTPDataError 451"}],
+    )
+
+
 class RoomDetail(Room):  # type: ignore[valid-type, misc]
     stats: Stats = Field(
         description="The room's numbers now.",
@@ -619,6 +642,10 @@ class RoomDetail(Room):  # type: ignore[valid-type, misc]
     inForce: InForce = Field(
         description="What the room acts on now, a running event's changes included.",
         examples=[{"ratePerMinute": 300, "capacity": 2_000, "mode": "fifo", "event": None}],
+    )
+    turnMail: TurnMail = Field(
+        description="Its turn e-mails: parked spots, sent, failed tries and the last failure.",
+        examples=[{"parked": 40, "sent": 310, "failed": 2, "givenUp": 0, "lastFailure": None}],
     )
     line: list[LineEntry] = Field(
         default_factory=list,
