@@ -28,6 +28,7 @@ from anteroom.queue.line.parking import Parking
 from anteroom.queue.rooms.room_directory import RoomDirectory
 from anteroom.queue.rooms.turn_mailer import TurnMailer, retry_delay_ms
 from anteroom.sdk import tokens
+from anteroom.service_container import Services
 from anteroom.store.keystore import KeyStore
 from anteroom.verify import verify_admission
 from helpers import MANAGEMENT_API, TEST_KEYS, free_port, make_room
@@ -261,3 +262,35 @@ def test_a_bad_address_or_a_room_without_the_offer_is_refused_and_changes_nothin
     assert ok.status_code == 200 and ok.json == {
         "status": "parked", "room": "offered", "returnWindowSec": 900
     }  # fmt: skip
+
+
+def test_a_bind_ip_room_s_return_admission_stays_bound_to_the_entering_network(
+    client: FlaskClient, services: Services, engine: Engine, redis_client: redis.Redis
+) -> None:
+    """The link works on any device, but the admission it gives is signed as every admission
+    of a bindIp room is: bound to the network the spot entered from."""
+    api_key = KeyStore(redis_client, engine.keys).create("test")[0].public_key
+    room = make_room(engine, slug="bound", notify=True, bindIp=True, ratePerMinute=60)
+    engine.set_clock(room, 1_800_000_000_000)
+    engine.open(room)
+    visitor = Visitor(client, api_key, address="198.51.100.7")
+    assert visitor.enter("bound").json["status"] == "waiting"
+    assert notify(visitor, "roamer@example.com").status_code == 200
+    engine.shift_clock(room, 1_000)
+    engine.tick(room)
+    services.directory.refresh_once()
+    with smtp_server() as (url, inbox):
+        mailer = TurnMailer(
+            services.parking, services.directory, services.keyring, smtp_url=url,
+            sender="q@shop.example", base_url="http://localhost",
+        )  # fmt: skip
+        assert mailer.step() == 1
+        link = LINK.search(inbox.to("roamer@example.com")[0].get_content())
+    assert link
+    path = link.group(1).removeprefix("http://localhost")
+    opened = client.get(path, environ_base={"REMOTE_ADDR": "192.0.2.99"})  # another network
+    assert opened.status_code == 303
+    token = requests.utils.unquote(opened.headers["Location"].split("abq=", 1)[1])
+    elsewhere = verify_admission(token, TEST_KEYS, room="bound", client_ip="192.0.2.99")
+    assert not elsewhere.valid and elsewhere.reason == "ip-mismatch"
+    assert verify_admission(token, TEST_KEYS, room="bound", client_ip="198.51.100.7").valid
