@@ -294,3 +294,31 @@ def test_a_bind_ip_room_s_return_admission_stays_bound_to_the_entering_network(
     elsewhere = verify_admission(token, TEST_KEYS, room="bound", client_ip="192.0.2.99")
     assert not elsewhere.valid and elsewhere.reason == "ip-mismatch"
     assert verify_admission(token, TEST_KEYS, room="bound", client_ip="198.51.100.7").valid
+
+
+def test_turning_the_offer_off_strands_nobody_already_parked(
+    services: Services, engine: Engine, redis_client: redis.Redis
+) -> None:
+    room = make_room(engine, slug="was-offered", notify=True, ratePerMinute=60)
+    engine.set_clock(room, 1_800_000_000_000)
+    engine.open(room)
+    ticket = engine.enter(room, "v", "s", 10).ticket or 0
+    assert services.parking.park(room, "v", ticket, 1, "v@example.com", "pk") == "ok"
+    engine.update_room(room, {"notify": False})
+    engine.shift_clock(room, 1_000)
+    engine.tick(room)
+    services.directory.refresh_once()
+    with smtp_server() as (url, inbox):
+        mailer = TurnMailer(
+            services.parking, services.directory, services.keyring, smtp_url=url,
+            sender="q@shop.example", base_url="http://localhost",
+        )  # fmt: skip
+        assert [r["id"] for r in mailer.notify_rooms()] == [room]
+        assert mailer.step() == 1
+        assert len(inbox.to("v@example.com")) == 1
+        # its turn is kept for its return link until the window ends, then deleted; the room,
+        # with nothing parked nor due, is no longer read
+        assert mailer.notify_rooms() != []
+        engine.shift_clock(room, 900_000)
+        assert mailer.step() == 0
+        assert mailer.notify_rooms() == []

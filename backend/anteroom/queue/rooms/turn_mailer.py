@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import quote
 
 from anteroom.queue.connection.process_thread import ProcessThread
-from anteroom.queue.connection.storage_errors import StorageError
+from anteroom.queue.connection.storage_errors import StorageError, storage_errors
 from anteroom.queue.line.parking import DueMail, Parking
 from anteroom.queue.line.room_engine import EngineError
 from anteroom.queue.rooms.room_directory import RoomDirectory
@@ -89,14 +89,30 @@ class TurnMailer:
         self._thread = ProcessThread("anteroom-turn-mailer")
 
     def notify_rooms(self) -> list[dict[str, Any]]:
-        """The open rooms that offer the e-mail (and closed ones would keep nothing parked)."""
-        rooms = self.directory.known.rooms
-        return [r for r in rooms.values() if r.get("notify") and r.get("status") == "open"]
+        """The open rooms that offer the e-mail, and those that no longer do but still keep
+        parked spots or e-mails (an operator who turns it off strands nobody already parked)."""
+        rooms = [r for r in self.directory.known.rooms.values() if r.get("status") == "open"]
+        offered = [r for r in rooms if r.get("notify")]
+        rest = [r for r in rooms if not r.get("notify")]
+        if rest:
+            with storage_errors():
+                pipe = self.parking.engine.redis.pipeline(transaction=False)
+                for room in rest:
+                    keys = self.parking.engine.keys.room_keys(room["id"])
+                    pipe.exists(keys["park"], keys["mailq"])
+                kept = pipe.execute()
+            offered += [room for room, n in zip(rest, kept, strict=True) if n]
+        return offered
 
     def step(self) -> int:
         """One round over the notify rooms; the number of e-mails sent."""
         sent = 0
-        for room in self.notify_rooms():
+        try:
+            rooms = self.notify_rooms()
+        except StorageError as exc:
+            log.warning("turn mailer: rooms not read: %s", exc)
+            return 0
+        for room in rooms:
             if self.directory.stopping.is_set():
                 break
             window = int(room.get("returnWindowSec") or 900)
