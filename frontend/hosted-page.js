@@ -270,7 +270,7 @@ export function startHostedPage(environment = {}) {
       // The server checks the address (a 400 names it); the page only says what it answered.
       const email = /** @type {HTMLInputElement} */ (byId("notify-email")).value.trim();
       await createApi({ ...config, fetch: environment.fetch ?? globalThis.fetch.bind(globalThis), clock })
-        .post("/api/v1/queue/notify", { queueToken: answer?.queueToken, email }, controller.signal);
+        .post("/api/v1/queue/notify", { queueToken: answer?.queueToken, email, lang }, controller.signal);
       parked = notifyForm.hidden = error.hidden = true;
       setText("notify-parked", byId("notify-parked")?.textContent ?? "");
     } catch (failure) {

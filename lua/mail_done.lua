@@ -18,13 +18,13 @@ end
 local turn = redis.call('HGET', MAIL, 't:' .. vid)
 if not turn or redis.call('HEXISTS', MAIL, 'a:' .. vid) == 0 then return 0 end
 if outcome == 'sent' then
-  redis.call('HDEL', MAIL, 'a:' .. vid, 'n:' .. vid)
+  redis.call('HDEL', MAIL, 'a:' .. vid, 'n:' .. vid, 'l:' .. vid)
   redis.call('ZADD', MAILQ, fmt(tonumber(turn) + tonumber(ARGV[4]) * 1000), vid)
 elseif outcome == 'retry' then
   redis.call('ZADD', MAILQ, fmt(now + tonumber(ARGV[3])), vid)
 else
   redis.call('HINCRBY', ROOM, @notifyGivenUp, 1)
-  redis.call('HDEL', MAIL, 'a:' .. vid, 't:' .. vid, 'n:' .. vid)
+  redis.call('HDEL', MAIL, 'a:' .. vid, 't:' .. vid, 'n:' .. vid, 'l:' .. vid)
   redis.call('ZREM', MAILQ, vid)
 end
 return 1

@@ -5,7 +5,8 @@
 -- needs: _base, _record, _room, _spot
 -- KEYS: room spots line active bks blk park mail
 -- ARGV: vid, address, ticket, generation, parked for (ms), the public key it came with (the
---   return page's way back into the line: one field `key` per room).
+--   return page's way back into the line: one field `key` per room), the e-mail's language
+--   ('' for English: `l:<vid>` is kept for the others only).
 -- Reply: {'ok'} or {'no', why}: 'gone' (no such spot of this opening), 'admitted' (its turn
 --   came: poll), 'held' (held by its score, or not in the line: parking keeps no such spot).
 local vid, address, ticket, generation = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -19,6 +20,11 @@ if not order_key then return {'no', 'held'} end
 local now = clock(room)
 redis.call('ZADD', PARK, order_key, vid)
 redis.call('HSET', MAIL, 'a:' .. vid, address, 'key', ARGV[6])
+if (ARGV[7] or '') ~= '' then
+  redis.call('HSET', MAIL, 'l:' .. vid, ARGV[7])
+else
+  redis.call('HDEL', MAIL, 'l:' .. vid)
+end
 local until_ms = now + tonumber(ARGV[5])
 if spot.seen < until_ms then
   spot.seen = until_ms

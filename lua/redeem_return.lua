@@ -12,7 +12,7 @@ local now = clock(room)
 if now > turn + tonumber(ARGV[3]) * 1000 then return {'no', 'late'} end
 -- its turn deleted: whoever deletes it honours the link, once
 if redis.call('HDEL', MAIL, 't:' .. vid) == 0 then return {'no', 'used'} end
-redis.call('HDEL', MAIL, 'a:' .. vid, 'n:' .. vid)
+redis.call('HDEL', MAIL, 'a:' .. vid, 'n:' .. vid, 'l:' .. vid)
 redis.call('ZREM', MAILQ, vid)
 local spot = get_spot(vid)
 if not spot or spot.state ~= 'a' then return {'no', 'late'} end

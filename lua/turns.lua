@@ -32,7 +32,7 @@ for i, vid in ipairs(vids) do
   if raws[i] then @SPOT~(raws[i]){state = state, ...} end
   if not raws[i] then
     removed = removed + redis.call('ZREM', PARK, vid)
-    redis.call('HDEL', MAIL, 'a:' .. vid)
+    redis.call('HDEL', MAIL, 'a:' .. vid, 'l:' .. vid)
     gone = gone + 1
   elseif state == 'a' then
     removed = removed + redis.call('ZREM', PARK, vid)

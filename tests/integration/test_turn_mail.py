@@ -322,3 +322,38 @@ def test_turning_the_offer_off_strands_nobody_already_parked(
         engine.shift_clock(room, 900_000)
         assert mailer.step() == 0
         assert mailer.notify_rooms() == []
+
+
+def test_the_e_mail_and_the_return_page_speak_the_visitor_s_language(
+    client: FlaskClient, services: Services, engine: Engine, redis_client: redis.Redis
+) -> None:
+    api_key = KeyStore(redis_client, engine.keys).create("test")[0].public_key
+    room = make_room(engine, slug="sprachen", notify=True, ratePerMinute=60, returnWindowSec=600)
+    engine.set_clock(room, 1_800_000_000_000)
+    engine.open(room)
+    visitor = Visitor(client, api_key)
+    assert visitor.enter("sprachen").json["status"] == "waiting"
+    body = {"apiKey": api_key, "queueToken": visitor.ticket, "email": "ute@example.com"}
+    wrong = visitor.post("queue/notify", body | {"lang": "xx"})
+    assert wrong.status_code == 400 and "lang" in wrong.json["fields"]
+    assert visitor.post("queue/notify", body | {"lang": "de"}).status_code == 200
+    engine.shift_clock(room, 1_000)
+    engine.tick(room)
+    services.directory.refresh_once()
+    with smtp_server() as (url, inbox):
+        mailer = TurnMailer(
+            services.parking, services.directory, services.keyring, smtp_url=url,
+            sender="q@shop.example", base_url="http://localhost",
+        )  # fmt: skip
+        assert mailer.step() == 1
+        mail = inbox.to("ute@example.com")[0]
+    assert mail["Subject"] == "Sie sind an der Reihe: Spring drop"
+    assert "innerhalb von 10 Minuten" in mail.get_content()
+    link = LINK.search(mail.get_content())
+    assert link and link.group(1).endswith("&lang=de")
+    path = link.group(1).removeprefix("http://localhost")
+    assert client.get(path).status_code == 303
+    again = client.get(path)
+    assert again.status_code == 410
+    assert "Dieser Link wurde bereits benutzt" in again.get_data(as_text=True)
+    assert "l:" not in "".join(engine.redis.hkeys(engine.keys.room_keys(room)["mail"]))

@@ -30,10 +30,10 @@ class Parked:
 
 
 def leave_address(
-    s: Services, ticket: tokens.TicketClaims, email: Any, api_key: str
+    s: Services, ticket: tokens.TicketClaims, email: Any, api_key: str, lang: str = ""
 ) -> Parked | Refused:
     """Park the ticket's spot with ``email`` (checked first: a bad one changes nothing);
-    ``api_key``: the public key the ticket came with."""
+    ``api_key``: the public key the ticket came with; ``lang``: the e-mail's language."""
     why = parked.address_problem(email)
     if why:
         return Refused("BadRequest", f"email {why}.", fields={"email": why})
@@ -44,7 +44,7 @@ def leave_address(
             return Refused("NotifyOff")
         outcome = s.breaker.call(
             lambda: s.parking.park(
-                qr, ticket.visitor_id, ticket.ticket, ticket.generation, str(email), api_key
+                qr, ticket.visitor_id, ticket.ticket, ticket.generation, str(email), api_key, lang
             ),
             s.keys.room(qr),
         )

@@ -56,13 +56,15 @@ def address_problem(value: Any) -> str | None:
 
 @dataclass(frozen=True)
 class DueMail:
-    """A claimed turn e-mail: whose, which try (1, 2 …), the turn (room clock ms), where to."""
+    """A claimed turn e-mail: whose, which try (1, 2 …), the turn (room clock ms), where to,
+    in which language ('' English)."""
 
     room_id: str
     vid: str
     attempt: int
     turn_ms: int
     address: str
+    lang: str = ""
 
     def __repr__(self) -> str:  # never the address, in a log or a trace
         return f"DueMail(room_id={self.room_id!r}, vid={self.vid!r}, attempt={self.attempt})"
@@ -84,11 +86,27 @@ class Parking:
         self.engine = engine
 
     def park(
-        self, room_id: str, vid: str, ticket: int, generation: int, address: str, api_key: str
+        self,
+        room_id: str,
+        vid: str,
+        ticket: int,
+        generation: int,
+        address: str,
+        api_key: str,
+        lang: str = "",
     ) -> str:
         """Park the spot (checked address); 'ok', or why not: 'gone', 'admitted', 'held'.
-        ``api_key``: the public key the visitor came with (the return page links the line)."""
-        args = (vid, address, ticket, generation, PARKED_FOR_MS, api_key)
+        ``api_key``: the public key the visitor came with (the return page links the line);
+        ``lang``: the e-mail's language ('' or "en": English)."""
+        args = (
+            vid,
+            address,
+            ticket,
+            generation,
+            PARKED_FOR_MS,
+            api_key,
+            "" if lang == "en" else lang,
+        )
         reply = self.engine.run("park", room_id, *args)
         return "ok" if reply[0] == "ok" else str(reply[1])
 
@@ -101,8 +119,15 @@ class Parking:
         """Claim the room's due e-mails (each try counted at its claim)."""
         flat = self.engine.run("claim_mail", room_id, most, lease_ms)
         return [
-            DueMail(room_id, str(flat[i]), int(flat[i + 1]), int(flat[i + 2]), str(flat[i + 3]))
-            for i in range(0, len(flat), 4)
+            DueMail(
+                room_id,
+                str(flat[i]),
+                int(flat[i + 1]),
+                int(flat[i + 2]),
+                str(flat[i + 3]),
+                str(flat[i + 4] or ""),
+            )
+            for i in range(0, len(flat), 5)
         ]
 
     def done(

@@ -12,6 +12,8 @@ server delays only other e-mails.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import smtplib
 import threading
@@ -26,8 +28,10 @@ from anteroom.queue.connection.process_thread import ProcessThread
 from anteroom.queue.connection.storage_errors import StorageError, storage_errors
 from anteroom.queue.line.parking import DueMail, Parking
 from anteroom.queue.line.room_engine import EngineError
+from anteroom.queue.rooms.room_config import PAGE_LANGUAGES
 from anteroom.queue.rooms.room_directory import RoomDirectory
 from anteroom.queue.rooms.smtp_target import SmtpTarget
+from anteroom.resources import resource_dir
 from anteroom.sdk import tokens
 
 log = logging.getLogger("anteroom")
@@ -36,6 +40,21 @@ MOST_TRIES = 5
 FIRST_RETRY_MS, LONGEST_RETRY_MS = 5_000, 300_000
 # A link kept for ever is refused even were its record still there: a day beyond the longest window.
 LINK_MARGIN_SEC = 86_400
+
+
+@functools.cache
+def _catalog(lang: str) -> dict[str, Any]:
+    path = resource_dir("translations") / f"{lang}.json"
+    return json.loads(path.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def mail_text(lang: str, key: str, values: dict[str, str]) -> str:
+    """The e-mail's text ``key`` in ``lang`` (a page language; else English), filled in."""
+    code = lang if lang in PAGE_LANGUAGES else "en"
+    text = str(_catalog(code).get(key) or _catalog("en")[key])
+    for name, value in values.items():
+        text = text.replace("{" + name + "}", value)
+    return text
 
 
 def retry_delay_ms(attempt: int) -> int:
@@ -138,21 +157,19 @@ class TurnMailer:
             expires_at=now + int(room.get("returnWindowSec") or 900) + LINK_MARGIN_SEC,
         )
         token = tokens.issue(self.keyring, claims)
-        return f"{self.base_url}/queue/{quote(room['slug'])}/return?t={token}"
+        lang = f"&lang={quote(mail.lang)}" if mail.lang else ""
+        return f"{self.base_url}/queue/{quote(room['slug'])}/return?t={token}{lang}"
 
     def message(self, room: dict[str, Any], mail: DueMail) -> EmailMessage:
-        """The e-mail: it is your turn, the link, how long it is good for."""
+        """The e-mail, in the language the visitor left it in: it is your turn, the link, how
+        long it is good for, and that the address is now deleted."""
         minutes = max(1, int(room.get("returnWindowSec") or 900) // 60)
+        values = {"room": room["name"], "minutes": str(minutes), "link": self.link(room, mail)}
         message = EmailMessage()
         message["From"] = self.sender
         message["To"] = mail.address
-        message["Subject"] = f"It is your turn: {room['name']}"
-        message.set_content(
-            f"It is your turn in the line for {room['name']}.\n\n"
-            f"Open this link within {minutes} minutes to go in (it works once, on any device):\n"
-            f"{self.link(room, mail)}\n\n"
-            "Your address was kept only to send this e-mail and is now deleted.\n"
-        )
+        message["Subject"] = mail_text(mail.lang, "mail.subject", values)
+        message.set_content(mail_text(mail.lang, "mail.body", values) + "\n")
         return message
 
     def _send(self, room: dict[str, Any], mail: DueMail, window: int) -> int:

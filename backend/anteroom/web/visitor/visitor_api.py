@@ -110,7 +110,9 @@ def leave() -> ResponseReturnValue:
 @routes.view(bp, routes.NOTIFY_ME)
 def notify() -> ResponseReturnValue:
     body = parse(NotifyRequest)
-    return answered(calls.notify(services(), body.apiKey, body.token_value, body.email))
+    return answered(
+        calls.notify(services(), body.apiKey, body.token_value, body.email, body.lang or "")
+    )
 
 
 @routes.view(bp, routes.REFRESH_ADMISSION)

@@ -126,13 +126,13 @@ def leave(s: Services, api_key: str, ticket: str) -> Answer:
     return Answer(204, None, [], claims.room_id)
 
 
-def notify(s: Services, api_key: str, ticket: str, email: Any) -> Answer:
+def notify(s: Services, api_key: str, ticket: str, email: Any, lang: str = "") -> Answer:
     """``POST /api/v1/queue/notify``: the spot is parked until its turn, when an e-mail comes."""
     try:
         claims = claims_of(s, api_key, ticket, tokens.TicketClaims, "ticket")
     except errors.ApiError as exc:
         return error(exc)
-    answer = turn_notice.leave_address(s, claims, email, api_key)
+    answer = turn_notice.leave_address(s, claims, email, api_key, lang)
     if isinstance(answer, outcomes.Refused):
         return refused(answer, claims.room_id)
     return Answer(200, answer.body, [], claims.room_id)

@@ -294,6 +294,13 @@ class NotifyRequest(TicketRequest):
             examples=["ada@example.com"],
         ),
     ]
+    lang: Annotated[
+        Literal[rooms.PAGE_LANGUAGES] | None,  # type: ignore[valid-type]
+        Field(
+            description="The e-mail's language (one of the hosted page's); absent: English.",
+            examples=["de"],
+        ),
+    ] = None
 
 
 class Parked(Answer):
