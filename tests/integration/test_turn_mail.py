@@ -15,6 +15,7 @@ import socket
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +23,9 @@ import redis
 import requests
 from flask.testing import FlaskClient
 
+from anteroom.config import Settings
 from anteroom.engine import Engine
+from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue.connection.breaker import Breaker
 from anteroom.queue.line.parking import Parking
 from anteroom.queue.rooms.room_directory import RoomDirectory
@@ -64,6 +67,16 @@ def eventually(check: Callable[[], bool], within: float = 20.0) -> bool:
 def smtp() -> Iterator[tuple[str, Inbox]]:
     with smtp_server() as server:
         yield server
+
+
+@pytest.fixture
+def settings(redis_server: EmbeddedRedis, tmp_path: Path, smtp: tuple[str, Inbox]) -> Settings:
+    """The Flask app's settings (tests/conftest.py's) with the test's SMTP server: its own
+    sender thread, started by its first request, sends as every process's does."""
+    return Settings(
+        redis_url=redis_server.url, keys=TEST_KEYS, pow_difficulty=4, data_dir=str(tmp_path),
+        smtp_url=smtp[0], smtp_from="q@shop.example", public_url="http://localhost",
+    )  # fmt: skip
 
 
 @pytest.fixture
@@ -265,10 +278,15 @@ def test_a_bad_address_or_a_room_without_the_offer_is_refused_and_changes_nothin
 
 
 def test_a_bind_ip_room_s_return_admission_stays_bound_to_the_entering_network(
-    client: FlaskClient, services: Services, engine: Engine, redis_client: redis.Redis
+    client: FlaskClient,
+    services: Services,
+    engine: Engine,
+    redis_client: redis.Redis,
+    smtp: tuple[str, Inbox],
 ) -> None:
     """The link works on any device, but the admission it gives is signed as every admission
     of a bindIp room is: bound to the network the spot entered from."""
+    inbox = smtp[1]
     api_key = KeyStore(redis_client, engine.keys).create("test")[0].public_key
     room = make_room(engine, slug="bound", notify=True, bindIp=True, ratePerMinute=60)
     engine.set_clock(room, 1_800_000_000_000)
@@ -279,13 +297,9 @@ def test_a_bind_ip_room_s_return_admission_stays_bound_to_the_entering_network(
     engine.shift_clock(room, 1_000)
     engine.tick(room)
     services.directory.refresh_once()
-    with smtp_server() as (url, inbox):
-        mailer = TurnMailer(
-            services.parking, services.directory, services.keyring, smtp_url=url,
-            sender="q@shop.example", base_url="http://localhost",
-        )  # fmt: skip
-        assert mailer.step() == 1
-        link = LINK.search(inbox.to("roamer@example.com")[0].get_content())
+    services.mailer.step()  # (or the app's own sender thread: one of the two sends it)
+    assert eventually(lambda: len(inbox.to("roamer@example.com")) == 1)
+    link = LINK.search(inbox.to("roamer@example.com")[0].get_content())
     assert link
     path = link.group(1).removeprefix("http://localhost")
     opened = client.get(path, environ_base={"REMOTE_ADDR": "192.0.2.99"})  # another network
@@ -297,8 +311,9 @@ def test_a_bind_ip_room_s_return_admission_stays_bound_to_the_entering_network(
 
 
 def test_turning_the_offer_off_strands_nobody_already_parked(
-    services: Services, engine: Engine, redis_client: redis.Redis
+    services: Services, engine: Engine, smtp: tuple[str, Inbox]
 ) -> None:
+    inbox = smtp[1]
     room = make_room(engine, slug="was-offered", notify=True, ratePerMinute=60)
     engine.set_clock(room, 1_800_000_000_000)
     engine.open(room)
@@ -308,25 +323,26 @@ def test_turning_the_offer_off_strands_nobody_already_parked(
     engine.shift_clock(room, 1_000)
     engine.tick(room)
     services.directory.refresh_once()
-    with smtp_server() as (url, inbox):
-        mailer = TurnMailer(
-            services.parking, services.directory, services.keyring, smtp_url=url,
-            sender="q@shop.example", base_url="http://localhost",
-        )  # fmt: skip
-        assert [r["id"] for r in mailer.notify_rooms()] == [room]
-        assert mailer.step() == 1
-        assert len(inbox.to("v@example.com")) == 1
-        # its turn is kept for its return link until the window ends, then deleted; the room,
-        # with nothing parked nor due, is no longer read
-        assert mailer.notify_rooms() != []
-        engine.shift_clock(room, 900_000)
-        assert mailer.step() == 0
-        assert mailer.notify_rooms() == []
+    mailer = services.mailer  # (no request was made: its thread never started)
+    assert [r["id"] for r in mailer.notify_rooms()] == [room]
+    assert mailer.step() == 1
+    assert len(inbox.to("v@example.com")) == 1
+    # its turn is kept for its return link until the window ends, then deleted; the room,
+    # with nothing parked nor due, is no longer read
+    assert mailer.notify_rooms() != []
+    engine.shift_clock(room, 900_000)
+    assert mailer.step() == 0
+    assert mailer.notify_rooms() == []
 
 
 def test_the_e_mail_and_the_return_page_speak_the_visitor_s_language(
-    client: FlaskClient, services: Services, engine: Engine, redis_client: redis.Redis
+    client: FlaskClient,
+    services: Services,
+    engine: Engine,
+    redis_client: redis.Redis,
+    smtp: tuple[str, Inbox],
 ) -> None:
+    inbox = smtp[1]
     api_key = KeyStore(redis_client, engine.keys).create("test")[0].public_key
     room = make_room(engine, slug="sprachen", notify=True, ratePerMinute=60, returnWindowSec=600)
     engine.set_clock(room, 1_800_000_000_000)
@@ -340,13 +356,9 @@ def test_the_e_mail_and_the_return_page_speak_the_visitor_s_language(
     engine.shift_clock(room, 1_000)
     engine.tick(room)
     services.directory.refresh_once()
-    with smtp_server() as (url, inbox):
-        mailer = TurnMailer(
-            services.parking, services.directory, services.keyring, smtp_url=url,
-            sender="q@shop.example", base_url="http://localhost",
-        )  # fmt: skip
-        assert mailer.step() == 1
-        mail = inbox.to("ute@example.com")[0]
+    services.mailer.step()  # (or the app's own sender thread)
+    assert eventually(lambda: len(inbox.to("ute@example.com")) == 1)
+    mail = inbox.to("ute@example.com")[0]
     assert mail["Subject"] == "Sie sind an der Reihe: Spring drop"
     assert "innerhalb von 10 Minuten" in mail.get_content()
     link = LINK.search(mail.get_content())
@@ -357,3 +369,27 @@ def test_the_e_mail_and_the_return_page_speak_the_visitor_s_language(
     assert again.status_code == 410
     assert "Dieser Link wurde bereits benutzt" in again.get_data(as_text=True)
     assert "l:" not in "".join(engine.redis.hkeys(engine.keys.room_keys(room)["mail"]))
+
+
+def test_without_an_smtp_server_each_try_fails_and_says_why(
+    services: Services, engine: Engine
+) -> None:
+    room = make_room(engine, slug="no-smtp", notify=True, ratePerMinute=60)
+    engine.set_clock(room, 1_800_000_000_000)
+    engine.open(room)
+    ticket = engine.enter(room, "v", "s", 10).ticket or 0
+    services.parking.park(room, "v", ticket, 1, "v@example.com", "pk")
+    engine.shift_clock(room, 1_000)
+    engine.tick(room)
+    services.directory.refresh_once()
+    mailer = TurnMailer(
+        services.parking,
+        services.directory,
+        services.keyring,
+        smtp_url="",
+        sender="q@shop.example",
+        base_url="http://localhost",
+    )  # fmt: skip (no request was made: the app's own sender never started)
+    assert mailer.step() == 0
+    raw = engine.redis.hmget(engine.keys.room(room), ["nmfail", "nmerr"])
+    assert raw[0] == "1" and raw[1].endswith("no SMTP server (ANTEROOM_SMTP_URL)")

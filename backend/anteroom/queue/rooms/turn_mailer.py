@@ -164,7 +164,8 @@ class TurnMailer:
         """The e-mail, in the language the visitor left it in: it is your turn, the link, how
         long it is good for, and that the address is now deleted."""
         minutes = max(1, int(room.get("returnWindowSec") or 900) // 60)
-        values = {"room": room["name"], "minutes": str(minutes), "link": self.link(room, mail)}
+        name = " ".join(str(room["name"]).split())  # one line: a header may hold no line break
+        values = {"room": name, "minutes": str(minutes), "link": self.link(room, mail)}
         message = EmailMessage()
         message["From"] = self.sender
         message["To"] = mail.address
@@ -178,7 +179,7 @@ class TurnMailer:
                 raise smtplib.SMTPException("SMTP not configured (ANTEROOM_SMTP_URL)")
             self.target.send(self.message(room, mail))
         except (smtplib.SMTPException, OSError, ValueError) as exc:
-            kind = failure_kind(exc)
+            kind = failure_kind(exc) if self.target else "no SMTP server (ANTEROOM_SMTP_URL)"
             last = mail.attempt >= MOST_TRIES or permanent(exc)
             outcome = "failed" if last else "retry"
             log.warning(
