@@ -106,13 +106,21 @@ class TurnMailer:
         self.wake_every = wake_every
         self.clock = clock
         self._thread = ProcessThread("anteroom-turn-mailer")
+        self._first_round = True
+        self._offered: set[str] = set()  # rooms seen offering the e-mail, and still keeping some
 
     def notify_rooms(self) -> list[dict[str, Any]]:
         """The open rooms that offer the e-mail, and those that no longer do but still keep
-        parked spots or e-mails (an operator who turns it off strands nobody already parked)."""
+        parked spots or e-mails (an operator who turns it off strands nobody already parked).
+        A room is asked about the latter only if this process saw it offer the e-mail (or at
+        its first round): a room that never did costs no Redis command."""
         rooms = [r for r in self.directory.known.rooms.values() if r.get("status") == "open"]
         offered = [r for r in rooms if r.get("notify")]
-        rest = [r for r in rooms if not r.get("notify")]
+        rest = [
+            r
+            for r in rooms
+            if not r.get("notify") and (self._first_round or r["id"] in self._offered)
+        ]
         if rest:
             with storage_errors():
                 pipe = self.parking.engine.redis.pipeline(transaction=False)
@@ -120,7 +128,11 @@ class TurnMailer:
                     keys = self.parking.engine.keys.room_keys(room["id"])
                     pipe.exists(keys["park"], keys["mailq"])
                 kept = pipe.execute()
-            offered += [room for room, n in zip(rest, kept, strict=True) if n]
+            still = [room for room, n in zip(rest, kept, strict=True) if n]
+            self._offered -= {room["id"] for room in rest} - {room["id"] for room in still}
+            offered += still
+        self._first_round = False
+        self._offered |= {room["id"] for room in offered}
         return offered
 
     def step(self) -> int:
