@@ -243,6 +243,8 @@ export function startHostedPage(environment = {}) {
       link.parentElement.hidden = proof === null;
     }
 
+    showNotifyForm(state);
+
     const retryAt = byId("retry-at");
     if (retryAt) {
       const when = state === "error" && typeof update.retryAt === "number" ? new Date(update.retryAt) : null;
@@ -250,6 +252,33 @@ export function startHostedPage(environment = {}) {
       if (when && "dateTime" in retryAt) /** @type {HTMLTimeElement} */ (retryAt).dateTime = when.toISOString();
     }
   }
+
+  // "Tell me when it's my turn" (a room with notify on: the server renders #notify-form, its
+  // texts and #notify-parked): offered while waiting; once the address is taken the spot keeps
+  // its place without this page, and the page says so (it may still poll meanwhile).
+  let parked = false;
+  const notifyForm = /** @type {HTMLFormElement | null} */ (byId("notify-form"));
+  const showNotifyForm = (/** @type {string} */ state) => {
+    if (notifyForm) notifyForm.hidden = parked || state !== "waiting" || typeof answer?.queueToken !== "string";
+  };
+  notifyForm?.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const error = /** @type {HTMLElement} */ (byId("notify-error"));
+    const button = /** @type {HTMLButtonElement} */ (notifyForm.querySelector("button"));
+    button.disabled = true;
+    try {
+      // The server checks the address (a 400 names it); the page only says what it answered.
+      const email = /** @type {HTMLInputElement} */ (byId("notify-email")).value.trim();
+      await createApi({ ...config, fetch: environment.fetch ?? globalThis.fetch.bind(globalThis), clock })
+        .post("/api/v1/queue/notify", { queueToken: answer?.queueToken, email, lang }, controller.signal);
+      parked = notifyForm.hidden = error.hidden = true;
+      setText("notify-parked", byId("notify-parked")?.textContent ?? "");
+    } catch (failure) {
+      error.hidden = false;
+      error.textContent = error.dataset[/** @type {any} */ (failure)?.code === "BadRequest" ? "invalid" : "failed"] ?? "";
+    }
+    button.disabled = false;
+  });
 
   const fail = (/** @type {any} */ error) => {
     if (controller.signal.aborted) return;

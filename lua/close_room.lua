@@ -4,12 +4,14 @@
 -- report stays public until the next opening); a draw not yet made is dropped with the pool, its
 -- commitment kept as withdrawn.
 -- needs: _base, _room, _bucket, _blocks, _pause
--- KEYS: room spots line active adm bks blk drawn pqz used
+-- KEYS: room spots line active adm bks blk drawn pqz used park mail mailq
 -- ARGV: none. Reply: {'OK'} or {'ERR', 'RoomNotFound', 0}.
 local room = load_room()
 if not room then return err('RoomNotFound') end
 for _, score in ipairs(redis.call('SMEMBERS', BKS)) do redis.call('UNLINK', bucket(score)) end
 redis.call('UNLINK', SPOTS, ACTIVE, ADM, BKS, LINE, BLOCKS, PQZ, USED)
+-- parked spots' addresses and return links go with their spots
+redis.call('UNLINK', PARK, MAIL, MAILQ)
 -- an event's pre-queue goes with the line it was in (its tickets start again from 1)
 redis.call('HDEL', ROOM, @prequeueState, @prequeueFirst, @prequeueLast, @prequeueUntil,
   @prequeueCursor)

@@ -43,6 +43,7 @@ CLUSTER_SUITES = frozenset(
         "test_engine_model",
         "test_engine_order",
         "test_engine_rate",
+        "test_parking",
     }
 )
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from anteroom.queue.connection.redis_urls import parse_target
+from anteroom.queue.rooms.smtp_target import SmtpTarget
 
 PREFIX = "ANTEROOM_"
 
@@ -160,6 +161,19 @@ class Settings:
         "UDP: one reverse and one forward question per new crawler address, kept for the "
         "records' TTL; empty: the system's first `nameserver` (`/etc/resolv.conf`).",
     )
+    smtp_url: str = _setting(
+        "",
+        "The SMTP server that sends the turn e-mails of rooms with `notify` on: "
+        "`smtp://host:port` (STARTTLS when offered and credentials are given) or "
+        "`smtps://user:password@host:port` (TLS from the start); empty: none is sent, each "
+        "counted as failed. A malformed URL stops start-up.",
+    )
+    smtp_from: str = _setting("", "The turn e-mails' From address (e.g. `queue@shop.example`).")
+    public_url: str = _setting(
+        "",
+        "The service's public address (`https://queue.shop.example`): the origin of the return "
+        "links in turn e-mails; empty: `http://` + `ANTEROOM_BIND`.",
+    )
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -205,6 +219,11 @@ class Settings:
             raise ValueError(f"{PREFIX}DNS_RESOLVER must be host:port (an IP address)")
         if settings.outbound_ca_file and not os.path.isfile(settings.outbound_ca_file):
             raise ValueError(f"{PREFIX}OUTBOUND_CA_FILE must name a readable PEM file")
+        if settings.smtp_url:
+            try:
+                SmtpTarget.parse(settings.smtp_url)
+            except ValueError as exc:
+                raise ValueError(f"{PREFIX}SMTP_URL {exc}") from None
         return settings
 
     def with_overrides(self, **changes: Any) -> Settings:

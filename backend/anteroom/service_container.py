@@ -13,10 +13,12 @@ from anteroom.queue.draw.receipt_keys import ReceiptSigner
 from anteroom.queue.draw.room_receipts import ReceiptBook
 from anteroom.queue.line.agent_lane import AgentLane
 from anteroom.queue.line.fail_open_ledger import FailOpenLedger
+from anteroom.queue.line.parking import Parking
 from anteroom.queue.line.room_engine import Engine
 from anteroom.queue.rooms.key_layout import KeySpace
 from anteroom.queue.rooms.room_directory import RoomDirectory, StaleCache
 from anteroom.queue.rooms.room_ticker import RoomTicker
+from anteroom.queue.rooms.turn_mailer import TurnMailer
 from anteroom.queue.series.room_series import RoomSeries
 from anteroom.queue.series.series_sampler import SamplerThread
 from anteroom.sdk.crawlers import CrawlerCheck
@@ -54,6 +56,8 @@ class Services:
         # The room ticker (drains and sweeps open rooms) starts with the directory's refresher,
         # whose per-request hook (web/app_factory.py) is then the only one.
         self.directory.companions.append(self.ticker.ensure_running)
+        # The turn e-mails' sender (rooms with notify on) starts with them too.
+        self.directory.companions.append(lambda: self.mailer.ensure_running())
         self.ticker.draws.after.append(self._drawn)
 
     def _drawn(self, room_id: str, kind: str) -> None:
@@ -98,6 +102,25 @@ class Services:
     def agent_lane(self) -> AgentLane:
         """The signed agents' lanes of the rooms (built once)."""
         return AgentLane(self.redis, self.keys)
+
+    @cached_property
+    def parking(self) -> Parking:
+        """Parked spots: "tell me when it's my turn" (built once)."""
+        return Parking(self.engine)
+
+    @cached_property
+    def mailer(self) -> TurnMailer:
+        """This process's sender of turn e-mails (built once; its thread starts with the
+        directory's refresher)."""
+        settings = self.settings
+        return TurnMailer(
+            self.parking,
+            self.directory,
+            self.keyring,
+            smtp_url=settings.smtp_url,
+            sender=settings.smtp_from or "anteroom@localhost",
+            base_url=settings.public_url or f"http://{settings.bind}",
+        )
 
     @cached_property
     def identity(self) -> IdentityServices:

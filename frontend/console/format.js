@@ -80,6 +80,19 @@ export function safetyNetSummary(net, timeZone) {
   );
 }
 
+/**
+ * A room's turn e-mails in words: parked, sent, failed tries and the last failure.
+ * @param {{parked: number, sent: number, failed: number, givenUp: number, lastFailure: {at: number, what: string} | null} | undefined} mail
+ * @param {string} [timeZone]
+ */
+export function mailSummary(mail, timeZone) {
+  if (!mail) return "none yet";
+  const tries = mail.failed === 1 ? "try" : "tries";
+  const given = mail.givenUp ? `, ${count(mail.givenUp)} given up` : "";
+  const last = mail.lastFailure ? `; last failure ${mail.lastFailure.what} at ${when(mail.lastFailure.at, timeZone)}` : "";
+  return `${count(mail.parked)} waiting for their turn, ${count(mail.sent)} sent, ${count(mail.failed)} failed ${tries}${given}${last}`;
+}
+
 /** @returns {string} the browser's time zone name */
 export function zone() {
   return Intl.DateTimeFormat().resolvedOptions().timeZone || "local time";
@@ -180,7 +193,8 @@ const FIELDS = {
   admissionTtlSec: "Admission life (seconds)", bindIp: "Admissions tied to the network",
   noScriptScore: "Score without JavaScript", maxWaiting: "Longest line",
   abandonAfterSec: "Place given up after (seconds)", gracePeriodSec: "Grace for a quiet visitor (seconds)",
-  pollBudgetPerSecond: "Check-ins a second", failMode: "If storage is unreachable",
+  pollBudgetPerSecond: "Check-ins a second", notify: "E-mail at their turn",
+  returnWindowSec: "Return link honoured (seconds)", failMode: "If storage is unreachable",
   "safetyNet.activeSessions": "Safety net: active visitors", "safetyNet.arrivalsPerMinute": "Safety net: arrivals a minute",
   "safetyNet.coolDownSec": "Safety net: quiet time (seconds)", "drawBeacon.url": "Beacon's address",
   "drawBeacon.genesisTime": "Beacon's first round", "drawBeacon.period": "Seconds between rounds",

@@ -6,7 +6,7 @@ import { AuditTable } from "./audit.js";
 import { InvitesPanel } from "./invites.js";
 import { KeysPanel } from "./keys.js";
 import { RoomCharts } from "./charts.js";
-import { contrastRatio, count, languageName, releasedBy, safetyNetSummary, when, zone } from "./format.js";
+import { contrastRatio, count, languageName, mailSummary, releasedBy, safetyNetSummary, when, zone } from "./format.js";
 import { placed, span, summary } from "./schedule.js";
 import { mountBypass } from "./bypass.js";
 import { MODE_WORDS, el, labelled, modeWords, showProblems } from "./fields.js";
@@ -249,6 +249,7 @@ class RoomPage {
       ["Hold score", String(room.holdScore)],
       ["Mode", modeWords(room.mode)],
       ["Session renewal", room.sessionRenewal === false ? "not renewable: admissions end at their expiry" : "renewable while active"],
+      ...(room.notify || room.turnMail?.sent || room.turnMail?.failed ? [["Turn e-mails", mailSummary(room.turnMail)]] : []),
       // how many; the rules themselves, by what they match (never a secret), are under "Bypass rules"
       ["Bypass rules", count((room.bypass || []).length)],
     ];

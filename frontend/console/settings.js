@@ -36,6 +36,10 @@ const GROUPS = [
     { api: "gracePeriodSec", type: "number", unit: "seconds", label: "Extra time a quiet visitor's place is kept (a phone asleep)" },
     { api: "pollBudgetPerSecond", type: "number", unit: "check-ins a second", label: "Check-ins a second the line may make beyond its front" },
   ]],
+  ["Telling visitors when it is their turn", [
+    { api: "notify", type: "bool", label: "Let a waiting visitor leave an e-mail address and be told at their turn", on: "offered: a visitor may leave an address", off: "not offered" },
+    { api: "returnWindowSec", type: "number", unit: "seconds", label: "How long the e-mail's return link admits them, from their turn" },
+  ]],
   ["If the service cannot reach its storage", [
     { api: "failMode", type: "select", label: "Visitors who come meanwhile", options: {
       closed: "Closed: asked to try again shortly; nobody is admitted",

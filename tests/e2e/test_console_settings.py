@@ -173,6 +173,8 @@ SETTINGS: list[tuple[str, str, str | bool, Any]] = [
     ),
     ("setting-agentLaneRatePerMinute", "fill", "30", 30),
     ("setting-publicFairness", "check", False, False),
+    ("setting-notify", "check", True, True),
+    ("setting-returnWindowSec", "fill", "1800", 1800),
 ]
 FIELD = re.compile(r"^setting-(.*)$")
 

@@ -55,13 +55,13 @@ describe("the built bundles", () => {
     // What visitors load stays under 10 kB, the hosted page's script under 13.5 kB (it carries the
     // agent with its worker solver, its WebAssembly search (about 2 kB gzipped, as base64) and
     // between-poll estimates, and the page's states: a random room's odds and an invite's refusals
-    // took it past 13 kB); the operator
+    // took it past 13 kB, a notify room's e-mail form to 13.5 kB, hence 13.7 kB); the operator
     // console carries uPlot (about 20 kB) and, loaded by operators only, its forms (keys and
     // invites took it from 33.8 to 37.2 kB; the forms that change rooms about 7 kB more, mostly the
     // words of their labels, hints and confirmations); the API reference at /docs is Swagger UI's bundle (about
     // 450 kB), loaded by developers only.
     const limits = {
-      "static/hosted.js": 13_500,
+      "static/hosted.js": 13_700,
       // the headless client: budgeted in headless-build.test.mjs
       "static/anteroom-headless.js": 10_500,
       "static/console.js": 50_000,

@@ -1,7 +1,7 @@
 // The console's pure helpers: what an operator reads in the summaries and confirmations.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { auditRow, scopeWords, axisTime, clock, departuresSummary, languageName, last, lineSummary, perMinute, recentSum, releasedBy, safetyNetSummary, when, windowTotals } from "../../frontend/console/format.js";
+import { auditRow, scopeWords, axisTime, clock, departuresSummary, languageName, last, lineSummary, mailSummary, perMinute, recentSum, releasedBy, safetyNetSummary, when, windowTotals } from "../../frontend/console/format.js";
 
 test("a holdScore raise releases the held visitors scoring below it", () => {
   const held = { 75: 2, 90: 1 };
@@ -133,4 +133,16 @@ test("who went unserved: those who left, half of them by their wait, and unused 
   const late = { waitBuckets, abandonedWaits: [[0, 0, 0, 3]], unusedAdmissions: [2] };
   assert.match(departuresSummary(late), /^3 left .*half had waited over 300 s\); 2 admissions ran out/);
   assert.deepEqual(windowTotals([[1, 2], null, [0, 0]]), [3, null, 0]);
+});
+
+test("the turn e-mails figure says what was sent, what failed and the last failure, never an address", () => {
+  const mail = { parked: 3, sent: 12, failed: 1, givenUp: 0, lastFailure: { at: Date.UTC(2026, 11, 3, 18, 30), what: "SMTPDataError 451" } };
+  assert.equal(
+    mailSummary(mail, "UTC"),
+    "3 waiting for their turn, 12 sent, 1 failed try; last failure SMTPDataError 451 at 3 Dec 2026, 18:30",
+  );
+  assert.equal(
+    mailSummary({ parked: 0, sent: 0, failed: 5, givenUp: 1, lastFailure: null }, "UTC"),
+    "0 waiting for their turn, 0 sent, 5 failed tries, 1 given up",
+  );
 });

@@ -69,7 +69,9 @@ ADMISSION = "ab1"
 # An invite link's token (docs/operators.md, "Invite links"); see InviteClaims.
 INVITE = "iv1"
 INVITE_LANES = ("skip", "priority")
-TOKEN_TYPES = frozenset({CHALLENGE, SESSION, TICKET, ADMISSION, INVITE})
+# A return link's token (the e-mail a parked visitor gets at its turn); see ReturnClaims.
+RETURN_LINK = "rl1"
+TOKEN_TYPES = frozenset({CHALLENGE, SESSION, TICKET, ADMISSION, INVITE, RETURN_LINK})
 # The admission claim (``1`` when present) of a room with ``sessionRenewal: false``: the edges
 # never ask to renew it and the service refuses to. Absent means renewable, so every admission
 # signed before the claim existed keeps being renewed.
@@ -542,3 +544,19 @@ class InviteClaims(_Claims):
     uses: int = _claim("iu")
     lane: str = _claim("il")  # one of INVITE_LANES
     issued_at: int | None = _claim("iat", None)
+
+
+@dataclass(frozen=True)
+class ReturnClaims(_Claims):
+    """A return link (``rl1``): the parked spot ``visitor_id`` of room ``room_id`` had its turn
+    at ``turn_ms`` (room clock); honoured once, within the room's return window from then (the
+    service records its use in Redis; ``exp`` only bounds a link kept for ever)."""
+
+    TOKEN_TYPE: ClassVar[str] = RETURN_LINK
+
+    room_id: str = _claim("qr")
+    visitor_id: str = _claim("vid")
+    environment: str = _claim("env")
+    turn_ms: int = _claim("tt")
+    issued_at: int | None = _claim("iat", None)
+    expires_at: int | None = _claim("exp", None)

@@ -81,6 +81,12 @@ OPERATIONS = (
     "issue_invites",
     "withdraw_invite",
     "invites",
+    # "Tell me when it's my turn" (queue/line/parking.py).
+    "park",
+    "turns",
+    "claim_mail",
+    "mail_done",
+    "redeem_return",
 )
 
 # Scripts loaded as written: the room series' sampler and refusal counter, the challenge spend,

@@ -367,6 +367,11 @@ class Engine:
                 self.redis.incr(self.keys.rooms_version())
         return _check(result)
 
+    def run(self, op: str, room_id: str, *args: Any) -> Any:
+        """Run operation ``op`` of room ``room_id``: for the modules beside the engine that own
+        their scripts (queue/line/parking.py)."""
+        return self._run(op, room_id, *args)
+
     def _run_read(self, op: str, room_id: str, *args: Any) -> Any:
         """Run a script that writes nothing on ``reader``: EVALSHA_RO where the server has it."""
         script = self._scripts[op]

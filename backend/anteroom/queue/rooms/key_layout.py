@@ -61,12 +61,16 @@ class KeySpace:
         ``pqz`` numbers an event's pre-queue entrants while their places are drawn
         (lua/shuffle_prequeue.lua); ``fo`` registers the processes serving a failMode-open
         room: ``<process>`` → its last check-in (ms), ``<process>|n`` → when it was found
-        missing, ``|since`` → the last check-in after an outage (lua/check_in_fail_open.lua).
+        missing, ``|since`` → the last check-in after an outage (lua/check_in_fail_open.lua);
+        ``park`` orders the parked spots (a visitor to be e-mailed at its turn) by their order
+        keys, ``mail`` holds for each ``a:<vid>`` its address (until sent), ``t:<vid>`` its turn
+        (ms; until its return link is used or its window ends) and ``n:<vid>`` the e-mail's
+        tries, and ``mailq`` when each spot's e-mail is next due (queue/line/parking.py).
         """
         base = self.room_base(room_id)
         names = (
             "room", "spots", "line", "active", "adm", "rvk", "bks", "waits", "blk", "drawn", "inv",
-            "pqz", "fo", "used", "invs", "invo",
+            "pqz", "fo", "used", "invs", "invo", "park", "mail", "mailq",
         )  # fmt: skip
         return {name: base + name for name in names}
 

@@ -481,6 +481,11 @@ FIELDS: tuple[Field, ...] = (
     # A public randomness beacon the next scheduled opening's draw names at commitment.
     Field("drawBeacon", None, draw_beacon_problem, False, _json_or_empty, _from_json_or_empty),
     Field("safetyNet", None, _safety_net, False, _safety_net_stored, _safety_net_shown),
+    # "Tell me when it's my turn" (queue/rooms/turn_mail.py): a waiting visitor may leave an
+    # e-mail address and stop polling; at its turn it is sent a return link honoured for
+    # returnWindowSec (its admission is held that long for it).
+    Field("notify", False, _bool),
+    Field("returnWindowSec", 900, IntRange(60, 86_400)),
     # Verified search crawlers: queued (answered 503 by the hosted page) or let through uncounted.
     Field("crawlers", "queue", crawlers_problem, False, _crawlers_stored, _crawlers_shown),
     # The signed agents' lane (agents policy "lane"): admissions a minute apart from the rate.

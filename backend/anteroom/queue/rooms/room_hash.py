@@ -49,6 +49,8 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("crawlers", "crw", "verified crawlers: queue, pass or engines (a,b); web tier only"),
     RoomField("agentLaneRatePerMinute", "aglr", "the signed agents' lane's admissions a minute"),
     RoomField("agents", "agt", "signed agents' policies by directory host, JSON; web tier only"),
+    RoomField("notify", "ntf", "1 when a waiting visitor may leave an address to be told"),
+    RoomField("returnWindowSec", "rws", "seconds a notified visitor's return link is honoured"),
     RoomField("drawBeacon", "dbc", "public randomness beacon a draw takes, JSON ('' for none)"),
     # Scheduled events (queue/rooms/room_events.py, lua/_events.lua).
     RoomField("events", "evs", "the room's scheduled events, JSON sorted by startsAt ('' none)"),
@@ -131,6 +133,10 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("agentsRefused", "nagr", "verified signed agents the agents setting refused"),
     RoomField("agentsInvalid", "nagi", "signed arrivals whose signature did not hold"),
     RoomField("agentsLane", "nagl", "signed agents admitted through the agents' lane"),
+    RoomField("notifySent", "nmsent", "turn e-mails sent (queue/line/parking.py)"),
+    RoomField("notifyFailed", "nmfail", "tries of a turn e-mail that failed (each retried)"),
+    RoomField("notifyGivenUp", "nmlost", "turn e-mails given up after their last try"),
+    RoomField("notifyLastError", "nmerr", "the last failed send: 'room clock ms' what failed"),
     # The opening's fairness counts (docs/draw.md): reset when an idle room
     # opens, kept by a close so the last opening's report stays whole.
     RoomField("admittedFromPreQueue", "npre", "admissions of order keys below 2^52 (the pool)"),

@@ -121,6 +121,13 @@ JOINED = Reply(
 QUEUE_ANSWER = Reply(
     "QueueAnswer", "A queue answer; Retry-After is set while it asks the client to wait.",
     model=visitor.QueueAnswer, headers={"Retry-After": RETRY_AFTER | {"required": False}})
+PARKED = Reply("Parked", "The spot is parked: it keeps its place without polling until its "
+               "turn, when one e-mail with a single-use return link is sent.",
+               model=visitor.Parked)
+NOTIFY_FORBIDDEN = Reply("NotifyForbidden", "The room does not offer the e-mail (its notify "
+                         "setting is off).", ("NotifyOff",))
+NOT_WAITING = Reply("NotWaiting", "The spot is not waiting in the line: admitted already (poll "
+                    "it for the admission) or held.", ("NotWaiting",))
 LEFT = Reply("Left", "Left (also when there was nothing left to free).")
 ROOM_LIST = Reply("RoomList", "The rooms.", model=management.RoomList)
 ROOM_CREATED = Reply("RoomCreated", "The new room.", model=management.Room,
@@ -285,6 +292,18 @@ LEAVE_QUEUE = Route(
     "/api/v1/queue/leave", "post", "leaveQueue",
     "Leave the line: frees a waiting spot or an active slot", SPOT | {204: LEFT},
     tag="visitor", body=visitor.TicketRequest, token=("queueToken", "ticket"), notes=LEAVE_NOTES)
+NOTIFY_ME = Route(
+    "/api/v1/queue/notify", "post", "notifyQueue",
+    "Leave an e-mail address: the spot is kept without polling until its turn",
+    SPOT | {200: PARKED, 403: NOTIFY_FORBIDDEN, 409: NOT_WAITING}, tag="visitor",
+    body=visitor.NotifyRequest, token=("queueToken", "ticket"),
+    notes=" For a room whose notify setting is on. The spot keeps its place with no more"
+    " polls; at its turn one e-mail is sent to the address, with a link that admits the"
+    " visitor once, on any device (a bindIp room's admission stays bound to the network the"
+    " spot entered from), within the room's returnWindowSec from the turn. The address is"
+    " kept only until the e-mail is sent or the spot goes, and is never in an answer. A"
+    " malformed address answers 400 naming email and changes nothing. Polling a parked spot"
+    " is still allowed." + OLDER_NAME.format(older="ticket"))
 REFRESH_ADMISSION = Route(
     "/api/v1/admission/refresh", "post", "refreshAdmission",
     "A fresh admission; extends the active slot",
@@ -470,8 +489,8 @@ OPENAPI = Route(
 # In the document's order.
 ROUTES = (
     ARRIVE, JOIN_QUEUE, CREATE_CHALLENGE, IDENTIFY, ENTER_QUEUE, POLL_QUEUE, LEAVE_QUEUE,
-    REFRESH_ADMISSION, REVOKE_SESSION, LIST_QUEUES, CREATE_QUEUE, GET_QUEUE, GET_QUEUE_SERIES,
-    UPDATE_QUEUE,
+    NOTIFY_ME, REFRESH_ADMISSION, REVOKE_SESSION, LIST_QUEUES, CREATE_QUEUE, GET_QUEUE,
+    GET_QUEUE_SERIES, UPDATE_QUEUE,
     DELETE_QUEUE, CREATE_INVITES, LIST_INVITES, WITHDRAW_INVITE, LIST_EVENTS, CREATE_EVENT,
     UPDATE_EVENT, DELETE_EVENT, LIST_AUDIT_EVENTS, LIST_KEYS, CREATE_KEY, REVOKE_KEY,
     GET_QUEUE_FAIRNESS, GET_FAIRNESS, GET_DRAWN_ENTRANTS, HEALTHZ, READYZ, OPENAPI,

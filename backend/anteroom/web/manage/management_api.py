@@ -21,6 +21,7 @@ from flask.typing import ResponseReturnValue
 from anteroom.identity import revocation
 from anteroom.queue.connection.storage_errors import StorageBusy, StorageUnavailable
 from anteroom.queue.line import room_engine as eng
+from anteroom.queue.line.parking import mail_counts_of
 from anteroom.queue.rooms import invite_book, room_events
 from anteroom.queue.rooms import room_config as rooms
 from anteroom.queue.rooms.room_hash import stored as stored_name
@@ -238,6 +239,8 @@ def get_queue(call: Call[None], room_id: str) -> ResponseReturnValue:
         "mode": force.get("mode") or "fifo",
         "event": force.get("activeEvent"),
     }
+    mail = engine_call(lambda: mail_counts_of(s.engine, [room_id])[0])
+    out["turnMail"] = mail | {"parked": engine_call(lambda: s.parking.parked(room_id))}
     # A paused room's line is still the line, in the order it will be drained on resume.
     if stats.status in ("open", "paused"):
         line = engine_call(lambda: s.engine.line(room_id))

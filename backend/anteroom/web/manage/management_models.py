@@ -51,6 +51,12 @@ FIELD_DOCS = {
     "token says so (claim nr), so the edge decides without calling the service, and a refresh "
     "answers 403 NotRenewable. A change applies to admissions dealt from then on, and refreshes "
     "are refused at once.",
+    "notify": "true: a waiting visitor may leave an e-mail address (on the hosted page, or "
+    "POST /api/v1/queue/notify) and stop polling; the spot is kept until its turn, then one "
+    "e-mail is sent with a single-use return link (the operator sets ANTEROOM_SMTP_URL and "
+    "ANTEROOM_SMTP_FROM). The address is deleted once sent or when the spot goes.",
+    "returnWindowSec": "Seconds a notified visitor's return link admits them, from their turn; "
+    "their admission is held that long for them, then lasts admissionTtlSec from the return.",
     "redirectUrl": "Where the hosted page sends admitted visitors: an absolute https URL "
     "(http only for localhost, 127.0.0.1 and [::1]).",
     "maxWaiting": "Longest line; beyond it entries get QueueFull.",
@@ -161,6 +167,8 @@ FIELD_EXAMPLES: dict[str, Any] = {
     "bindIp": False,
     "publicFairness": True,
     "sessionRenewal": True,
+    "notify": False,
+    "returnWindowSec": 900,
     "redirectUrl": "https://shop.example.com/drop",
     "maxWaiting": 100_000,
     "abandonAfterSec": 300,
@@ -312,6 +320,7 @@ FIELD_TYPES: dict[str, Any] = {
     "bindIp": bool,
     "publicFairness": bool,
     "sessionRenewal": bool,
+    "notify": bool,
     "redirectUrl": Annotated[
         str,
         Field(
@@ -624,6 +633,29 @@ class InForce(Answer):
     )
 
 
+class MailFailure(Answer):
+    at: int = Field(description="When, room clock epoch ms.", examples=[1_765_116_030_000])
+    what: str = Field(
+        description="What failed: its kind and SMTP code, never the address.",
+        examples=["SMTPDataError 451"],
+    )
+
+
+class TurnMail(Answer):
+    """The room's turn e-mails (its notify setting), counted since the room was created."""
+
+    parked: int = Field(
+        ge=0, description="Spots parked now, waiting for their turn.", examples=[40]
+    )
+    sent: int = Field(ge=0, description="E-mails sent.", examples=[310])
+    failed: int = Field(ge=0, description="Tries that failed (each retried).", examples=[2])
+    givenUp: int = Field(ge=0, description="E-mails given up after their last try.", examples=[0])
+    lastFailure: MailFailure | None = Field(
+        description="The last failed try; null: none.",
+        examples=[{"at": 1_765_116_030_000, "what": "SMTPDataError 451"}],
+    )
+
+
 class RoomDetail(Room):  # type: ignore[valid-type, misc]
     stats: Stats = Field(
         description="The room's numbers now.",
@@ -641,6 +673,10 @@ class RoomDetail(Room):  # type: ignore[valid-type, misc]
     inForce: InForce = Field(
         description="What the room acts on now, a running event's changes included.",
         examples=[{"ratePerMinute": 300, "capacity": 2_000, "mode": "fifo", "event": None}],
+    )
+    turnMail: TurnMail = Field(
+        description="Its turn e-mails: parked spots, sent, failed tries and the last failure.",
+        examples=[{"parked": 40, "sent": 310, "failed": 2, "givenUp": 0, "lastFailure": None}],
     )
     line: list[LineEntry] = Field(
         default_factory=list,

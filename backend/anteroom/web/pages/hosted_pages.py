@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from flask import Blueprint, Response, current_app, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
@@ -13,7 +13,7 @@ from werkzeug.exceptions import NotFound
 from anteroom.queue.connection.storage_errors import StorageError
 from anteroom.queue.rooms import room_config as rooms
 from anteroom.service_container import Services
-from anteroom.visit import room_lookup
+from anteroom.visit import room_lookup, turn_notice
 from anteroom.visit.agents import agent_verdict
 from anteroom.visit.crawlers import RETRY_AFTER_SEC, crawler_verdict
 from anteroom.visit.refusals import Refusal
@@ -140,6 +140,38 @@ def queue_page(slug: str) -> ResponseReturnValue:
     return response
 
 
+@bp.get("/queue/<slug>/return")
+def return_page(slug: str) -> ResponseReturnValue:
+    """A turn e-mail's return link (visit/turn_notice.py): admitted once, within the room's
+    return window, to the room's redirectUrl with the admission; else a page saying why (late,
+    used, not valid) that offers the line again."""
+    s = services()
+    try:
+        outcome = turn_notice.come_back(s, request.args.get("t", ""))
+    except StorageError:
+        return error_page(503, "unavailable", "Unavailable")
+    room = outcome.room
+    if outcome.kind == "admitted" and room is not None and outcome.body is not None:
+        target = with_admission(room["redirectUrl"], outcome.body["token"])
+        return secure(redirect(target, 303))  # type: ignore[arg-type]
+    again = None
+    if room is not None and room["slug"] == slug:
+        key = s.parking.entry_key(room["id"])
+        again = url_for("pages.queue_page", slug=slug, key=key) if key else room["redirectUrl"]
+    kind = outcome.kind if outcome.kind in ("late", "used") else "invalid"
+    context = language_context(page_language())
+    html = render_template(
+        "returned.html",
+        kind=kind,
+        title=context["t"](f"return.{kind}.title"),
+        message=context["t"](f"return.{kind}.message"),
+        again=again,
+        **context,
+    )
+    status = 410 if kind != "invalid" else 400
+    return secure(Response(html, status=status, mimetype="text/html"))
+
+
 def crawler_answer(s: Services, room: dict[str, Any], return_url: str | None) -> Response | None:
     """A verified search crawler's answer (visit/crawlers.py): sent on to the site (302) when
     the room lets it through, else 503 with Retry-After; None for anyone else."""
@@ -253,3 +285,11 @@ def safe_return_url(candidate: str, redirect_url: str) -> str | None:
         return None
     plain = got.username is None and got.password is None  # no user@host tricks
     return candidate if same and plain and got.scheme in ("http", "https") else None
+
+
+def with_admission(url: str, token: str) -> str:
+    """``url`` with ``abq=<token>`` added to its query, before any #fragment (existing query
+    kept as it is), as the page's script does (view.js)."""
+    base, hash_mark, fragment = url.partition("#")
+    separator = "?" if "?" not in base else "" if base.endswith(("?", "&")) else "&"
+    return f"{base}{separator}abq={quote(token, safe='')}{hash_mark}{fragment}"

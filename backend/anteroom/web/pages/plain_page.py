@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 from typing import Any
-from urllib.parse import quote
 
 from flask import Blueprint, Response, redirect, render_template, request, url_for
 from flask.typing import ResponseReturnValue
@@ -228,9 +227,5 @@ def eta_text(lang: str, seconds: Any) -> str | None:
     return str(form).replace("{count}", str(count))
 
 
-def with_admission(url: str, token: str) -> str:
-    """``url`` with ``abq=<token>`` added to its query, before any #fragment (existing query
-    kept as it is), as the page's script does (view.js)."""
-    base, hash_mark, fragment = url.partition("#")
-    separator = "?" if "?" not in base else "" if base.endswith(("?", "&")) else "&"
-    return f"{base}{separator}abq={quote(token, safe='')}{hash_mark}{fragment}"
+# The one writer of it is the hosted pages' (the return link admits the same way).
+with_admission = pages.with_admission

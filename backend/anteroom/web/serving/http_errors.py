@@ -111,6 +111,11 @@ class NotRenewable(ApiError):
     description = "This room's admissions end at their expiry (sessionRenewal is off); queue again."
 
 
+class NotifyOff(ApiError):
+    code, error = 403, "NotifyOff"
+    description = "This room does not offer an e-mail at the visitor's turn."
+
+
 class NotFound(ApiError):
     code, error, description = 404, "NotFound", "Nothing here."
 
@@ -146,6 +151,11 @@ class EventOverlap(ApiError):
 class EventEnded(ApiError):
     code, error = 409, "EventEnded"
     description = "The event has ended: it stays on record and cannot be changed."
+
+
+class NotWaiting(ApiError):
+    code, error = 409, "NotWaiting"
+    description = "The spot is not waiting in the line: admitted already (poll it), or held."
 
 
 class MethodNotAllowed(ApiError):

@@ -31,6 +31,7 @@ from prometheus_client.registry import Collector
 
 from anteroom.queue.connection.breaker import Breaker
 from anteroom.queue.connection.storage_errors import StorageError
+from anteroom.queue.line.parking import mail_counts_of
 from anteroom.queue.line.room_engine import WAIT_BUCKETS, RoomStats
 from anteroom.service_container import Services
 from anteroom.web.api import api_routes as routes
@@ -162,6 +163,18 @@ class RoomGauges(Collector):  # type: ignore[misc]
             " counted since the room was created.",
             labels=labels,
         )
+        sent = CounterMetricFamily(
+            "anteroom_notify_sent",
+            "Turn e-mails sent (a room's notify setting); counted since the room was created.",
+            labels=labels,
+        )
+        failed = CounterMetricFamily(
+            "anteroom_notify_failed",
+            "Tries of a turn e-mail that failed (each retried with backoff, up to 5 tries);"
+            " counted since the room was created.",
+            labels=labels,
+        )
+        mails: list[dict[str, Any] | None] = [None] * len(rooms)
         stats: list[RoomStats | None] = []
         departures: list[tuple[tuple[int, ...], int] | None] = [None] * len(rooms)
         if rooms:
@@ -169,6 +182,7 @@ class RoomGauges(Collector):  # type: ignore[misc]
             try:
                 stats = s.breaker.call(lambda: s.engine.stats_of(list(rooms)))
                 departures = list(s.breaker.call(lambda: s.engine.departures_of(list(rooms))))
+                mails = list(s.breaker.call(lambda: mail_counts_of(s.engine, list(rooms))))
             except StorageError:
                 stats = [None] * len(rooms)
         for (room_id, room), figures in zip(rooms.items(), stats, strict=True):
@@ -188,7 +202,12 @@ class RoomGauges(Collector):  # type: ignore[misc]
                 values = [room_id, room["slug"], room["environment"]]
                 left.add_metric(values, _cumulative(found[0]), None)
                 unused.add_metric(values, found[1])
-        return [*families.values(), left, unused]
+        for (room_id, room), counts in zip(rooms.items(), mails, strict=True):
+            if counts is not None:
+                values = [room_id, room["slug"], room["environment"]]
+                sent.add_metric(values, counts["sent"])
+                failed.add_metric(values, counts["failed"])
+        return [*families.values(), left, unused, sent, failed]
 
 
 def _cumulative(counts: tuple[int, ...]) -> list[tuple[str, float]]:

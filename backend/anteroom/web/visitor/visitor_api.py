@@ -23,6 +23,7 @@ from anteroom.web.visitor.visitor_models import (
     EnterRequest,
     IdentifyRequest,
     JoinRequest,
+    NotifyRequest,
     RefreshRequest,
     TicketRequest,
 )
@@ -104,6 +105,14 @@ def poll() -> ResponseReturnValue:
 def leave() -> ResponseReturnValue:
     body = parse(TicketRequest)
     return answered(calls.leave(services(), body.apiKey, body.token_value))
+
+
+@routes.view(bp, routes.NOTIFY_ME)
+def notify() -> ResponseReturnValue:
+    body = parse(NotifyRequest)
+    return answered(
+        calls.notify(services(), body.apiKey, body.token_value, body.email, body.lang or "")
+    )
 
 
 @routes.view(bp, routes.REFRESH_ADMISSION)

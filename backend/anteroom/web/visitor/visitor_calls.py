@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from anteroom.identity import sessions as identity
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.visit import arrival, challenges, outcomes, room_lookup, waiting
+from anteroom.visit import arrival, challenges, outcomes, room_lookup, turn_notice, waiting
 from anteroom.visit.agents import AgentVerdict
 from anteroom.visit.ports import Caller
 from anteroom.visit.refusals import Refusal
@@ -126,6 +126,18 @@ def leave(s: Services, api_key: str, ticket: str) -> Answer:
     if isinstance(answer, outcomes.Refused):
         return refused(answer, claims.room_id)
     return Answer(204, None, [], claims.room_id)
+
+
+def notify(s: Services, api_key: str, ticket: str, email: Any, lang: str = "") -> Answer:
+    """``POST /api/v1/queue/notify``: the spot is parked until its turn, when an e-mail comes."""
+    try:
+        claims = claims_of(s, api_key, ticket, tokens.TicketClaims, "ticket")
+    except errors.ApiError as exc:
+        return error(exc)
+    answer = turn_notice.leave_address(s, claims, email, api_key, lang)
+    if isinstance(answer, outcomes.Refused):
+        return refused(answer, claims.room_id)
+    return Answer(200, answer.body, [], claims.room_id)
 
 
 def arrive(s: Services, door: WebDoor, caller: Caller, body: ArriveRequest) -> Answer:

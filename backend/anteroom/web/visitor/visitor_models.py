@@ -282,6 +282,40 @@ class TicketRequest(Body):
         _one_of(data, problems, "queueToken", "ticket")
 
 
+class NotifyRequest(TicketRequest):
+    """A spot's token and the address to e-mail at its turn (a room with notify on)."""
+
+    email: Annotated[
+        str,
+        Field(
+            description="Where to send the e-mail at the spot's turn; kept only until it is "
+            "sent or the spot goes, and never shown in any answer.",
+            max_length=254,
+            examples=["ada@example.com"],
+        ),
+    ]
+    lang: Annotated[
+        Literal[rooms.PAGE_LANGUAGES] | None,  # type: ignore[valid-type]
+        Field(
+            description="The e-mail's language (one of the hosted page's); absent: English.",
+            examples=["de"],
+        ),
+    ] = None
+
+
+class Parked(Answer):
+    """The spot is parked: it keeps its place without polling until its turn."""
+
+    status: Literal["parked"] = Field(
+        description="Always parked: polling is no longer needed.", examples=["parked"]
+    )
+    room: str = Field(description="The room's slug.", examples=["spring-drop"])
+    returnWindowSec: int = Field(
+        description="How long the e-mail's link admits the visitor, from their turn (s).",
+        examples=[900],
+    )
+
+
 class RefreshRequest(Body):
     """An admission to renew."""
 
