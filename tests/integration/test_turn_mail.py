@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import redis
@@ -102,6 +103,16 @@ def pinned_room(engine: Engine, live: LiveServer, **config: Any) -> tuple[str, s
     return room, slug
 
 
+def token_of(link: str) -> str:
+    """The return link's token (its ``t``)."""
+    return parse_qs(urlsplit(link).query)["t"][0]
+
+
+def go(link: str) -> requests.Response:
+    """The return page's button: a POST of the link's token to the link."""
+    return requests.post(link, data={"t": token_of(link)}, allow_redirects=False, timeout=10)
+
+
 def notify(visitor: Visitor, email: Any) -> Any:
     return visitor.post(
         "queue/notify", {"apiKey": visitor.api_key, "queueToken": visitor.ticket, "email": email}
@@ -149,23 +160,31 @@ def test_a_crowd_parks_and_polls_each_parked_visitor_is_mailed_once_at_its_turn(
     first = inbox.to("v0@example.com")[0]
     link = LINK.search(first.get_content())
     assert link, first.get_content()
-    opened = requests.get(link.group(1), allow_redirects=False, timeout=10)
+    # Opening it spends nothing (a mail scanner fetches the links of an e-mail first): its
+    # page has one button, which does.
+    for _ in range(2):
+        page = requests.get(link.group(1), allow_redirects=False, timeout=10)
+        assert page.status_code == 200 and 'data-return="ready"' in page.text, page.text
+        assert '<form method="post">' in page.text and page.headers["X-Robots-Tag"] == "noindex"
+    opened = go(link.group(1))
     assert opened.status_code == 303, opened.text
     target = opened.headers["Location"]
     assert target.startswith(f"{live.url}/healthz?from=queue&abq=ab1.")
     token = target.split("abq=", 1)[1]
     assert verify_admission(requests.utils.unquote(token), TEST_KEYS, room=slug).valid
-    again = requests.get(link.group(1), allow_redirects=False, timeout=10)
+    again = go(link.group(1))
     assert again.status_code == 410 and 'data-return="used"' in again.text
     assert f"/queue/{slug}?key={api_key}" in again.text  # offers the line again
     # Another's link, opened after its window: late, and the line offered again.
     engine.shift_clock(room, (WINDOW + 1) * 1000)
     late_link = LINK.search(inbox.to("v2@example.com")[0].get_content())
     assert late_link
-    late = requests.get(late_link.group(1), allow_redirects=False, timeout=10)
+    late = go(late_link.group(1))
     assert late.status_code == 410 and 'data-return="late"' in late.text
     forged = requests.get(late_link.group(1)[:-3] + "xyz", allow_redirects=False, timeout=10)
     assert forged.status_code == 400 and 'data-return="invalid"' in forged.text
+    assert "<form" not in forged.text
+    assert go(late_link.group(1)[:-3] + "xyz").status_code == 400
     # No address, nor a return link's token, in the server's log.
     log = live.output(10_000)
     assert "@example.com" not in log and "rl1." not in log
@@ -302,7 +321,9 @@ def test_a_bind_ip_room_s_return_admission_stays_bound_to_the_entering_network(
     link = LINK.search(inbox.to("roamer@example.com")[0].get_content())
     assert link
     path = link.group(1).removeprefix("http://localhost")
-    opened = client.get(path, environ_base={"REMOTE_ADDR": "192.0.2.99"})  # another network
+    opened = client.post(
+        path, data={"t": token_of(path)}, environ_base={"REMOTE_ADDR": "192.0.2.99"}
+    )  # another network
     assert opened.status_code == 303
     token = requests.utils.unquote(opened.headers["Location"].split("abq=", 1)[1])
     elsewhere = verify_admission(token, TEST_KEYS, room="bound", client_ip="192.0.2.99")
@@ -364,8 +385,10 @@ def test_the_e_mail_and_the_return_page_speak_the_visitor_s_language(
     link = LINK.search(mail.get_content())
     assert link and link.group(1).endswith("&lang=de")
     path = link.group(1).removeprefix("http://localhost")
-    assert client.get(path).status_code == 303
-    again = client.get(path)
+    page = client.get(path)
+    assert page.status_code == 200 and "Jetzt eintreten" in page.get_data(as_text=True)
+    assert client.post(path, data={"t": token_of(path)}).status_code == 303
+    again = client.post(path, data={"t": token_of(path)})
     assert again.status_code == 410
     assert "Dieser Link wurde bereits benutzt" in again.get_data(as_text=True)
     assert "l:" not in "".join(engine.redis.hkeys(engine.keys.room_keys(room)["mail"]))

@@ -74,6 +74,15 @@ class ComeBack:
     body: dict[str, Any] | None = None
 
 
+def readable(s: Services, link: str) -> bool:
+    """Is ``link`` a return link of ours (its signature, nothing spent)?"""
+    try:
+        tokens.ReturnClaims.from_wire(tokens.decode(s.keyring, link, tokens.RETURN_LINK))
+    except tokens.TokenError:
+        return False
+    return True
+
+
 def come_back(s: Services, link: str) -> ComeBack:
     """Honour return link ``link`` once (Unavailable-like trouble raises StorageError)."""
     try:

@@ -142,12 +142,24 @@ def queue_page(slug: str) -> ResponseReturnValue:
 
 @bp.get("/queue/<slug>/return")
 def return_page(slug: str) -> ResponseReturnValue:
-    """A turn e-mail's return link (visit/turn_notice.py): admitted once, within the room's
-    return window, to the room's redirectUrl with the admission; else a page saying why (late,
-    used, not valid) that offers the line again."""
+    """A turn e-mail's return link (visit/turn_notice.py): a page with one button that spends
+    it. Opening the link spends nothing: mail scanners and link previews fetch the links of an
+    e-mail before its reader does, and a single-use link spent by them would lock the visitor
+    out. A link that is not ours says so at once."""
+    link = request.args.get("t", "")
+    if not turn_notice.readable(services(), link):
+        return returned_page("invalid", None, 400)
+    return returned_page("ready", None, 200, link=link)
+
+
+@bp.post("/queue/<slug>/return")
+def return_go(slug: str) -> ResponseReturnValue:
+    """The return page's button: admitted once, within the room's return window, to the room's
+    redirectUrl with the admission; else a page saying why (late, used, not valid) that offers
+    the line again."""
     s = services()
     try:
-        outcome = turn_notice.come_back(s, request.args.get("t", ""))
+        outcome = turn_notice.come_back(s, request.form.get("t") or request.args.get("t", ""))
     except StorageError:
         return error_page(503, "unavailable", "Unavailable")
     room = outcome.room
@@ -159,6 +171,11 @@ def return_page(slug: str) -> ResponseReturnValue:
         key = s.parking.entry_key(room["id"])
         again = url_for("pages.queue_page", slug=slug, key=key) if key else room["redirectUrl"]
     kind = outcome.kind if outcome.kind in ("late", "used") else "invalid"
+    return returned_page(kind, again, 410 if kind != "invalid" else 400)
+
+
+def returned_page(kind: str, again: str | None, status: int, link: str = "") -> Response:
+    """The return link's page: ``ready`` (its button), ``late``, ``used`` or ``invalid``."""
     context = language_context(page_language())
     html = render_template(
         "returned.html",
@@ -166,10 +183,12 @@ def return_page(slug: str) -> ResponseReturnValue:
         title=context["t"](f"return.{kind}.title"),
         message=context["t"](f"return.{kind}.message"),
         again=again,
+        link=link,
         **context,
     )
-    status = 410 if kind != "invalid" else 400
-    return secure(Response(html, status=status, mimetype="text/html"))
+    response = secure(Response(html, status=status, mimetype="text/html"))
+    response.headers["X-Robots-Tag"] = "noindex"
+    return response
 
 
 def crawler_answer(s: Services, room: dict[str, Any], return_url: str | None) -> Response | None:
