@@ -98,6 +98,13 @@ FIELDS: tuple[RoomField, ...] = (
         "room clock ms until which every process has booked its outage admissions (absent:"
         " none registered); the drain waits from then (lua/check_in_fail_open.lua)",
     ),
+    # A room across regions (queue/regions/, lua/_region_gate.lua): the lease this region holds.
+    RoomField(
+        "regionLease",
+        "rgl",
+        "'epoch:ceiling:watermark:expires:fallback' of the region's lease from the coordinator"
+        " (absent: the room is in one region only)",
+    ),
     # The room's clock (tests and tooling move it; lua/_clock.lua).
     RoomField("clockOffset", "clk", "ms added to Redis TIME"),
     RoomField("pinnedClock", "fix", "ms the clock is pinned at (0: not pinned)"),
