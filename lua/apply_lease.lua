@@ -5,8 +5,9 @@
 -- KEYS: room
 -- ARGV: epoch, ceiling (the most the room's `dealt` may reach; -1: its count now), watermark
 --   (room clock ms), ms the lease lasts from now (0: expired at once, the fallback holds),
---   fallback ('0' pauses, a share in (0, 1] of rate and capacity), then 'leave' to stop
---   being a room across regions (the other arguments unread).
+--   fallback ('0' pauses, a share in (0, 1] of rate and capacity), then '' or 'leave' to stop
+--   being a room across regions (the other arguments unread), or 'join' to become one (an
+--   expired lease of epoch 0 from the count now) unless it is one already.
 -- Reply: {1 when applied else 0, the epoch held after, now (room clock ms)}.
 local room = load_room()
 if not room then return err('RoomNotFound') end
@@ -14,6 +15,9 @@ local now = clock(room)
 if ARGV[6] == 'leave' then
   redis.call('HDEL', ROOM, @regionLease)
   return {1, 0, fmt(now)}
+end
+if ARGV[6] == 'join' and room.region_lease then
+  return {0, tonumber(room.region_lease:match('^(%d+):')) or 0, fmt(now)}
 end
 local epoch = tonumber(ARGV[1])
 local held = 0

@@ -108,3 +108,12 @@ def test_the_summary_counts_the_waiting_by_arrival(engine: Engine) -> None:
     assert buckets == [(START + 100 * i, 2) for i in range(4)]
     # beyond the head: a sample of (rank, arrival) for positions
     assert tail and all(START + 50 * (rank - 1) == t for rank, t in tail)
+
+
+def test_joining_twice_keeps_the_lease_held(engine: Engine) -> None:
+    room = open_room(engine, ratePerMinute=600)
+    engine.set_clock(room, START)
+    assert engine.join_regions(room, 0.5)
+    assert engine.apply_lease(room, 3, 9, START, 10_000, 0.5)[0]
+    assert not engine.join_regions(room, 0.5)
+    assert not engine.apply_lease(room, 2, 9, START, 10_000, 0.5)[0]  # epoch 3 still held

@@ -69,15 +69,31 @@ def test_rounds_grant_the_rooms_rate_and_never_stack() -> None:
     assert granted_total == 590
 
 
-def test_an_unused_lease_is_replaced_not_added_to() -> None:
+def test_grants_in_flight_are_carried_not_lost_nor_doubled() -> None:
     state = CoordinatorState()
     line = [1000 + i for i in range(500)]
     plan_round([summary("eu", line)], state, 1, now_ms=50_000)
     first = plan_round([summary("eu", line)], state, 1, now_ms=51_000)
     assert first.leases["eu"].ceiling == 10
-    # eu admitted nothing of it; a second later its ceiling is still one interval's worth
-    second = plan_round([summary("eu", line)], state, 1, now_ms=52_000)
-    assert second.leases["eu"].ceiling == 10
+    # eu's lease came late and it admitted 4 of them: the 6 left are carried, 10 more granted
+    second = plan_round([summary("eu", line[4:], admitted=4)], state, 1, now_ms=52_000)
+    assert (second.in_flight, second.leases["eu"].ceiling) == (6, 20)
+    # a second late report of the same count: nothing more is earned than the second's 10
+    third = plan_round([summary("eu", line[4:], admitted=4)], state, 1, now_ms=53_000)
+    assert third.leases["eu"].ceiling == 30
+
+
+def test_grants_whose_visitors_left_come_back_to_the_headroom() -> None:
+    state = CoordinatorState()
+    eu_line, us_line = [1000 + i for i in range(20)], [5000 + i for i in range(50)]
+    plan_round([summary("eu", eu_line), summary("us", us_line)], state, 1, now_ms=50_000)
+    first = plan_round([summary("eu", eu_line), summary("us", us_line)], state, 1, 51_000)
+    assert first.leases["eu"].share == 10  # eu's waiting came first
+    # eu's ten granted all left before their turn: given back, with the second's ten earned,
+    # the budget goes to us
+    later = plan_round([summary("eu", []), summary("us", us_line)], state, 1, 52_000)
+    assert later.leases["us"].share == 20
+    assert later.budget == 20 and state.headroom == 0
 
 
 def test_the_capacity_left_bounds_a_round() -> None:
@@ -115,3 +131,31 @@ def test_the_global_position_adds_those_who_arrived_earlier_elsewhere() -> None:
     exact = 3 + 1 + 3
     shown = global_position(summaries, "us", 3, 1250)
     assert abs(shown - exact) <= 1  # within one bucket of each other region
+
+
+def test_an_absent_regions_fallback_share_is_set_aside_and_its_return_costs_nothing() -> None:
+    state = CoordinatorState()
+    line = [1000 + i for i in range(500)]
+    plan_round([summary("eu", line), summary("ap", line)], state, 1, now_ms=50_000)
+    # ap is cut off, on its fallback of a quarter: eu's rounds grant three quarters of the rate
+    eu_admitted, budgets = 0, []
+    for second in range(1, 5):
+        round_ = plan_round(
+            [summary("eu", line, eu_admitted)],
+            state,
+            1,
+            50_000 + 1_000 * second,
+            absent={"ap": 0.25},
+        )
+        assert round_.budget in (7, 8)  # 7.5 a second: halves carry to the next round
+        budgets.append(round_.budget)
+        eu_admitted = round_.leases["eu"].ceiling - (round_.leases["eu"].ceiling - eu_admitted) // 2
+    assert sum(budgets) == 30  # four seconds at three quarters of 10 a second
+    # ap comes back having admitted 40 on its own: not charged again to the room's headroom
+    back = plan_round([summary("eu", line, eu_admitted), summary("ap", line, 40)], state, 1, 55_000)
+    assert back.budget == 10
+
+
+def test_the_coordinators_state_survives_its_json() -> None:
+    state = CoordinatorState(headroom=3.5, at_ms=9, granted={"eu": 4})
+    assert CoordinatorState.from_json(state.to_json()) == state

@@ -946,6 +946,12 @@ class Engine:
         )
         return bool(int(ok)), int(held), int(now)
 
+    def join_regions(self, room_id: str, fallback: float) -> bool:
+        """Make the room one across regions, on its fallback until a first lease comes (an
+        expired lease from its admission count now); False when it already was one."""
+        ok, _, _ = self._run("apply_lease", room_id, 0, -1, 0, 0, f"{fallback:g}", "join")
+        return bool(int(ok))
+
     def leave_regions(self, room_id: str) -> None:
         """The room is in this region only again: no lease, no gate."""
         self._run("apply_lease", room_id, 0, 0, 0, 0, "0", "leave")

@@ -4,13 +4,16 @@ Every region reports a :class:`Summary` of its part of a room's line; the coordi
 summaries into one :class:`Lease` per region. Pure (no I/O, times passed in), so the bounds
 below are tested on their own (tests/unit/test_global_line.py).
 
-The budget is a bank held by the coordinator: ``allowed`` grows at the room's rate and is the
-most all regions together may have admitted (``admitted`` = the sum of their reported counts);
-it never runs more than one interval's admissions ahead of them, so a quiet spell earns no
-burst. The round's budget is ``allowed - admitted``, within the capacity left (the room's
-capacity less the active sessions the regions report). A region's lease names a *ceiling* on
-its own admission counter (its reported count plus its share), not a count to spend: a lease
-that replaces an unused one adds nothing to it, so leases never stack.
+The budget is a bank held by the coordinator: its ``headroom`` grows at the room's rate and is
+spent by granting; what a round leaves unspent is kept up to one interval's admissions (a
+quiet spell earns no burst, a round that came late grants all it earned). A region's lease
+names a *ceiling* on its own admission counter, not a count to spend: its count reported, plus
+what is in flight (grants of earlier rounds not yet dealt, at most its waiting: they are its
+oldest waiting, granted already), plus its new share. A lease replacing another carries the
+grants in flight instead of adding to them, so leases never stack, and a lease that arrives
+late loses nothing. Grants whose visitors left before their turn come back to the headroom.
+The round's budget is the headroom, within the capacity left (the room's capacity less the
+active sessions the regions report and the grants in flight).
 
 The watermark: the waiting of all regions, merged by arrival time in buckets of
 ``BUCKET_MS``, are taken oldest first until the budget is spent; each region's share is the
@@ -21,10 +24,10 @@ region admits its share over the interval, at the room's pace).
 
 Capacity: all leases of one round together grant at most the capacity left when the summaries
 were taken (each summary's active count and admission count are read in one script, so an
-admission is counted in one or the other). Regions hold leases of at most two rounds at once
-(a round's lease may reach one region before the previous round's reaches another), so active
-sessions exceed the capacity by at most one round's grants: the stated bound, one interval's
-admissions at the room's rate.
+admission is counted in one or the other, and the grants in flight are set aside). A region
+may still hold the previous round's lease when another holds the new one, and sessions that
+end between a report and the round are counted as active, so the overshoot is bounded by one
+round's grants: the stated bound, one interval's admissions at the room's rate.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 # 100 ms: a tenth of the interval, so the order a bucket cannot tell apart (its width) is small
 # beside the interval's own (a region admits its share over a second); finer buckets would
@@ -90,8 +94,23 @@ class Lease:
 class CoordinatorState:
     """What the coordinator keeps between rounds (in etcd, so a new leader goes on)."""
 
-    allowed: float = -1.0  # the most all regions may have admitted; < 0: not started
-    at_ms: int = 0  # when ``allowed`` was last grown
+    headroom: float = 0.0  # admissions earned at the rate and not yet granted
+    at_ms: int = 0  # when it was last grown (0: never)
+    granted: dict[str, int] = field(default_factory=dict)  # each region's ceiling last granted
+
+    def to_json(self) -> dict[str, object]:
+        """For etcd."""
+        return {"headroom": self.headroom, "at": self.at_ms, "granted": self.granted}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CoordinatorState:
+        """From etcd (what :meth:`to_json` wrote)."""
+        granted = data.get("granted") or {}
+        return cls(
+            headroom=float(data.get("headroom", 0.0)),
+            at_ms=int(data.get("at", 0)),
+            granted={str(k): int(v) for k, v in dict(granted).items()},
+        )
 
 
 @dataclass(frozen=True)
@@ -101,6 +120,7 @@ class Round:
     budget: int
     watermark: int
     leases: dict[str, Lease] = field(default_factory=dict)
+    in_flight: int = 0  # grants of earlier rounds not yet dealt (kept in the new ceilings)
 
 
 def room_terms(summaries: Sequence[Summary]) -> tuple[int, int]:
@@ -111,38 +131,45 @@ def room_terms(summaries: Sequence[Summary]) -> tuple[int, int]:
     return rate, (min(caps) if caps else 0)
 
 
-def grow_allowed(state: CoordinatorState, admitted: int, rate: int, now_ms: int) -> float:
-    """Grow the bank at ``rate`` a minute since the last round, at most one interval's
-    admissions (and at least one) ahead of what the regions have admitted."""
-    if state.allowed < 0 or state.at_ms <= 0:
-        state.allowed, state.at_ms = float(admitted), now_ms
-    elapsed = max(0, now_ms - state.at_ms)
-    burst = max(1.0, rate * INTERVAL_MS / 60_000)
-    state.allowed = min(state.allowed + rate * elapsed / 60_000, admitted + burst)
-    state.at_ms = now_ms
-    return state.allowed
+def in_flight(state: CoordinatorState, summaries: Sequence[Summary]) -> tuple[dict[str, int], int]:
+    """Each region's grants still to deal (its last ceiling less its count, at most its
+    waiting: those are its oldest waiting, already granted), and the grants given back (a
+    region whose waiting left before their turn)."""
+    covered, returned = {}, 0
+    for s in summaries:
+        granted = state.granted.get(s.region)
+        out = max(0, granted - s.admitted) if granted is not None else 0
+        covered[s.region] = min(out, s.waiting)
+        returned += out - covered[s.region]
+    return covered, returned
 
 
 def split_by_arrival(
-    summaries: Sequence[Summary], budget: int
+    summaries: Sequence[Summary], budget: int, covered: Mapping[str, int] | None = None
 ) -> tuple[dict[str, int], int | None]:
     """Each region's share of ``budget`` taken oldest arrival first, and the watermark (the end
-    of the last bucket taken; None when nothing waits)."""
+    of the last bucket taken; None when nothing is). ``covered``: each region's oldest waiting
+    already granted in earlier rounds, taken again at no cost to the budget."""
+    free = dict(covered or {})
     by_start: dict[int, dict[str, int]] = {}
+    free_at: set[int] = set()
     for s in summaries:
         for start, n in s.buckets:
-            if n > 0:
-                by_start.setdefault(start, {})[s.region] = n
+            skip = min(n, free.get(s.region, 0))
+            if skip:
+                free[s.region] -= skip
+                free_at.add(start)
+            if n - skip > 0:
+                by_start.setdefault(start, {})[s.region] = n - skip
     shares = {s.region: 0 for s in summaries}
-    if not by_start:
-        return shares, None
-    left, watermark = budget, None
+    watermark = max(free_at) + BUCKET_MS - 1 if free_at else None
+    left = budget
     for start in sorted(by_start):
-        counts = by_start[start]
-        total = sum(counts.values())
         if left <= 0:
             break
-        watermark = start + BUCKET_MS - 1
+        counts = by_start[start]
+        total = sum(counts.values())
+        watermark = max(watermark or 0, start + BUCKET_MS - 1)
         if total <= left:
             for region, n in counts.items():
                 shares[region] += n
@@ -166,31 +193,46 @@ def plan_round(
     epoch: int,
     now_ms: int,
     lease_ms: int = LEASE_MS,
+    absent: Mapping[str, float] | None = None,
 ) -> Round:
-    """One round: the budget, its split by arrival and each region's lease."""
+    """One round: the budget, its split by arrival and each region's lease.
+
+    ``absent``: regions whose summary is missing or stale, by their fallback share: each may be
+    admitting that share of the rate and capacity on its own, so it is set aside (and its
+    ceiling forgotten: on its return it starts from its count then)."""
     if not summaries:
         return Round(0, 0)
     rate, capacity = room_terms(summaries)
-    admitted = sum(s.admitted for s in summaries)
-    allowed = grow_allowed(state, admitted, rate, now_ms)
-    budget = max(0, math.floor(allowed - admitted))
+    aside = sum((absent or {}).values())
+    own_rate = rate * max(0.0, 1.0 - aside)
+    burst = max(1.0, own_rate * INTERVAL_MS / 60_000)
+    elapsed = max(0, now_ms - state.at_ms) if state.at_ms else 0
+    covered, returned = in_flight(state, summaries)
+    # all of a long round's earnings may be granted; what is left unspent keeps one interval's
+    headroom = state.headroom + returned + own_rate * elapsed / 60_000
+    budget = max(0, math.floor(headroom))
+    flying = sum(covered.values())
     if capacity > 0:
-        budget = min(budget, max(0, capacity - sum(s.active for s in summaries)))
-    shares, watermark = split_by_arrival(summaries, budget)
+        left = capacity - sum(s.active for s in summaries) - flying - math.ceil(capacity * aside)
+        budget = min(budget, max(0, left))
+    shares, watermark = split_by_arrival(summaries, budget, covered)
     if watermark is None:
         watermark = min(s.at_ms for s in summaries)
+    state.headroom = min(headroom - sum(shares.values()), burst)
+    state.at_ms = now_ms
     leases = {
         s.region: Lease(
             region=s.region,
             epoch=epoch,
-            ceiling=s.admitted + shares[s.region],
+            ceiling=s.admitted + covered[s.region] + shares[s.region],
             watermark=watermark,
             expires_ms=now_ms + lease_ms,
             share=shares[s.region],
         )
         for s in summaries
     }
-    return Round(budget, watermark, leases)
+    state.granted = {region: lease.ceiling for region, lease in leases.items()}
+    return Round(budget, watermark, leases, flying)
 
 
 def global_position(

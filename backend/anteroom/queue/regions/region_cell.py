@@ -1,0 +1,276 @@
+"""A region's cell of rooms across regions: its reports, its leases, and the coordinator.
+
+Every instance of a region runs one :class:`RegionCell` (a thread beside the room ticker), and
+each step, about once an interval, it:
+
+1. reports each regional room's summary (lua/region_summary.lua) to etcd under
+   ``<prefix>rooms/<name>/summary/<region>``: every instance writes the same key, so a lost
+   instance loses nothing, and the coordinator reads the latest;
+2. applies the lease the coordinator wrote for its region (``…/lease/<region>``) to the room's
+   hash (lua/apply_lease.lua refuses an older epoch than the one held), with the time it has
+   left on this machine's wall clock; a region that cannot reach etcd applies nothing, so its
+   lease runs out and its fallback holds;
+3. campaigns for the coordinator's leadership (queue/regions/leadership.py) and, while it
+   leads, plans the round (queue/regions/global_line.py) for every room and writes the leases
+   and its state in one transaction guarded by its epoch.
+
+A room spans regions by its spec at ``<prefix>rooms/<name>/spec``: ``{"regions": {region:
+{"room": its room id there, "fallback": 0 (pause) or a share in (0, 1]}}}``; each region
+creates the room in its own Redis and the operator writes the spec (:func:`write_spec`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+
+from anteroom.queue.connection.storage_errors import StorageError
+from anteroom.queue.line.room_engine import Engine, EngineError
+from anteroom.queue.regions.etcd_kv import Etcd, EtcdError, EtcdUnavailable, put_op
+from anteroom.queue.regions.global_line import (
+    BUCKET_MS,
+    INTERVAL_MS,
+    CoordinatorState,
+    Lease,
+    Summary,
+    global_position,
+    plan_round,
+)
+from anteroom.queue.regions.leadership import Leadership
+
+log = logging.getLogger("anteroom")
+DEFAULT_PREFIX = "/anteroom/"
+# A summary older than this (wall clock) is its region's absence: set aside at its fallback.
+STALE_MS = 2_500
+# The head of each region's line counted exactly: many intervals' worth at any sane rate.
+HEAD = 500
+
+
+@dataclass(frozen=True)
+class RoomSpec:
+    """A room across regions: each region's room id and fallback share (0: pause)."""
+
+    name: str
+    rooms: Mapping[str, str]
+    fallbacks: Mapping[str, float]
+
+
+def write_spec(
+    etcd: Etcd, name: str, regions: Mapping[str, tuple[str, float]], prefix: str = DEFAULT_PREFIX
+) -> None:
+    """Make room ``name`` span ``regions`` ({region: (its room id there, fallback share)})."""
+    spec = {
+        "regions": {r: {"room": room, "fallback": share} for r, (room, share) in regions.items()}
+    }
+    etcd.put(f"{prefix}rooms/{name}/spec", json.dumps(spec))
+
+
+def _summary_json(summary: Summary, wall_ms: int) -> str:
+    return json.dumps(asdict(summary) | {"wall": wall_ms})
+
+
+def _summary_of(raw: bytes) -> tuple[Summary, int]:
+    data = json.loads(raw)
+    wall = int(data.pop("wall"))
+    data["buckets"] = tuple(tuple(b) for b in data["buckets"])
+    data["tail"] = tuple(tuple(t) for t in data["tail"])
+    return Summary(**data), wall
+
+
+class RegionCell:
+    """One instance's part in its region's cell (see the module's docstring)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        etcd: Etcd,
+        region: str,
+        candidate: str,
+        prefix: str = DEFAULT_PREFIX,
+        wall_ms: Callable[[], int] | None = None,
+        leader_ttl: int = 2,
+    ) -> None:
+        """``candidate``: this instance's name in the campaign; ``wall_ms``: the clock leases'
+        expiries are read on (this machine's, in ms)."""
+        self.engine = engine
+        self.etcd = etcd
+        self.region = region
+        self.prefix = prefix
+        self.wall_ms = wall_ms or (lambda: int(time.time() * 1000))
+        self.leadership = Leadership(etcd, prefix + "leader", candidate, ttl=leader_ttl)
+        self.states: dict[str, CoordinatorState] = {}  # while leading, by room name
+        self.newest_epoch = 0
+        self.summaries: dict[str, dict[str, Summary]] = {}  # latest read, by room and region
+        self.cut_off = False  # etcd unreachable at the last step
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- one step --------------------------------------------------------------------------
+
+    def specs(self) -> list[RoomSpec]:
+        """Every room spec in etcd."""
+        out = []
+        for kv in self.etcd.get_prefix(self.prefix + "rooms/"):
+            parts = kv.key[len(self.prefix) + len("rooms/") :].split("/")
+            if len(parts) != 2 or parts[1] != "spec":
+                continue
+            regions = json.loads(kv.value)["regions"]
+            out.append(
+                RoomSpec(
+                    parts[0],
+                    {r: v["room"] for r, v in regions.items()},
+                    {r: float(v.get("fallback", 0)) for r, v in regions.items()},
+                )
+            )
+        return out
+
+    def step(self) -> None:
+        """Report, apply, coordinate: once. etcd unreachable: nothing this step (the leases
+        in the region's Redis run out by themselves)."""
+        try:
+            specs = self.specs()
+            for spec in specs:
+                if self.region in spec.rooms:
+                    self._report_and_apply(spec)
+            self._coordinate(specs)
+        except EtcdUnavailable as exc:
+            if not self.cut_off:
+                log.warning("region %s: etcd unreachable: %s", self.region, exc)
+            self.cut_off = True
+            if self.leadership.leading:
+                self.leadership.renew()  # fails, and steps down
+            return
+        except EtcdError as exc:
+            log.warning("region %s: etcd refused a call: %s", self.region, exc)
+            return
+        if self.cut_off:
+            log.info("region %s: etcd reachable again", self.region)
+        self.cut_off = False
+
+    def _report_and_apply(self, spec: RoomSpec) -> None:
+        room = spec.rooms[self.region]
+        base = f"{self.prefix}rooms/{spec.name}/"
+        fallback = spec.fallbacks.get(self.region, 0.0)
+        try:
+            self.engine.join_regions(room, fallback)
+            now, dealt, active, waiting, rate, capacity, buckets, tail = self.engine.region_summary(
+                room, HEAD, BUCKET_MS
+            )
+        except (EngineError, StorageError) as exc:  # this region's Redis: others go on
+            log.warning("region %s: room %s unreadable: %s", self.region, spec.name, exc)
+            return
+        summary = Summary(
+            region=self.region, at_ms=now, admitted=dealt, active=active, waiting=waiting,
+            buckets=tuple(buckets), rate=rate, capacity=capacity, tail=tuple(tail),
+        )  # fmt: skip
+        self.etcd.put(base + "summary/" + self.region, _summary_json(summary, self.wall_ms()))
+        found = self.etcd.get(base + "lease/" + self.region)
+        if found is None:
+            return
+        lease = Lease(**json.loads(found.value))
+        lasts = lease.expires_ms - self.wall_ms()
+        if lasts <= 0 or lease.epoch < self.newest_epoch:
+            return
+        try:
+            _, held, _ = self.engine.apply_lease(
+                room, lease.epoch, lease.ceiling, lease.watermark, lasts, fallback
+            )
+        except (EngineError, StorageError) as exc:
+            log.warning("region %s: lease of %s not applied: %s", self.region, spec.name, exc)
+            return
+        self.newest_epoch = max(self.newest_epoch, held)
+
+    def _coordinate(self, specs: list[RoomSpec]) -> None:
+        if self.leadership.leading:
+            if not self.leadership.renew():
+                self.states.clear()
+                return
+        else:
+            leader = self.leadership.campaign()
+            if not self.leadership.leading:
+                return
+            assert leader is not None
+            self.states.clear()  # a new term: each room's state is read from etcd first
+        for spec in specs:
+            self._plan(spec)
+
+    def _plan(self, spec: RoomSpec) -> None:
+        base = f"{self.prefix}rooms/{spec.name}/"
+        now = self.wall_ms()
+        fresh: list[Summary] = []
+        latest: dict[str, Summary] = {}
+        for kv in self.etcd.get_prefix(base + "summary/"):
+            summary, wall = _summary_of(kv.value)
+            if summary.region not in spec.rooms:
+                continue
+            latest[summary.region] = summary
+            if now - wall <= STALE_MS:
+                fresh.append(summary)
+        self.summaries[spec.name] = latest
+        present = {s.region for s in fresh}
+        absent = {r: share for r, share in spec.fallbacks.items() if r not in present}
+        state = self.states.get(spec.name)
+        if state is None:
+            stored = self.etcd.get(base + "state")
+            state = (
+                CoordinatorState.from_json(json.loads(stored.value))
+                if stored
+                else CoordinatorState()
+            )
+            self.states[spec.name] = state
+        round_ = plan_round(fresh, state, self.leadership.epoch, now, absent=absent)
+        ops = [
+            put_op(base + "lease/" + r, json.dumps(asdict(lease)))
+            for r, lease in round_.leases.items()
+        ]
+        ops.append(put_op(base + "state", json.dumps(state.to_json())))
+        if not self.leadership.guarded(ops):
+            self.states.clear()
+
+    # -- positions -------------------------------------------------------------------------
+
+    def read_summaries(self, name: str) -> dict[str, Summary]:
+        """The latest summary of every region of room ``name`` (kept for positions)."""
+        latest = {}
+        for kv in self.etcd.get_prefix(f"{self.prefix}rooms/{name}/summary/"):
+            summary, _ = _summary_of(kv.value)
+            latest[summary.region] = summary
+        self.summaries[name] = latest
+        return latest
+
+    def position(self, name: str, local_position: int, arrival_ms: int) -> int:
+        """A visitor's place in the global line (see global_line.global_position)."""
+        return global_position(
+            self.summaries.get(name, {}), self.region, local_position, arrival_ms
+        )
+
+    # -- the thread ------------------------------------------------------------------------
+
+    def start(self, every_ms: int = INTERVAL_MS) -> None:
+        """Step about every ``every_ms`` in a daemon thread until :meth:`stop`."""
+
+        def run() -> None:
+            while not self._stop.is_set():
+                began = time.monotonic()
+                try:
+                    self.step()
+                except Exception:  # a bug in one step must not end the cell
+                    log.exception("region %s: step failed", self.region)
+                self._stop.wait(max(0.0, every_ms / 1000 - (time.monotonic() - began)))
+
+        self._thread = threading.Thread(
+            target=run, name=f"anteroom-region-{self.region}", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self, resign: bool = True) -> None:
+        """Stop the thread; ``resign`` hands leadership on at once (else it lapses)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        if resign and self.leadership.leading:
+            self.leadership.resign()
