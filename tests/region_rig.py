@@ -52,6 +52,28 @@ REGIONS = ("eu", "us", "ap")
 ROOM_NAME = "drop"
 
 
+def start_redis_server(folder: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """A redis-server of its own (no persistence) in ``folder``, answering: (process, port)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    args = [
+        REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
+        "--appendonly", "no", "--save", "", "--daemonize", "no",
+        "--logfile", str(folder / "redis.log"),
+    ]  # fmt: skip
+    proc = subprocess.Popen(args, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            if redis.Redis(port=port, socket_timeout=0.5).ping():
+                return proc, port
+        except redis.RedisError:
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise
+            time.sleep(0.05)
+
+
 @dataclass
 class Region:
     """One region of the rig: its Redis, its proxies to etcd, its processes."""
@@ -88,8 +110,12 @@ class RegionRig:
         rtts: Sequence[int] = (30, 90, 150),
         fallbacks: Sequence[float] = (0.0, 0.2, 0.1),
         instances: int = 2,
+        admission_ttl: int = 3600,
     ) -> None:
+        """``fallbacks``: each region's share of the rate and capacity while cut off (0:
+        pause); ``admission_ttl``: seconds an admission holds its slot (the rig never ends one)."""
         self.root = root
+        self.admission_ttl = admission_ttl
         self.rate = rate
         self.capacity = capacity
         self.instances = instances
@@ -122,24 +148,9 @@ class RegionRig:
         return self
 
     def _start_redis(self, region: Region) -> None:
-        folder = self.root / f"redis-{region.name}"
-        folder.mkdir(parents=True, exist_ok=True)
-        region.redis_port = free_port()
-        args = [
-            REDIS_SERVER, "--port", str(region.redis_port), "--bind", "127.0.0.1",
-            "--dir", str(folder), "--appendonly", "no", "--save", "", "--daemonize", "no",
-            "--logfile", str(folder / "redis.log"),
-        ]  # fmt: skip
-        region.redis_proc = subprocess.Popen(args, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                if redis.Redis(port=region.redis_port, socket_timeout=0.5).ping():
-                    return
-            except redis.RedisError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+        region.redis_proc, region.redis_port = start_redis_server(
+            self.root / f"redis-{region.name}"
+        )
 
     def engine(self, region: str) -> Engine:
         """An engine on ``region``'s Redis."""
@@ -150,7 +161,7 @@ class RegionRig:
         config = {
             "slug": ROOM_NAME, "name": "A drop across regions",
             "redirectUrl": "https://shop.example/checkout", "ratePerMinute": self.rate,
-            "admissionTtlSec": 3600, "abandonAfterSec": 3600,
+            "admissionTtlSec": self.admission_ttl, "abandonAfterSec": 3600,
         }  # fmt: skip
         if self.capacity:
             config["capacity"] = self.capacity

@@ -13,6 +13,7 @@ from anteroom.queue.draw.receipt_keys import ReceiptSigner
 from anteroom.queue.draw.room_receipts import ReceiptBook
 from anteroom.queue.line.fail_open_ledger import FailOpenLedger
 from anteroom.queue.line.room_engine import Engine
+from anteroom.queue.regions.region_cell import RegionCell
 from anteroom.queue.rooms.key_layout import KeySpace
 from anteroom.queue.rooms.room_directory import RoomDirectory, StaleCache
 from anteroom.queue.rooms.room_ticker import RoomTicker
@@ -44,12 +45,16 @@ class Services:
     fail_open: FailOpenLedger = field(default_factory=FailOpenLedger)
     # Verifies search crawlers' claims by DNS (sdk/crawlers.py), verdicts kept per process.
     crawler_check: CrawlerCheck = field(default_factory=CrawlerCheck)
+    # Rooms across regions (ANTEROOM_REGION): this instance's part in its region's cell.
+    region_cell: RegionCell | None = None
 
     def __post_init__(self) -> None:
         # The room ticker (drains and sweeps open rooms) starts with the directory's refresher,
         # whose per-request hook (web/app_factory.py) is then the only one.
         self.directory.companions.append(self.ticker.ensure_running)
         self.ticker.draws.after.append(self._drawn)
+        if self.region_cell is not None:  # reports and leases ride along, a thread of its own
+            self.directory.companions.append(self.region_cell.ensure_running)
 
     def _drawn(self, room_id: str, kind: str) -> None:
         """After this process's draw worker made an opening's draw: its receipt tree, now."""
@@ -78,6 +83,8 @@ class Services:
         self.directory.stop(wait=5)
         self.sampler.stop()
         self.ticker.leave()  # after its thread: no check-in may follow
+        if self.region_cell is not None:
+            self.region_cell.stop()
 
     @property
     def keys(self) -> KeySpace:

@@ -88,6 +88,7 @@ def queue_token(
         "near_head": answer.position is None or answer.position <= eng.NEAR_HEAD,
         "order_key": answer.order_key if far else None,
         "kept_until": answer.kept_until_ms if far else None,
+        "region": services.settings.region or None,
     }
     if polled is not None and _says_the_same(polled[1], values, now + life // 2):
         return polled[0]

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -73,7 +75,8 @@ def _summary_json(summary: Summary, wall_ms: int) -> str:
     return json.dumps(asdict(summary) | {"wall": wall_ms})
 
 
-def _summary_of(raw: bytes) -> tuple[Summary, int]:
+def summary_of(raw: bytes) -> tuple[Summary, int]:
+    """A summary as a cell wrote it to etcd, and the wall clock (ms) it was written at."""
     data = json.loads(raw)
     wall = int(data.pop("wall"))
     data["buckets"] = tuple(tuple(b) for b in data["buckets"])
@@ -108,6 +111,7 @@ class RegionCell:
         self.cut_off = False  # etcd unreachable at the last step
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._pid = 0
 
     # -- one step --------------------------------------------------------------------------
 
@@ -204,7 +208,7 @@ class RegionCell:
         fresh: list[Summary] = []
         latest: dict[str, Summary] = {}
         for kv in self.etcd.get_prefix(base + "summary/"):
-            summary, wall = _summary_of(kv.value)
+            summary, wall = summary_of(kv.value)
             if summary.region not in spec.rooms:
                 continue
             latest[summary.region] = summary
@@ -237,7 +241,7 @@ class RegionCell:
         """The latest summary of every region of room ``name`` (kept for positions)."""
         latest = {}
         for kv in self.etcd.get_prefix(f"{self.prefix}rooms/{name}/summary/"):
-            summary, _ = _summary_of(kv.value)
+            summary, _ = summary_of(kv.value)
             latest[summary.region] = summary
         self.summaries[name] = latest
         return latest
@@ -249,6 +253,17 @@ class RegionCell:
         )
 
     # -- the thread ------------------------------------------------------------------------
+
+    def ensure_running(self) -> None:
+        """Start the thread unless it runs in this process (cheap; after a fork, anew, under a
+        name of this process's own in the campaign)."""
+        if self._thread is not None and self._thread.is_alive() and self._pid == os.getpid():
+            return
+        self._pid = os.getpid()
+        self.leadership.candidate = f"{self.region}-{socket.gethostname()}-{self._pid}"
+        self.leadership.epoch, self.leadership.lease = 0, 0  # a parent's office is not ours
+        self._stop = threading.Event()
+        self.start()
 
     def start(self, every_ms: int = INTERVAL_MS) -> None:
         """Step about every ``every_ms`` in a daemon thread until :meth:`stop`."""
