@@ -36,6 +36,7 @@ sys.path[:0] = [str(ROOT / "backend"), str(ROOT / "tests")]
 import argparse  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
+import signal  # noqa: E402
 import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -52,6 +53,7 @@ from region_rig import (  # noqa: E402
     REGIONS,
     RegionRig,
     admitted_between,
+    inversion_depths,
     order_inversions,
     start_redis_server,
     starved_seconds,
@@ -164,8 +166,12 @@ def sample_positions(rig: RegionRig, etcd: Etcd, rng: random.Random) -> list[tup
             local = sum(1 for x in mine if x < t)
             exact = sum(1 for x in everyone if x < t)
             shown = local + sum(s.arrived_before(t) for r, s in summaries.items() if r != region)
+            # per other region: a bucket's arrivals, what it admitted since its report, and
+            # who arrived there between its report and this visitor
             bound = sum(
-                max((n for _, n in s.buckets), default=0) + max(0, dealt_now[r] - s.admitted)
+                max((n for _, n in s.buckets), default=0)
+                + max(0, dealt_now[r] - s.admitted)
+                + sum(1 for x in arrivals.get(r, []) if s.at_ms < x < t)
                 for r, s in summaries.items()
                 if r != region
             )
@@ -234,7 +240,9 @@ def line_run(root: Path, minutes: int) -> dict[str, Any]:
         if 70 + 60 * k <= minutes * 60
     ]
     steady_end_ms = int(end_steady * 1000)
-    steady_visitors = [v for v in visitors if int(v["arrival"]) < steady_end_ms]  # type: ignore[call-overload]
+    # arrived early enough to be admitted before the faults (the line is some 10 s long)
+    steady_visitors = [v for v in visitors if int(v["arrival"]) < steady_end_ms - 20_000]  # type: ignore[call-overload]
+    depths = inversion_depths(steady_visitors, steady_end_ms)
     errors = [abs(shown - exact) for shown, exact, _ in positions]
     cut_ms = int(cut_at * 1000)
     return {
@@ -244,6 +252,11 @@ def line_run(root: Path, minutes: int) -> dict[str, Any]:
         "rate_error_max_abs": round(max(abs(n - RATE) / RATE for n in minute_counts), 4),
         "order_inversions_beyond_bound": order_inversions(steady_visitors, BOUND_MS, steady_end_ms),
         "order_bound_ms": BOUND_MS,
+        "order_inversions_any": len(depths),
+        "order_inversion_depth_max_ms": max(depths, default=0),
+        "order_inversion_depth_p99_ms": sorted(depths)[int(0.99 * (len(depths) - 1))]
+        if depths
+        else 0,
         "starved_region_seconds": starved_seconds(visitors, t0 + 10_000, steady_end_ms, BOUND_MS),
         "admitted_by_region": {r: between(start, end_steady, r) for r in REGIONS},
         "coordinator_failover_seconds": round(failover, 2),
@@ -301,6 +314,8 @@ def main() -> None:
         "--cost-only", action="store_true", help="measure the cost alone, into the JSON there"
     )
     args = parser.parse_args()
+    # stopped from outside: leave through the rigs' exits, which stop their processes
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     if args.cost_only:
         with tempfile.TemporaryDirectory() as tmp:
             cost = single_region_cost(Path(tmp))

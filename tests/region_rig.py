@@ -458,3 +458,27 @@ def starved_seconds(
             if any(v["region"] != region and int(v["arrival"]) > oldest + bound_ms for v in window):  # type: ignore[call-overload]
                 starved += 1
     return starved
+
+
+def inversion_depths(visitors: Sequence[dict[str, object]], until_ms: int) -> list[int]:
+    """For each visitor admitted before someone of another region who arrived earlier (and was
+    admitted later, or still waited at ``until_ms``): by how much (ms) the earliest such one
+    arrived earlier. The bench's measure of the order across regions, whatever the bound."""
+    never = until_ms + 1
+    rows = sorted(
+        (
+            int(v["arrival"]),  # type: ignore[call-overload]
+            int(v["admitted"]) if v["admitted"] is not None else never,  # type: ignore[call-overload]
+            str(v["region"]),
+        )
+        for v in visitors
+    )
+    depths = []
+    for i, (arrival, admitted, region) in enumerate(rows):
+        if admitted == never:
+            continue
+        for earlier, their_admission, theirs in rows[:i]:
+            if theirs != region and their_admission > admitted and earlier < arrival:
+                depths.append(arrival - earlier)
+                break
+    return depths

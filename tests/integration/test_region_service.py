@@ -1,11 +1,13 @@
 """The service in a region (ANTEROOM_REGION, ANTEROOM_ETCD_ENDPOINTS): a live server reports its
-room to etcd, takes its leases as coordinator, names its region in tickets, and its admissions
-verify at any edge holding the shared keyring."""
+room to etcd, takes its leases as coordinator, shows places in the global line, names its
+region in tickets, and its admissions verify at any edge holding the shared keyring."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ import redis
 from anteroom.config import Settings
 from anteroom.engine import Engine
 from anteroom.queue.regions.etcd_kv import Etcd
+from anteroom.queue.regions.global_line import BUCKET_MS, Summary
 from anteroom.queue.regions.region_cell import write_spec
 from anteroom.queue.rooms.room_hash import stored
 from anteroom.sdk import tokens
@@ -44,7 +47,11 @@ def test_a_live_server_in_a_region_reports_leads_and_admits_under_its_lease(
     room = make_room(engine, slug="drop", ratePerMinute=600, redirectUrl="https://shop.example/")
     engine.open(room)
     etcd = Etcd(etcd_member.endpoints)
-    write_spec(etcd, "drop", {"eu": (room, 0.0)})
+    # us, another region (its summary written here): 50 who arrived a minute ago wait there
+    write_spec(etcd, "drop", {"eu": (room, 0.0), "us": ("q-elsewhere", 0.0)})
+    early = int(time.time() * 1000) - 60_000
+    us = Summary("us", early + 60_000, 0, 0, 50, ((early - early % BUCKET_MS, 50),), 600, 0)
+    etcd.put("/anteroom/rooms/drop/summary/us", json.dumps(asdict(us) | {"wall": us.at_ms}))
     server = live_server(ANTEROOM_REGION="eu", ANTEROOM_ETCD_ENDPOINTS=etcd_member.endpoints[0])
 
     deadline = time.monotonic() + 15
@@ -60,10 +67,15 @@ def test_a_live_server_in_a_region_reports_leads_and_admits_under_its_lease(
     entered = visitor.enter("drop")
     assert entered.status_code == 200, entered.text
     assert entered.json["status"] == "waiting"  # a regional room: nobody walks straight in
+    # its place is in the global line: behind us's 50, who arrived before it
+    assert entered.json["position"] == 51
+    assert visitor.poll().json["position"] == 51
     claims = tokens.TicketClaims.from_wire(
         tokens.decode(tokens.Keyring.parse(TEST_KEYS), visitor.ticket, tokens.TICKET)
     )
     assert claims.region == "eu"
+    # us leaves the room's spec: eu's line is the whole line, and it moves
+    write_spec(etcd, "drop", {"eu": (room, 0.0)})
     deadline = time.monotonic() + 10
     while (answer := visitor.poll()).json["status"] != "admitted":
         assert answer.status_code == 200, answer.text

@@ -503,6 +503,8 @@ class TicketClaims(_Claims):
     # A room across regions: the region whose instances and Redis keep the spot (every call of
     # the visitor's goes there); absent in one region.
     region: str | None = _claim("rg", None)
+    # and when the visitor arrived there (ms), for its place in the global line
+    arrived: int | None = _claim("qa", None)
     issued_at: int | None = _claim("iat", None)
     expires_at: int | None = _claim("exp", None)
 

@@ -48,6 +48,8 @@ log = logging.getLogger("anteroom")
 DEFAULT_PREFIX = "/anteroom/"
 # A summary older than this (wall clock) is its region's absence: set aside at its fallback.
 STALE_MS = 2_500
+# Lease reads per report: a lease written just after this instance's read waits a quarter.
+APPLY_PER_STEP = 4
 # The head of each region's line counted exactly: many intervals' worth at any sane rate.
 HEAD = 500
 
@@ -108,10 +110,13 @@ class RegionCell:
         self.states: dict[str, CoordinatorState] = {}  # while leading, by room name
         self.newest_epoch = 0
         self.summaries: dict[str, dict[str, Summary]] = {}  # latest read, by room and region
+        self.by_room: dict[str, dict[str, Summary]] = {}  # the same by this region's room id
         self.cut_off = False  # etcd unreachable at the last step
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._pid = 0
+        self._specs: list[RoomSpec] | None = None
+        self._applied: dict[str, int] = {}  # the etcd revision of each room's lease applied
 
     # -- one step --------------------------------------------------------------------------
 
@@ -132,15 +137,20 @@ class RegionCell:
             )
         return out
 
-    def step(self) -> None:
-        """Report, apply, coordinate: once. etcd unreachable: nothing this step (the leases
-        in the region's Redis run out by themselves)."""
+    def step(self, full: bool = True) -> None:
+        """Report, apply, coordinate: once (``full``); else apply the leases alone. etcd
+        unreachable: nothing this step (the leases in the region's Redis run out by
+        themselves)."""
         try:
-            specs = self.specs()
-            for spec in specs:
+            if full or self._specs is None:
+                self._specs = self.specs()
+            for spec in self._specs:
                 if self.region in spec.rooms:
-                    self._report_and_apply(spec)
-            self._coordinate(specs)
+                    if full:
+                        self._report(spec)
+                    self._apply(spec)
+            if full:
+                self._coordinate(self._specs)
         except EtcdUnavailable as exc:
             if not self.cut_off:
                 log.warning("region %s: etcd unreachable: %s", self.region, exc)
@@ -155,7 +165,7 @@ class RegionCell:
             log.info("region %s: etcd reachable again", self.region)
         self.cut_off = False
 
-    def _report_and_apply(self, spec: RoomSpec) -> None:
+    def _report(self, spec: RoomSpec) -> None:
         room = spec.rooms[self.region]
         base = f"{self.prefix}rooms/{spec.name}/"
         fallback = spec.fallbacks.get(self.region, 0.0)
@@ -172,20 +182,27 @@ class RegionCell:
             buckets=tuple(buckets), rate=rate, capacity=capacity, tail=tuple(tail),
         )  # fmt: skip
         self.etcd.put(base + "summary/" + self.region, _summary_json(summary, self.wall_ms()))
-        found = self.etcd.get(base + "lease/" + self.region)
-        if found is None:
-            return
+        latest = self.read_summaries(spec.name)  # for the positions shown
+        self.by_room[room] = {r: s for r, s in latest.items() if r in spec.rooms}
+
+    def _apply(self, spec: RoomSpec) -> None:
+        room = spec.rooms[self.region]
+        found = self.etcd.get(f"{self.prefix}rooms/{spec.name}/lease/{self.region}")
+        if found is None or self._applied.get(room) == found.mod_revision:
+            return  # none yet, or this very lease is held already
         lease = Lease(**json.loads(found.value))
         lasts = lease.expires_ms - self.wall_ms()
         if lasts <= 0 or lease.epoch < self.newest_epoch:
             return
         try:
             _, held, _ = self.engine.apply_lease(
-                room, lease.epoch, lease.ceiling, lease.watermark, lasts, fallback
-            )
+                room, lease.epoch, lease.ceiling, lease.watermark, lasts,
+                spec.fallbacks.get(self.region, 0.0),
+            )  # fmt: skip
         except (EngineError, StorageError) as exc:
             log.warning("region %s: lease of %s not applied: %s", self.region, spec.name, exc)
             return
+        self._applied[room] = found.mod_revision
         self.newest_epoch = max(self.newest_epoch, held)
 
     def _coordinate(self, specs: list[RoomSpec]) -> None:
@@ -246,11 +263,19 @@ class RegionCell:
         self.summaries[name] = latest
         return latest
 
-    def position(self, name: str, local_position: int, arrival_ms: int) -> int:
-        """A visitor's place in the global line (see global_line.global_position)."""
-        return global_position(
-            self.summaries.get(name, {}), self.region, local_position, arrival_ms
-        )
+    def global_place(
+        self, room_id: str, position: int, eta_seconds: int | None, arrival_ms: int
+    ) -> tuple[int, int | None]:
+        """A waiting visitor's place in the global line (global_line.global_position: its own
+        line's place plus those who arrived earlier elsewhere, from the latest summaries) and
+        its ETA, stretched as much (the room's pace is shared by every region's line)."""
+        summaries = self.by_room.get(room_id)
+        if not summaries:
+            return position, eta_seconds
+        shown = global_position(summaries, self.region, position, arrival_ms)
+        if eta_seconds is None or eta_seconds < 0 or shown == position:
+            return shown, eta_seconds
+        return shown, -(-eta_seconds * shown // position)
 
     # -- the thread ------------------------------------------------------------------------
 
@@ -269,13 +294,18 @@ class RegionCell:
         """Step about every ``every_ms`` in a daemon thread until :meth:`stop`."""
 
         def run() -> None:
+            # leases are read four times an interval: a round's lease reaches the region within
+            # a quarter of it, whatever the phase of the leader's round against this one's
+            count = 0
             while not self._stop.is_set():
                 began = time.monotonic()
                 try:
-                    self.step()
+                    self.step(full=count % APPLY_PER_STEP == 0)
                 except Exception:  # a bug in one step must not end the cell
                     log.exception("region %s: step failed", self.region)
-                self._stop.wait(max(0.0, every_ms / 1000 - (time.monotonic() - began)))
+                count += 1
+                pause = every_ms / 1000 / APPLY_PER_STEP - (time.monotonic() - began)
+                self._stop.wait(max(0.0, pause))
 
         self._thread = threading.Thread(
             target=run, name=f"anteroom-region-{self.region}", daemon=True
