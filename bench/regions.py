@@ -73,11 +73,21 @@ def wait_until(at: float) -> None:
 # -- a region's cost beside one region's ---------------------------------------------------
 
 
-def single_region_cost(root: Path, waiting: int = 2000, rounds: int = 10) -> dict[str, Any]:
-    """Per call (µs) of poll, enter and tick: a room in one region beside one across regions."""
+def script_us(client: redis.Redis) -> tuple[float, int]:
+    """Redis's own time in scripts so far (µs) and their calls (INFO commandstats)."""
+    stats = client.info("commandstats")
+    evalsha = stats.get("cmdstat_evalsha", {"usec": 0, "calls": 0})
+    return float(evalsha["usec"]), int(evalsha["calls"])
+
+
+def single_region_cost(root: Path, waiting: int = 2000, rounds: int = 20) -> dict[str, Any]:
+    """Redis's time per call (µs, its own count: no client nor network in it) of poll, enter
+    and tick: a room in one region beside the same room across regions (with a lease), on one
+    Redis, interleaved; and the summary a region's instances write once an interval."""
     proc, port = start_redis_server(root / "cost")
     try:
-        engine = Engine(redis.Redis(port=port, decode_responses=True))
+        client = redis.Redis(port=port, decode_responses=True)
+        engine = Engine(client)
         config = {"name": "cost", "redirectUrl": "https://shop.example/", "ratePerMinute": 1}
         rooms, tickets = {}, {}
         for kind in ("single", "regional"):
@@ -93,38 +103,52 @@ def single_region_cost(root: Path, waiting: int = 2000, rounds: int = 10) -> dic
         }
         rng = random.Random(1)
         fresh = 0
+
+        def measure(kind: str, call: str, batch: Any) -> None:
+            before, calls = script_us(client)
+            batch()
+            after, calls_after = script_us(client)
+            times[kind][call].append((after - before) / max(1, calls_after - calls))
+
         for n in range(rounds):
             # interleaved, each first in turn: the machine's noise and warmth hit both alike
             order = list(rooms.items()) if n % 2 == 0 else list(rooms.items())[::-1]
             for kind, room in order:
-                began = time.perf_counter()
-                for _ in range(500):
-                    i = rng.randrange(waiting)
-                    engine.poll(room, f"w{i}", tickets[kind][i], 1, near_head=True)
-                times[kind]["poll"].append((time.perf_counter() - began) / 500 * 1e6)
-                began = time.perf_counter()
-                for _ in range(200):
-                    fresh += 1
-                    engine.enter(room, f"n{fresh}", "s", 10)
-                times[kind]["enter"].append((time.perf_counter() - began) / 200 * 1e6)
-                began = time.perf_counter()
-                for _ in range(200):
-                    engine.tick(room, 0)
-                times[kind]["tick"].append((time.perf_counter() - began) / 200 * 1e6)
-        out: dict[str, Any] = {"waiting": waiting}
+
+                def polls(kind: str = kind, room: str = room) -> None:
+                    for _ in range(300):
+                        i = rng.randrange(waiting)
+                        engine.poll(room, f"w{i}", tickets[kind][i], 1, near_head=True)
+
+                def entries(room: str = room) -> None:
+                    nonlocal fresh
+                    for _ in range(100):
+                        fresh += 1
+                        engine.enter(room, f"n{fresh}", "s", 10)
+
+                def ticks(room: str = room) -> None:
+                    for _ in range(100):
+                        engine.tick(room, 0)
+
+                measure(kind, "poll", polls)
+                measure(kind, "enter", entries)
+                measure(kind, "tick", ticks)
+        out: dict[str, Any] = {"waiting": waiting, "rounds": rounds}
         for call in ("poll", "enter", "tick"):
             single = statistics.median(times["single"][call])
             regional = statistics.median(times["regional"][call])
-            out[f"{call}_us_single"] = round(single, 1)
-            out[f"{call}_us_regional"] = round(regional, 1)
+            out[f"{call}_redis_us_single"] = round(single, 1)
+            out[f"{call}_redis_us_regional"] = round(regional, 1)
             out[f"{call}_regional_vs_single"] = round(regional / single, 3)
-        began = time.perf_counter()
+        before, calls = script_us(client)
         for _ in range(100):
             engine.region_summary(rooms["regional"], HEAD, BUCKET_MS)
-        summary_us = (time.perf_counter() - began) / 100 * 1e6
-        out["summary_us"] = round(summary_us, 1)
-        # each instance reports once a second: its cost spread over the waiting
-        out["summary_us_per_waiting_second"] = round(summary_us / (waiting + rounds * 200), 3)
+        after, calls_after = script_us(client)
+        summary_us = (after - before) / max(1, calls_after - calls)
+        out["summary_redis_us"] = round(summary_us, 1)
+        # each instance reports once an interval: its cost spread over the waiting
+        per = summary_us / (waiting + rounds * 100)
+        out["summary_redis_us_per_waiting_second_per_instance"] = round(per, 3)
         return out
     finally:
         proc.kill()

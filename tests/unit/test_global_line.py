@@ -159,3 +159,15 @@ def test_an_absent_regions_fallback_share_is_set_aside_and_its_return_costs_noth
 def test_the_coordinators_state_survives_its_json() -> None:
     state = CoordinatorState(headroom=3.5, at_ms=9, granted={"eu": 4})
     assert CoordinatorState.from_json(state.to_json()) == state
+
+
+def test_nobody_is_granted_past_the_oldest_report() -> None:
+    # ap last reported at 2_000; eu's arrivals after it wait for ap's next report, which may
+    # hold earlier arrivals of its own
+    state = CoordinatorState()
+    eu = summary("eu", [1_500, 1_900, 2_100, 2_500], at_ms=3_000)
+    ap = summary("ap", [1_800], at_ms=2_000)
+    plan_round([eu, ap], state, 1, now_ms=50_000)
+    round_ = plan_round([eu, ap], state, 1, now_ms=51_000)
+    assert round_.leases["eu"].share == 2 and round_.leases["ap"].share == 1
+    assert round_.watermark < 2_000

@@ -16,7 +16,8 @@ The round's budget is the headroom, within the capacity left (the room's capacit
 active sessions the regions report and the grants in flight).
 
 The watermark: the waiting of all regions, merged by arrival time in buckets of
-``BUCKET_MS``, are taken oldest first until the budget is spent; each region's share is the
+``BUCKET_MS``, are taken oldest first until the budget is spent or the oldest report's time
+is reached (who arrived later is not known in every region yet); each region's share is the
 number of its own waiting taken, the watermark the end of the last bucket taken. A bucket only
 partly taken is split among its regions by largest remainder, so two regions' visitors may be
 admitted out of arrival order by at most one bucket plus the clocks' skew and one interval (a
@@ -145,11 +146,16 @@ def in_flight(state: CoordinatorState, summaries: Sequence[Summary]) -> tuple[di
 
 
 def split_by_arrival(
-    summaries: Sequence[Summary], budget: int, covered: Mapping[str, int] | None = None
+    summaries: Sequence[Summary],
+    budget: int,
+    covered: Mapping[str, int] | None = None,
+    horizon: int | None = None,
 ) -> tuple[dict[str, int], int | None]:
     """Each region's share of ``budget`` taken oldest arrival first, and the watermark (the end
     of the last bucket taken; None when nothing is). ``covered``: each region's oldest waiting
-    already granted in earlier rounds, taken again at no cost to the budget."""
+    already granted in earlier rounds, taken again at no cost to the budget. ``horizon``: no
+    bucket from then on is taken (the oldest report's time: who arrived later is not known in
+    every region yet, and granting them would pass over those not reported)."""
     free = dict(covered or {})
     by_start: dict[int, dict[str, int]] = {}
     free_at: set[int] = set()
@@ -165,7 +171,7 @@ def split_by_arrival(
     watermark = max(free_at) + BUCKET_MS - 1 if free_at else None
     left = budget
     for start in sorted(by_start):
-        if left <= 0:
+        if left <= 0 or (horizon is not None and start >= horizon):
             break
         counts = by_start[start]
         total = sum(counts.values())
@@ -215,9 +221,10 @@ def plan_round(
     if capacity > 0:
         left = capacity - sum(s.active for s in summaries) - flying - math.ceil(capacity * aside)
         budget = min(budget, max(0, left))
-    shares, watermark = split_by_arrival(summaries, budget, covered)
+    horizon = min(s.at_ms for s in summaries)
+    shares, watermark = split_by_arrival(summaries, budget, covered, horizon)
     if watermark is None:
-        watermark = min(s.at_ms for s in summaries)
+        watermark = horizon
     state.headroom = min(headroom - sum(shares.values()), burst)
     state.at_ms = now_ms
     leases = {
