@@ -67,6 +67,9 @@ class Leadership:
         """Lead if nobody does; the leader afterwards (this candidate or another), or None."""
         if self.leading:
             return Leader(self.candidate, self.epoch)
+        held = self.current()  # most campaigns find a leader: no lease granted for nothing
+        if held is not None:
+            return held
         lease = self.etcd.grant(self.ttl)
         won, answer = self.etcd.txn(
             [if_absent(self.key)], [put_op(self.key, self.candidate, lease)], [range_op(self.key)]
@@ -77,8 +80,8 @@ class Leadership:
             log.info("coordinator: %s leads, epoch %d", self.candidate, self.epoch)
             return Leader(self.candidate, self.epoch)
         self.etcd.revoke(lease)
-        held = range_kvs(answer)
-        return Leader(held[0].value.decode(), held[0].create_revision) if held else None
+        won_by = range_kvs(answer)
+        return Leader(won_by[0].value.decode(), won_by[0].create_revision) if won_by else None
 
     def renew(self) -> bool:
         """Renew the leader's lease; False (and no longer leading) once it has lapsed."""

@@ -211,10 +211,9 @@ class RegionCell:
                 self.states.clear()
                 return
         else:
-            leader = self.leadership.campaign()
+            self.leadership.campaign()
             if not self.leadership.leading:
                 return
-            assert leader is not None
             self.states.clear()  # a new term: each room's state is read from etcd first
         for spec in specs:
             self._plan(spec)
