@@ -79,16 +79,28 @@ class EtcdCluster:
             return False
 
     def __enter__(self) -> Self:
-        self.root.mkdir(parents=True, exist_ok=True)
-        for i in range(self.size):
-            self.start(i, "new")
-        deadline = time.monotonic() + 30
-        while not all(self.healthy(i) for i in range(self.size)):
-            if time.monotonic() > deadline:
-                self.close()
-                raise RuntimeError(f"etcd did not start; see {self.root}/m*.log")
-            time.sleep(0.1)
-        return self
+        # A port found free may be taken before etcd binds it (other suites pick ports too):
+        # a cluster that does not come up is started again on new ports, twice at most.
+        for attempt in range(3):
+            self.root.mkdir(parents=True, exist_ok=True)
+            for i in range(self.size):
+                self.start(i, "new")
+            deadline = time.monotonic() + 30
+            while not all(self.healthy(i) for i in range(self.size)):
+                if time.monotonic() > deadline or any(
+                    proc is not None and proc.poll() is not None for proc in self.procs
+                ):
+                    break
+                time.sleep(0.1)
+            else:
+                return self
+            self.close()
+            if attempt < 2:
+                shutil.rmtree(self.root, ignore_errors=True)
+                self.client_ports = [free_port() for _ in range(self.size)]
+                self.peer_ports = [free_port() for _ in range(self.size)]
+                self.token = f"anteroom-{time.monotonic_ns()}"
+        raise RuntimeError(f"etcd did not start; see {self.root}/m*.log")
 
     def close(self) -> None:
         """Stop every member."""
