@@ -120,7 +120,8 @@ $(DNSMASQ):
 
 # A room across regions keeps its coordinator's leadership and leases in etcd: the tests and
 # bench/regions.py start a 3-member cluster of Debian's etcd-server (tests/etcd_cluster.py), one
-# member per region; the package starts no system service here.
+# member per region, on ports of their own (on a machine with systemd the package also starts
+# its own service on 127.0.0.1:2379, which they never use).
 $(ETCD):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq etcd-server
