@@ -16,6 +16,7 @@ PODMAN := /usr/bin/podman-compose
 NGINX := /usr/sbin/nginx
 CURL := /usr/bin/curl
 DNSMASQ := /usr/sbin/dnsmasq
+ETCD := /usr/bin/etcd
 WRK := /usr/bin/wrk
 # The Android client (clients/android) builds and tests with Debian's JDK 17, JUnit 5's console
 # launcher and Android's org.json for the JVM; no Gradle, no Maven repository.
@@ -30,14 +31,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 serve: $(SERVE_STAMP) $(AGENT)
 	ANTEROOM_DEMO=1 $(BIN)/anteroom serve
 
-test: $(TEST_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) $(PODMAN) $(NGINX) $(JDK) $(CURL) $(DNSMASQ) lint pytest jstest
+test: $(TEST_STAMP) $(AGENT) $(CHROMIUM) $(REDIS_SERVER) $(PODMAN) $(NGINX) $(JDK) $(CURL) $(DNSMASQ) $(ETCD) lint pytest jstest
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
 
-pytest: $(TEST_STAMP) $(AGENT) $(REDIS_SERVER) $(PODMAN) $(NGINX) $(JDK) $(CURL) $(DNSMASQ)
+pytest: $(TEST_STAMP) $(AGENT) $(REDIS_SERVER) $(PODMAN) $(NGINX) $(JDK) $(CURL) $(DNSMASQ) $(ETCD)
 	$(BIN)/pytest
 
 jstest: $(JS_STAMP)
@@ -116,6 +117,14 @@ $(CURL):
 $(DNSMASQ):
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq dnsmasq-base
+
+# A room across regions keeps its coordinator's leadership and leases in etcd: the tests and
+# bench/regions.py start a 3-member cluster of Debian's etcd-server (tests/etcd_cluster.py), one
+# member per region, on ports of their own (on a machine with systemd the package also starts
+# its own service on 127.0.0.1:2379, which they never use).
+$(ETCD):
+	$(SUDO) apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq etcd-server
 
 # bench/servers.py drives Debian's wrk against each HTTP server.
 $(WRK):

@@ -22,6 +22,8 @@ local function drain(room, now)
   local n = 0 -- entries in `records` and `slots`, counted here (# walks the table)
   local hold_score, abandon_ms, deal_number = room.hold_score, room.abandon_after * 1000, room.dealt
   local stop = prequeue_stop(room) -- an event's pre-queue and those after it wait for its draw
+  -- a room across regions: those who arrived after its lease's watermark wait (_region_gate)
+  local watermark, cut = room.watermark, nil
   while admitted < budget and scanned < MAX_SCAN do
     local want = math.min(budget - admitted, MAX_SCAN - scanned)
     local items
@@ -42,6 +44,10 @@ local function drain(room, now)
         @SPOT~(raw){ticket = ticket, score = score, state = 'w', seen = seen,
           sessionJti = session_jti, networkTag = network_tag, since = since, expires = '',
           dealNumber = ''}
+      end
+      if watermark and ticket and tonumber(since) > watermark then
+        cut = i - 1 -- this one and all behind it arrived after the watermark: they stay
+        break
       end
       if not raw then
         -- an orphaned order entry: nothing to admit
@@ -89,11 +95,17 @@ local function drain(room, now)
         admitted = admitted + 1
       end
     end
+    if cut then
+      for j = #vids, cut + 1, -1 do vids[j], order_keys[j] = nil, nil end
+    end
     scanned = scanned + #vids
     -- every spot read leaves the line, and they are its first #vids: one range removal
-    redis.call('ZREMRANGEBYRANK', LINE, 0, #vids - 1)
-    local first, last = block_of(order_keys[1]), block_of(order_keys[#vids])
-    if first == last then count_block(first, -#vids) else count_keys(order_keys, -1) end
+    if #vids > 0 then
+      redis.call('ZREMRANGEBYRANK', LINE, 0, #vids - 1)
+      local first, last = block_of(order_keys[1]), block_of(order_keys[#vids])
+      if first == last then count_block(first, -#vids) else count_keys(order_keys, -1) end
+    end
+    if cut then break end
   end
   room.dealt = deal_number
   if not passthrough then room.bank = room.bank - admitted * UNIT end

@@ -1,4 +1,4 @@
--- needs: _base, _admissions, _room
+-- needs: _base, _admissions, _room, _region_gate
 -- How many a drain may admit now (0: none, and nothing more to read): none while the room is
 -- not open, before opensAt or while its pre-queue's draw is not made (the pool is not in its
 -- drawn order yet: queue/draw.py); else the bank (passthrough: whatever the rate, spending no
@@ -20,6 +20,11 @@ local function drain_budget(room, now, passthrough)
   accrue(room, now)
   local budget = passthrough and MAX_ADMIT or math.min(MAX_ADMIT, math.floor(room.bank / UNIT))
   if budget < 1 then return 0 end -- the common case: nothing earned yet, nothing to read
+  room.watermark = nil
+  if room.region_lease then -- a room across regions: its lease bounds the drain
+    budget = region_gate(room, now, budget)
+    if budget < 1 then return 0 end
+  end
   if fail_open_held(now) then return 0 end
   free_expired(now)
   if room.capacity > 0 then

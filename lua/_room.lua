@@ -12,7 +12,7 @@ local function load_room()
     admissionTtlSec, holdScore, maxWaiting, abandonAfterSec, clockOffset, pinnedClock, bank,
     accruedAt, ticketsTaken, admitted, generation, peakActive, sweepStartedAt, sweepCursor,
     releasing, convictFrom, pollBudgetPerSecond, drawState, mode, eventState, safetyNet,
-    safetyNetState, prequeueState, gracePeriodSec})
+    safetyNetState, prequeueState, gracePeriodSec, regionLease})
   if not v[@status] then return nil end
   local n = tonumber
   local room = {status = v[@status], seed = v[@seed], id = v[@id],
@@ -35,7 +35,9 @@ local function load_room()
     own_mode = v[@mode] or 'fifo', safety_net = v[@safetyNet] or '',
     net_state = v[@safetyNetState] or '',
     -- an event's pre-queue: 'o' collecting, 'p' its draw to make (_events.lua); nil: none
-    prequeue = v[@prequeueState]}
+    prequeue = v[@prequeueState],
+    -- a room across regions: its lease (_region_gate.lua); false: one region, no gate
+    region_lease = v[@regionLease]}
   room.loaded = {room.bank, room.accrued_at, room.tickets, room.dealt, room.peak}
   return room
 end

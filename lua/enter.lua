@@ -97,7 +97,8 @@ if lane == 's' and open and free then
   -- the skip lane: straight in within capacity, over and above the rate (no budget spent)
   admit(room, vid, spot, now, lane_key(lane, spot.ticket))
 elseif open and eligible == 0 and (passthrough or room.bank >= UNIT) and free
-    and not room.prequeue then -- an event's pre-queue: every newcomer waits for its draw
+    and not room.prequeue -- an event's pre-queue: every newcomer waits for its draw
+    and not room.region_lease then -- across regions: only the lease's drain admits
   -- nobody eligible is waiting and the budget allows: straight in, no queue jumped
   if not passthrough then room.bank = room.bank - UNIT end
   admit(room, vid, spot, now, lane and lane_key(lane, spot.ticket))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -77,6 +78,17 @@ class Settings:
         "The first start's one-time setup token (12+ characters) instead of a printed random one.",
     )
     key_prefix: str = _setting("anteroom:", "Prefix of every Redis key.")
+    region: str = _setting(
+        "",
+        "This instance's region, for rooms across regions (docs/regions.md): its tickets name"
+        " it, and it reports to and takes leases from the coordinator in etcd. Empty: one"
+        " region, no coordinator.",
+    )
+    etcd_endpoints: str = _setting(
+        "",
+        "The etcd members' client URLs, comma-separated (`http://host:2379,...`), with"
+        " `ANTEROOM_REGION`: its own region's member first.",
+    )
     trusted_proxies: int = _setting(
         0, "How many proxy hops in front of us may set `X-Forwarded-For` (whose value is believed)."
     )
@@ -209,6 +221,10 @@ class Settings:
         if settings.redis_url or settings.redis_replicas:
             # A malformed URL fails at start-up, naming its variable, not at the first request.
             parse_target(settings.redis_url or "redis://", settings.redis_replicas)
+        if settings.region and not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,31}", settings.region):
+            raise ValueError(f"{PREFIX}REGION must be 1 to 32 of a-z, 0-9 and -")
+        if settings.region and not settings.etcd_endpoints.strip():
+            raise ValueError(f"{PREFIX}ETCD_ENDPOINTS must name etcd's members with a region")
         if settings.metrics_listen and metrics_port(settings) is None:
             raise ValueError(
                 f"{PREFIX}METRICS_LISTEN must be host:port, on a port other than ANTEROOM_BIND's"

@@ -15,6 +15,7 @@ from anteroom.queue.line.agent_lane import AgentLane
 from anteroom.queue.line.fail_open_ledger import FailOpenLedger
 from anteroom.queue.line.parking import Parking
 from anteroom.queue.line.room_engine import Engine
+from anteroom.queue.regions.region_cell import RegionCell
 from anteroom.queue.rooms.key_layout import KeySpace
 from anteroom.queue.rooms.room_directory import RoomDirectory, StaleCache
 from anteroom.queue.rooms.room_ticker import RoomTicker
@@ -51,6 +52,8 @@ class Services:
     # Verifies signed agents' Web Bot Auth signatures (sdk/signed_agents.py), nonces in Redis;
     # None where no app built it (then a room's agents setting checks nothing).
     agent_verifier: AgentVerifier | None = None
+    # Rooms across regions (ANTEROOM_REGION): this instance's part in its region's cell.
+    region_cell: RegionCell | None = None
 
     def __post_init__(self) -> None:
         # The room ticker (drains and sweeps open rooms) starts with the directory's refresher,
@@ -59,6 +62,8 @@ class Services:
         # The turn e-mails' sender (rooms with notify on) starts with them too.
         self.directory.companions.append(lambda: self.mailer.ensure_running())
         self.ticker.draws.after.append(self._drawn)
+        if self.region_cell is not None:  # reports and leases ride along, a thread of its own
+            self.directory.companions.append(self.region_cell.ensure_running)
 
     def _drawn(self, room_id: str, kind: str) -> None:
         """After this process's draw worker made an opening's draw: its receipt tree, now."""
@@ -87,6 +92,8 @@ class Services:
         self.directory.stop(wait=5)
         self.sampler.stop()
         self.ticker.leave()  # after its thread: no check-in may follow
+        if self.region_cell is not None:
+            self.region_cell.stop()
 
     @property
     def keys(self) -> KeySpace:

@@ -220,7 +220,9 @@ def test_queue_tokens_carry_the_outage_binding_and_expire(keyring: Keyring) -> N
 
     room = {"id": "q0123456789abcdef", "environment": "shop", "abandonAfterSec": 300}
     answer = QueueAnswer("waiting", 3, 1, 10, None, 1000, "open", 2, None, "s1", "tag", 20)
-    token = visitor.queue_token(room, SimpleNamespace(keyring=keyring), "v1", answer)  # type: ignore[arg-type]
+    token = visitor.queue_token(
+        room, SimpleNamespace(keyring=keyring, settings=SimpleNamespace(region="")), "v1", answer
+    )  # type: ignore[arg-type]
     got = decode(keyring, token, TICKET)
     assert (got["qj"], got["qs"], got["qi"], got["t"], got["g"]) == ("s1", 20, "tag", 3, 2)
     # it outlives three of the longest polls the room may ask for (5 min in this short a line)

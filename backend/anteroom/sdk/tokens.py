@@ -504,6 +504,11 @@ class TicketClaims(_Claims):
     # in the line, and until when it is surely kept if unpolled (ms, room clock).
     order_key: int | None = _claim("qk", None)
     kept_until: int | None = _claim("qu", None)
+    # A room across regions: the region whose instances and Redis keep the spot (every call of
+    # the visitor's goes there); absent in one region.
+    region: str | None = _claim("rg", None)
+    # and when the visitor arrived there (ms), for its place in the global line
+    arrived: int | None = _claim("qa", None)
     issued_at: int | None = _claim("iat", None)
     expires_at: int | None = _claim("exp", None)
 

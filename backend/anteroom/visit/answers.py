@@ -62,6 +62,7 @@ def queue_token(
     vid: str,
     answer: QueueAnswer,
     polled: tuple[str, tokens.TicketClaims] | None = None,
+    arrived: int | None = None,
 ) -> str:
     """The signed ticket a visitor polls with (the ticket number alone authorizes nothing).
 
@@ -89,6 +90,8 @@ def queue_token(
         "near_head": answer.position is None or answer.position <= eng.NEAR_HEAD,
         "order_key": answer.order_key if far else None,
         "kept_until": answer.kept_until_ms if far else None,
+        "region": services.settings.region or None,
+        "arrived": arrived,
     }
     if polled is not None and _says_the_same(polled[1], values, now + life // 2):
         return polled[0]
@@ -123,21 +126,27 @@ def render(
     """A queue answer as the visitor's tagged outcome: its JSON body and the Retry-After it
     asks for (None when not waiting); ``polled``: the ticket polled and its claims (see
     ``queue_token``)."""
+    arrived, position, eta = None, answer.position, answer.eta_seconds
+    cell = services.region_cell
+    if cell is not None:  # a room across regions: the place in the global line
+        arrived = _arrived(polled)
+        if answer.status == "waiting" and position:
+            position, eta = cell.global_place(room["id"], position, eta, arrived)
     body = answer_body(
         room,
         answer.status,
         room_status=answer.room_status,
         opens_at=answer.opens_at_ms,
         ticket=answer.ticket,
-        position=answer.position,
-        eta_seconds=answer.eta_seconds,
+        position=position,
+        eta_seconds=eta,
         poll_after_ms=answer.poll_after_ms or None,
         generation=answer.generation,
         odds=answer.odds,
     )
     if answer.status == "idle":
         return Idle(body)
-    body["queueToken"] = queue_token(room, services, vid, answer, polled)
+    body["queueToken"] = queue_token(room, services, vid, answer, polled, arrived)
     receipt = services.receipts.receipt(room, vid, answer.order_key)
     if receipt is not None:
         body["receipt"] = receipt
@@ -151,6 +160,14 @@ def render(
         return Admitted(body)
     retry_after = max(1, math.ceil(answer.poll_after_ms / 1000))
     return tagged(answer, body, retry_after)
+
+
+def _arrived(polled: tuple[str, tokens.TicketClaims] | None) -> int:
+    """When the visitor arrived in its region (ms): as its ticket says, else now (its entry;
+    a second tab's entry counts from itself, so it is shown a place no earlier than its own)."""
+    if polled is not None and polled[1].arrived is not None:
+        return polled[1].arrived
+    return int(time.time() * 1000)
 
 
 def tagged(answer: QueueAnswer, body: dict[str, Any], retry_after: int | None) -> Spot:

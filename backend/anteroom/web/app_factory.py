@@ -20,6 +20,8 @@ from anteroom.queue.draw import outbound_fetch
 from anteroom.queue.line.fail_open_checkin import FailOpenCheckIn
 from anteroom.queue.line.fail_open_ledger import FailOpenLedger
 from anteroom.queue.line.room_engine import Engine
+from anteroom.queue.regions.etcd_kv import Etcd
+from anteroom.queue.regions.region_cell import RegionCell
 from anteroom.queue.rooms.room_directory import SNAPSHOT_NAME, RoomDirectory, StaleCache
 from anteroom.queue.rooms.room_ticker import RoomTicker
 from anteroom.queue.series.room_series import RoomSeries
@@ -39,6 +41,15 @@ from anteroom.web.visitor import address_limits as limits
 
 MAX_BODY_BYTES = 16 * 1024
 SAMPLER_LOCK = "series-sampler.lock"  # held by the one worker of an instance that samples
+
+
+def _region_cell(settings: Settings, engine: Engine) -> RegionCell | None:
+    """This instance's part in its region's cell (rooms across regions), or None in one region.
+    It campaigns under a name of each process's own, given as its thread starts."""
+    if not settings.region:
+        return None
+    endpoints = [url.strip() for url in settings.etcd_endpoints.split(",") if url.strip()]
+    return RegionCell(engine, Etcd(endpoints), settings.region, candidate=settings.region)
 
 
 def _sampled_rooms(directory: RoomDirectory) -> Iterator[str]:
@@ -145,6 +156,7 @@ def create_app(
             check_ins=FailOpenCheckIn(engine, ready=lambda: not breaker.is_open),
         ),
         fail_open=ledger,
+        region_cell=_region_cell(settings, engine),
     )
     app.extensions["anteroom"] = services
     # Lazily, per process: gunicorn forks workers after the app may have been built. The room

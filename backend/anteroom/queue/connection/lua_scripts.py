@@ -69,6 +69,9 @@ OPERATIONS = (
     "tick",
     "shift_clock",
     "set_clock",
+    # A room across regions: this region's lease and summary (queue/regions/region_cell.py).
+    "apply_lease",
+    "region_summary",
     # Touches no key (an empty KEYS line): the draw's order keys, until the shuffle carries _draw.
     "draw_keys",
     "begin_draw",

@@ -75,8 +75,18 @@ STATS = (
 )
 # The slots of a tick's reply (lua/tick.lua; decoded by tick_result).
 TICK = ("ran", "now", "dealt", "swept", "drawDue", "switches", "prequeueDue")
+# The slots of a region's summary of a room's line (lua/region_summary.lua; Engine.region_summary).
+REGION_SUMMARY = (
+    "now", "admitted", "active", "waiting", "rate", "capacity", "buckets", "tail",
+)  # fmt: skip
 # Replies a script builds by name (``@NAME{…}``, ``reply[@NAME.slot]``), for the assembler.
-REPLIES = {"ANSWER": ANSWER, "SNAPSHOT": SNAPSHOT, "STATS": STATS, "TICK": TICK}
+REPLIES = {
+    "ANSWER": ANSWER,
+    "SNAPSHOT": SNAPSHOT,
+    "STATS": STATS,
+    "TICK": TICK,
+    "REGION_SUMMARY": REGION_SUMMARY,
+}
 
 
 def positions(slots: tuple[str, ...]) -> Any:
@@ -88,6 +98,7 @@ ANSWER_AT = positions(ANSWER)
 SNAPSHOT_AT = positions(SNAPSHOT)
 STATS_AT = positions(STATS)
 TICK_AT = positions(TICK)
+REGION_SUMMARY_AT = positions(REGION_SUMMARY)
 
 
 @dataclass(frozen=True)

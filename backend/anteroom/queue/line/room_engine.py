@@ -930,6 +930,63 @@ class Engine:
         while not int(self._run("shuffle_prequeue", room_id, batch)[0]):
             pass
 
+    # -- a room across regions (queue/regions/) ---------------------------------------------
+
+    def apply_lease(
+        self,
+        room_id: str,
+        epoch: int,
+        ceiling: int,
+        watermark: int,
+        lasts_ms: int,
+        fallback: float,
+    ) -> tuple[bool, int, int]:
+        """Hold the coordinator's lease for this region (lua/apply_lease.lua): (applied, the
+        epoch held after, now on the room's clock). An older epoch than the held one is
+        refused; ``ceiling`` -1 is the room's admission count now; ``fallback`` 0 pauses once
+        it expires, a share in (0, 1] admits at that share of the rate and capacity."""
+        ok, held, now = self._run(
+            "apply_lease",
+            room_id,
+            int(epoch),
+            int(ceiling),
+            int(watermark),
+            int(lasts_ms),
+            f"{fallback:g}",
+        )
+        return bool(int(ok)), int(held), int(now)
+
+    def join_regions(self, room_id: str, fallback: float) -> bool:
+        """Make the room one across regions, on its fallback until a first lease comes (an
+        expired lease from its admission count now); False when it already was one."""
+        ok, _, _ = self._run("apply_lease", room_id, 0, -1, 0, 0, f"{fallback:g}", "join")
+        return bool(int(ok))
+
+    def leave_regions(self, room_id: str) -> None:
+        """The room is in this region only again: no lease, no gate."""
+        self._run("apply_lease", room_id, 0, 0, 0, 0, "0", "leave")
+
+    def region_summary(
+        self, room_id: str, head: int, bucket_ms: int, samples: int = 50
+    ) -> tuple[int, int, int, int, int, int, list[tuple[int, int]], list[tuple[int, int]]]:
+        """This region's part of the room's line (lua/region_summary.lua): now, admitted,
+        active, waiting, rate, capacity, the head's arrivals by bucket (start ms, count) and
+        (rank, arrival ms) samples beyond the head."""
+        raw = self._run("region_summary", room_id, int(head), int(bucket_ms), int(samples))
+        now, dealt, active, waiting, rate, capacity, flat, tail = raw
+        buckets = [(int(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2)]
+        ranks = [(int(tail[i]), int(tail[i + 1])) for i in range(0, len(tail), 2)]
+        return (
+            int(now),
+            int(dealt),
+            int(active),
+            int(waiting),
+            int(rate),
+            int(capacity),
+            buckets,
+            ranks,
+        )
+
     def set_clock(self, room_id: str, epoch_ms: int) -> None:
         """Pin a room's clock at ``epoch_ms`` (0 unpins). Tests only; no HTTP route calls this."""
         self._run("set_clock", room_id, int(epoch_ms))

@@ -108,6 +108,13 @@ FIELDS: tuple[RoomField, ...] = (
         "room clock ms until which the drain waits after a booking of outage admissions, for"
         " processes no register knows (lua/book_fail_open.lua)",
     ),
+    # A room across regions (queue/regions/, lua/_region_gate.lua): the lease this region holds.
+    RoomField(
+        "regionLease",
+        "rgl",
+        "'epoch:ceiling:watermark:expires:fallback' of the region's lease from the coordinator"
+        " (absent: the room is in one region only)",
+    ),
     # The room's clock (tests and tooling move it; lua/_clock.lua).
     RoomField("clockOffset", "clk", "ms added to Redis TIME"),
     RoomField("pinnedClock", "fix", "ms the clock is pinned at (0: not pinned)"),

@@ -1,0 +1,57 @@
+-- A region's summary of a room's line for the coordinator (queue/regions/global_line.py), read
+-- in one script so that an admission is counted once, in `dealt` or in the waiting: the head of
+-- the line exactly, as arrivals by time bucket, and beyond it a sample of (rank, arrival) for
+-- positions. Reads only.
+-- needs: _base, _room
+-- KEYS: room spots line active
+-- ARGV: how many at the head to count exactly, the bucket's width (ms), the samples beyond it.
+-- Reply: script_replies.REGION_SUMMARY, built by name: {now, admitted (the opening's dealt),
+--   active, waiting, rate, capacity, buckets {start, count, ...}, tail {rank, arrival, ...}}
+--   (times room clock ms); or {'ERR', 'RoomNotFound', 0}.
+local head, width, samples = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local room = load_room()
+if not room then return err('RoomNotFound') end
+local now = clock(room)
+local waiting = redis.call('ZCARD', LINE)
+local active = redis.call('ZCOUNT', ACTIVE, '(' .. fmt(now), '+inf')
+local function arrival(vid)
+  local raw = redis.call('HGET', SPOTS, vid)
+  if not raw then return nil end
+  local @SPOT~(raw){state = state, since = since, ...}
+  if state ~= 'w' then return nil end
+  return tonumber(since)
+end
+local counts, starts = {}, {}
+local vids = redis.call('ZRANGE', LINE, 0, head - 1)
+if #vids > 0 then
+  local raws = redis.call('HMGET', SPOTS, unpack(vids))
+  for i = 1, #vids do
+    local raw = raws[i]
+    if raw then
+      local @SPOT~(raw){state = state, since = since, ...}
+      local t = tonumber(since)
+      if state == 'w' and t then
+        local start = t - t % width
+        if not counts[start] then counts[start] = 0; starts[#starts + 1] = start end
+        counts[start] = counts[start] + 1
+      end
+    end
+  end
+end
+table.sort(starts)
+local buckets = {}
+for _, start in ipairs(starts) do
+  buckets[#buckets + 1] = fmt(start); buckets[#buckets + 1] = counts[start]
+end
+local tail = {}
+if waiting > head and samples > 0 then
+  local step = math.max(1, math.ceil((waiting - head) / samples))
+  for rank = head + step, waiting, step do
+    local at = redis.call('ZRANGE', LINE, rank - 1, rank - 1)
+    local t = at[1] and arrival(at[1])
+    if t then tail[#tail + 1] = rank; tail[#tail + 1] = fmt(t) end
+  end
+end
+return @REGION_SUMMARY{now = fmt(now), admitted = fmt(room.dealt), active = active,
+  waiting = waiting, rate = fmt(room.rate), capacity = fmt(room.capacity), buckets = buckets,
+  tail = tail}
