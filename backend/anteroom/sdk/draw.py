@@ -79,6 +79,7 @@ __all__ = [
 ]
 
 RECEIPT = "rc1"
+_CLAIMS = {"room", "opening", "entrant", "rank", "proof"}
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 _HEX = re.compile(r"(?:[0-9a-f]{2})*\Z")
 _KID = re.compile(r"[A-Za-z0-9_-]{1,32}\Z")
@@ -98,6 +99,7 @@ FAILURES = {
     "receipt-signature": "the receipt's signature does not verify",
     "receipt-room": "the receipt is for another room",
     "receipt-opening": "the receipt is for another opening",
+    "receipt-region": "the receipt is for another region's list than the document's",
     "receipt-entrant": "the receipt's entrant is not in the list",
     "receipt-rank": "the receipt's rank is not the entrant's place in the list",
     "receipt-proof": "the receipt's inclusion proof does not lead to the published root",
@@ -266,20 +268,24 @@ def check_draw(document: Mapping[str, Any], entrants: Sequence[str]) -> Verdict:
 
 @dataclass(frozen=True)
 class ReceiptClaims:
-    """What a receipt states: the room, the opening (its ``opensAt``), the id, rank and proof."""
+    """What a receipt states: the room, the opening (its ``opensAt``), the id, rank and proof;
+    in a room across regions also the region whose list the rank and proof are in (a receipt
+    of a room in one region has no ``region`` field at all)."""
 
     room: str
     opening: int
     entrant: str
     rank: int
     proof: list[str]
+    region: str | None = None
 
 
 def make_receipt(claims: ReceiptClaims, kid: str, sign: Callable[[bytes], bytes]) -> str:
     """An ``rc1`` receipt: ``sign`` turns the signed part's bytes into the signature's."""
     if not _KID.match(kid):
         raise ValueError("a key id is 1-32 base64url characters")
-    body = json.dumps(asdict(claims), separators=(",", ":"), sort_keys=True).encode("utf-8")
+    fields = {k: v for k, v in asdict(claims).items() if k != "region" or v is not None}
+    body = json.dumps(fields, separators=(",", ":"), sort_keys=True).encode("utf-8")
     signed_part = f"{RECEIPT}.{kid}.{b64url_encode(body)}"
     return f"{signed_part}.{b64url_encode(sign(signed_part.encode('ascii')))}"
 
@@ -294,11 +300,12 @@ def read_receipt(text: str) -> ReceiptClaims:
         raw = json.loads(b64url_decode(parts[2]))
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError("payload or signature is not base64url (JSON)") from exc
-    if not isinstance(raw, dict) or set(raw) != {"room", "opening", "entrant", "rank", "proof"}:
-        raise ValueError("payload is not {room, opening, entrant, rank, proof}")
+    if not isinstance(raw, dict) or set(raw) - {"region"} != _CLAIMS:
+        raise ValueError("payload is not {room, opening, entrant, rank, proof[, region]}")
     claims = ReceiptClaims(**raw)
     if not (
-        isinstance(claims.room, str)
+        (claims.region is None or isinstance(claims.region, str))
+        and isinstance(claims.room, str)
         and isinstance(claims.opening, int)
         and isinstance(claims.entrant, str)
         and _HEX64.match(claims.entrant)
@@ -355,6 +362,11 @@ def check_receipt(
         return _fail("receipt-room", f"receipt for {claims.room!r}, draw of {room!r}")
     if opening is not None and claims.opening != opening:
         return _fail("receipt-opening", f"receipt for {claims.opening}, draw of {opening}")
+    if claims.region != document.get("region"):
+        # a rank in one region's list is not a rank in another's, nor in a one-region draw
+        return _fail(
+            "receipt-region", f"receipt for {claims.region!r}, list of {document.get('region')!r}"
+        )
     if claims.rank > len(entrants) or entrants[claims.rank - 1] != claims.entrant:
         # Only a receipt that fails looks through the whole list, to say which way it fails.
         if claims.entrant not in entrants:
