@@ -72,7 +72,7 @@ def test_regions_scheduling_at_once_commit_one_seed(etcd_cluster: EtcdCluster) -
     # Six schedulers, each through its own member, race to commit the same opening.
     room, opens_at = "race-drop", START + MINUTE
     args = [([etcd_cluster.endpoints[i % 3]], room, opens_at) for i in range(6)]
-    with multiprocessing.get_context("spawn").Pool(6) as pool:
+    with multiprocessing.get_context("fork").Pool(6) as pool:
         answers = pool.starmap(_commit, args)
     assert len(set(answers)) == 1
     seed, regions = json.loads(answers[0])

@@ -336,6 +336,10 @@ def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
 class Engine:
     """Queue operations on one Redis (or Valkey, or Cluster) under one key prefix."""
 
+    # A room across regions (queue/regions/invite_uses.py): run before an entry with an invite,
+    # it claims the invite's use across regions and raises InviteSpent/InviteWithdrawn.
+    invite_gate: Callable[[InviteClaims, str], None] | None = None
+
     def __init__(
         self, client: redis.Redis, prefix: str = DEFAULT_PREFIX, reader: Any = None
     ) -> None:
@@ -618,6 +622,8 @@ class Engine:
         server only: on a cluster the counters are on another shard); over any of them, the
         entry is refused with :class:`AddressLimited` and changes nothing else.
         """
+        if invite is not None and self.invite_gate is not None:
+            self.invite_gate(invite, vid)  # a room across regions: its uses counted globally
         spent = self.polls.spent(room_id, vid)
         args: list[Any] = [vid, session_jti, int(score), network_tag, spent, len(address_limit)]
         for _, limit, window in address_limit:
@@ -644,6 +650,8 @@ class Engine:
         (or, for a retry of the same proof, the one it earned before), then :meth:`enter` with
         that session. Over the identify limit: :class:`IdentifyLimited`; a proof of another
         spent it: :class:`ChallengeSpent`; the enter script's refusals as :meth:`enter`'s."""
+        if invite is not None and self.invite_gate is not None:
+            self.invite_gate(invite, identify.vid)
         args: list[Any] = [len(identify.counters)]
         for _, limit, window in identify.counters:
             args += [int(limit), int(window)]
