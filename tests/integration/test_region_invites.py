@@ -121,3 +121,29 @@ def test_a_region_cut_off_from_etcd_counts_the_invite_itself(
     assert eu.enter(eu_room, "erin", "s", 10, invite=cut_off).ticket
     with pytest.raises(eng.InviteSpent):  # the region's own count still holds it there
         eu.enter(eu_room, "frank", "s", 10, invite=cut_off)
+
+
+def test_a_skip_lane_newcomer_waits_for_the_lease_and_is_admitted_first(
+    regions: dict[str, tuple[Engine, str]],
+) -> None:
+    # A region cannot see the others' sessions, so a skip invite (or a bypass rule) may not
+    # walk straight in within the room's capacity there: it goes first under the next lease.
+    eu, room = regions["eu"]
+    start = 1_800_000_000_000
+    eu.set_clock(room, start)
+    eu.apply_lease(room, 1, 0, 0, 60_000, 0)  # the coordinator grants nothing yet
+    for i in range(3):
+        eu.enter(room, f"early{i}", "s", 10)
+        eu.shift_clock(room, 100)
+    skip = InviteClaims("q-across", "test", "iv-skip", FAR, 1, "skip")
+    eu.invite_gate = None  # this check is the region's own
+    answer = eu.enter(room, "vip", "s", 10, invite=skip)
+    assert answer.admission is None  # not straight in: over the lease's ceiling of nothing
+    # the coordinator's next lease: one admission, up to arrivals at 0 ms (a lane's place)
+    summary = eu.region_summary(room, 100, 100)
+    assert summary[6][0] == (0, 1)  # the summary counts the invitee at the head, at 0
+    eu.apply_lease(room, 2, summary[1] + 1, 99, 60_000, 0)
+    eu.shift_clock(room, 1_000)
+    eu.tick(room)
+    waiting = [e.visitor for e in eu.line(room)]
+    assert waiting == ["early0", "early1", "early2"]
