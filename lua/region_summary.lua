@@ -1,10 +1,12 @@
 -- A region's summary of a room's line for the coordinator (queue/regions/global_line.py), read
 -- in one script so that an admission is counted once, in `dealt` or in the waiting: the head of
 -- the line exactly, as arrivals by time bucket, and beyond it a sample of (rank, arrival) for
--- positions. Reads only. A spot's arrival is its place on the global line's time axis
+-- positions. Reads only, but for a scheduled event's edge crossed here (at_events, as every script
+-- judging the room in force does): the rate and capacity reported are the ones in force, an
+-- event's while it runs, so the coordinator's budget follows the room's events. A spot's arrival is its place on the global line's time axis
 -- (_line_arrival.lua): a drawn pool spot's comes from its drawn key, so the regions' pools are
 -- bucketed on one scale and merge as their shared draw orders them.
--- needs: _base, _room, _line_arrival
+-- needs: _base, _room, _events, _line_arrival
 -- KEYS: room spots line active
 -- ARGV: how many at the head to count exactly, the bucket's width (ms), the samples beyond it.
 -- Reply: script_replies.REGION_SUMMARY, built by name: {now, admitted (the opening's dealt),
@@ -14,6 +16,7 @@ local head, width, samples = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV
 local room = load_room()
 if not room then return err('RoomNotFound') end
 local now = clock(room)
+at_events(room, now)
 local waiting = redis.call('ZCARD', LINE)
 local active = redis.call('ZCOUNT', ACTIVE, '(' .. fmt(now), '+inf')
 local function arrival(vid, order_key)

@@ -1,6 +1,7 @@
-"""An invite across regions (queue/regions/invite_uses.py): its uses counted once in etcd, so an
-invite of one use lets one identity in, whichever region each presenter reaches. A real
-3-member etcd and one real Redis per region; the race run by several processes."""
+"""Policies across regions (docs/regions-policies.md), on a real 3-member etcd and one real Redis
+per region: an invite's uses counted once in etcd (queue/regions/invite_uses.py), whichever
+region each presenter reaches (the race run by several processes); the skip lane under the
+lease; an event's rate as the global budget's."""
 
 from __future__ import annotations
 
@@ -15,6 +16,14 @@ from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue.line import room_engine as eng
 from anteroom.queue.regions import invite_uses
 from anteroom.queue.regions.etcd_kv import Etcd
+from anteroom.queue.regions.global_line import (
+    BUCKET_MS,
+    CoordinatorState,
+    Summary,
+    plan_round,
+    room_terms,
+)
+from anteroom.queue.rooms import room_events
 from anteroom.sdk.tokens import InviteClaims
 from etcd_cluster import EtcdCluster
 from helpers import free_port, open_room
@@ -51,14 +60,16 @@ def region_engine(url: str, endpoints: list[str]) -> Engine:
 @pytest.fixture
 def regions(
     region_urls: dict[str, str], etcd_cluster: EtcdCluster
-) -> dict[str, tuple[Engine, str]]:
+) -> Iterator[dict[str, tuple[Engine, str]]]:
     """Each region's engine (its invite gate on the shared etcd) and its room, open."""
     out = {}
     for region, url in region_urls.items():
         engine = region_engine(url, etcd_cluster.endpoints)
         engine.redis.flushall()
         out[region] = (engine, open_room(engine, ratePerMinute=1))
-    return out
+    yield out
+    for engine, _ in out.values():
+        engine.redis.close()
 
 
 def invite(invite_id: str, uses: int = 1) -> InviteClaims:
@@ -147,3 +158,46 @@ def test_a_skip_lane_newcomer_waits_for_the_lease_and_is_admitted_first(
     eu.tick(room)
     waiting = [e.visitor for e in eu.line(room)]
     assert waiting == ["early0", "early1", "early2"]
+
+
+def summary_of(engine: Engine, room: str, region: str) -> Summary:
+    now, dealt, active, waiting, rate, capacity, buckets, tail = engine.region_summary(
+        room, 1_000, BUCKET_MS
+    )
+    return Summary(region, now, dealt, active, waiting, tuple(buckets), rate, capacity, tuple(tail))
+
+
+def test_an_events_rate_is_the_global_budgets_once_every_region_is_in_it(
+    regions: dict[str, tuple[Engine, str]],
+) -> None:
+    # The schedule is the room's setting, the same in every region; each region's ticker starts
+    # the event on its own clock, and the coordinator takes the least rate any region reports.
+    t0 = 1_800_000_000_000
+    for engine, room in regions.values():
+        engine.set_clock(room, t0)
+        version = engine.get_room(room)["eventsVersion"]
+        event = {"id": room_events.new_id(), "startsAt": t0 + 10_000, "endsAt": t0 + 20_000,
+                 "overrides": {"ratePerMinute": 600}}  # fmt: skip
+        engine.set_events(room, version, [event])
+    (eu, eu_room), (us, us_room) = regions["eu"], regions["us"]
+
+    def terms() -> int:
+        return room_terms([summary_of(eu, eu_room, "eu"), summary_of(us, us_room, "us")])[0]
+
+    assert terms() == 1
+    eu.shift_clock(eu_room, 10_500)
+    eu.tick(eu_room)  # eu's clock is past the start; us's (behind by the skew) is not yet
+    assert summary_of(eu, eu_room, "eu").rate == 600 and terms() == 1
+    us.shift_clock(us_room, 10_500)
+    us.tick(us_room)
+    assert terms() == 600
+    # the coordinator's budget grows at the event's rate: ten a second
+    state, at = CoordinatorState(), 5_000  # the coordinator's own clock
+    plan = plan_round([summary_of(eu, eu_room, "eu"), summary_of(us, us_room, "us")], state, 1, at)
+    assert plan.budget == 0  # a first round starts the bank
+    summaries = [summary_of(eu, eu_room, "eu"), summary_of(us, us_room, "us")]
+    assert plan_round(summaries, state, 1, at + 1_000).budget == 10
+    # once one region has ended the event, the stricter rate holds again
+    eu.shift_clock(eu_room, 10_000)
+    eu.tick(eu_room)
+    assert terms() == 1
