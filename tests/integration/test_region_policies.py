@@ -26,7 +26,7 @@ from anteroom.queue.regions.global_line import (
 from anteroom.queue.rooms import room_events
 from anteroom.sdk.tokens import InviteClaims
 from etcd_cluster import EtcdCluster
-from helpers import free_port, open_room
+from helpers import free_port, make_room, open_room
 
 pytestmark = pytest.mark.redis
 
@@ -201,3 +201,27 @@ def test_an_events_rate_is_the_global_budgets_once_every_region_is_in_it(
     eu.shift_clock(eu_room, 10_000)
     eu.tick(eu_room)
     assert terms() == 1
+
+
+def test_a_calm_safety_net_admits_no_one_beyond_the_regions_lease(
+    regions: dict[str, tuple[Engine, str]],
+) -> None:
+    # The net is judged per region, on its own sessions and arrivals; calm (passthrough) it
+    # admits whatever the rate in one region, but across regions the lease still bounds it.
+    eu, _ = regions["eu"]
+    net = {"activeSessions": 1_000, "arrivalsPerMinute": 1_000, "coolDownSec": 60}
+    room = make_room(eu, slug="netted", safetyNet=net, ratePerMinute=1)
+    start = 1_800_000_000_000
+    eu.set_clock(room, start)
+    eu.open(room)
+    eu.apply_lease(room, 1, 2, start + 10_000, 60_000, 0)  # two admissions, arrivals to +10 s
+    statuses = []
+    for i in range(6):
+        statuses.append(eu.enter(room, f"calm{i}", "s", 10).status)
+        eu.shift_clock(room, 100)
+    assert eu.get_room(room)["safetyNet"]["state"] == "calm"
+    assert "admitted" not in statuses  # nobody straight in, calm or not
+    eu.shift_clock(room, 1_000)
+    eu.tick(room)
+    assert [e.visitor for e in eu.line(room)] == [f"calm{i}" for i in range(2, 6)]
+    assert eu.stats(room).dealt_total == 2  # passthrough, yet within the lease's ceiling

@@ -95,8 +95,7 @@ def scheduled_everywhere(
     for region, engine in engines.items():
         room = make_room(engine, slug=slug, **config)
         engine.set_clock(room, START)  # pinned: the regions' clocks agree exactly
-        shared = shared_draw.commit(etcd, slug, opens_at, list(REGIONS))
-        engine.open(room, opens_at, shared=(region, shared.seed, "", 0))
+        shared = shared_draw.schedule(etcd, engine, room, opens_at, region, list(REGIONS))
         rooms[region] = room
     return shared, rooms
 
@@ -119,16 +118,10 @@ def drawn_everywhere(
     for region, engine in engines.items():
         engine.shift_clock(rooms[region], MINUTE)
         assert engine.tick(rooms[region]).draw_due
-        made = engine.get_room(rooms[region])["draw"]
-        url = f"{region}.json"
-        shared_draw.publish_part(etcd, shared, region, made["root"], made["entrants"], url)
-        # until every region has drawn, the parts are not complete
-        done = shared_draw.regions_done(etcd, shared)
-        assert (done is None) == (region != REGIONS[-1])
-    done = shared_draw.regions_done(etcd, shared)
-    assert done is not None
+        kept = shared_draw.after_draw(etcd, engine, rooms[region], shared, region, f"{region}.json")
+        assert kept == (region == REGIONS[-1])  # until every region has drawn, nothing to keep
     for region, engine in engines.items():
-        assert engine.set_draw_regions(rooms[region], done)
+        assert shared_draw.after_draw(etcd, engine, rooms[region], shared, region, f"{region}.json")
 
 
 def test_each_region_draws_its_pool_with_the_one_seed_and_verify_draw_checks_them_all(

@@ -23,6 +23,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from anteroom.queue.draw.draw_beacon import round_at
+from anteroom.queue.line.room_engine import Engine
 from anteroom.queue.regions.etcd_kv import Etcd, if_absent, put_op, range_kvs, range_op
 from anteroom.sdk import draw
 from anteroom.sdk.regional_draw import REGION, RegionRoot, global_root
@@ -130,3 +132,34 @@ def regions_done(etcd: Etcd, shared: SharedDraw) -> dict[str, object] | None:
             for p in found
         ],
     }  # fmt: skip
+
+
+def schedule(
+    etcd: Etcd, engine: Engine, room_id: str, opens_at: int, region: str, regions: list[str]
+) -> SharedDraw:
+    """Schedule this region's room to open at ``opens_at`` with the opening's one shared draw
+    (committed here, or taken from the region that committed first). The beacon round is the
+    committer's: the first round of its room's ``drawBeacon`` at or after ``opens_at``."""
+    room = engine.get_room(room_id)
+    beacon = room["drawBeacon"]
+    url, round_number = (beacon["url"], round_at(beacon, opens_at)) if beacon else ("", 0)
+    shared = commit(etcd, room["slug"], opens_at, regions, url, round_number)
+    engine.open(room_id, opens_at, shared=(region, shared.seed, shared.beacon_url,
+                                          shared.beacon_round))  # fmt: skip
+    return shared
+
+
+def after_draw(
+    etcd: Etcd, engine: Engine, room_id: str, shared: SharedDraw, region: str, entrants_url: str
+) -> bool:
+    """Once this region's draw is made: record its part, and when every region's is recorded
+    keep them with the global root for its fairness document. True once kept (call again,
+    e.g. each round, until it is); False while the draw is not made or others are missing.
+    ``entrants_url``: the absolute public URL of this region's list (verify-draw fetches every
+    region's list from the document of any one)."""
+    made = engine.get_room(room_id)["draw"]
+    if not made or not made.get("root"):
+        return False
+    publish_part(etcd, shared, region, made["root"], made["entrants"], entrants_url)
+    done = regions_done(etcd, shared)
+    return done is not None and engine.set_draw_regions(room_id, done)
