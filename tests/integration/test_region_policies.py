@@ -23,7 +23,7 @@ from anteroom.queue.regions.global_line import (
     plan_round,
     room_terms,
 )
-from anteroom.queue.rooms import room_events
+from anteroom.queue.rooms import invite_book, room_events
 from anteroom.sdk.tokens import InviteClaims
 from etcd_cluster import EtcdCluster
 from helpers import free_port, make_room, open_room
@@ -94,10 +94,14 @@ def test_an_invite_of_one_use_lets_one_identity_in_across_regions(
 def test_a_withdrawal_recorded_across_regions_refuses_the_invite_everywhere(
     regions: dict[str, tuple[Engine, str]], etcd_cluster: EtcdCluster
 ) -> None:
-    (us, us_room) = regions["us"]
-    invite_uses.withdraw(Etcd(etcd_cluster.endpoints), "q-across", "iv-gone")
+    (eu, eu_room), (us, us_room) = regions["eu"], regions["us"]
+    gone = invite("iv-gone", uses=5)
+    eu.invite_withdrawn = invite_uses.withdrawal(Etcd(etcd_cluster.endpoints))
+    eu.record_invites(eu_room, ["iv-gone"], invite_book.terms("priority", 5, FAR, 1))
+    assert us.enter(us_room, "dave", "s", 10, invite=gone).ticket
+    eu.withdraw_invite(eu_room, "iv-gone", 2)  # the operator withdraws it in eu
     with pytest.raises(eng.InviteWithdrawn):
-        us.enter(us_room, "dave", "s", 10, invite=invite("iv-gone", uses=5))
+        us.enter(us_room, "erin", "s", 10, invite=gone)
 
 
 def _enter(url: str, endpoints: list[str], room: str, vid: str) -> bool:

@@ -339,6 +339,8 @@ class Engine:
     # A room across regions (queue/regions/invite_uses.py): run before an entry with an invite,
     # it claims the invite's use across regions and raises InviteSpent/InviteWithdrawn.
     invite_gate: Callable[[InviteClaims, str], None] | None = None
+    # and run after an invite's withdrawal here (room id, invite id): recorded for every region
+    invite_withdrawn: Callable[[str, str], None] | None = None
 
     def __init__(
         self, client: redis.Redis, prefix: str = DEFAULT_PREFIX, reader: Any = None
@@ -590,6 +592,8 @@ class Engine:
         """Withdraw an invite on record (enter refuses it to newcomers from now on); again, it
         keeps its first time. :class:`InviteNotFound` or :class:`RoomNotFound` otherwise."""
         raw_terms, withdrawn = self._run("withdraw_invite", room_id, invite_id, int(now_ms))
+        if self.invite_withdrawn is not None:
+            self.invite_withdrawn(room_id, invite_id)
         return invite_book.record(invite_id, raw_terms, 0, withdrawn)
 
     # -- visitors ------------------------------------------------------------------------

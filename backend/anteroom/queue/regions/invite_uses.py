@@ -35,8 +35,9 @@ RETRIES = 16  # racing claims of one invite: each retry follows another's succes
 Claim = Literal["ok", "spent", "withdrawn"]
 
 
-def _base(room_id: str, invite_id: str) -> str:
-    return f"{PREFIX}{room_id}/{invite_id}/"
+def _base(invite_id: str) -> str:
+    # by the invite's id alone (random, ~95 bits): a regional room's id may differ by region
+    return f"{PREFIX}{invite_id}/"
 
 
 def _who(vid: str) -> str:
@@ -51,10 +52,10 @@ def _if_unchanged(key: str, mod_revision: int) -> dict[str, Any]:
     return {"key": name, "result": "EQUAL", "target": "MOD", "mod_revision": str(mod_revision)}
 
 
-def claim(etcd: Etcd, room_id: str, invite_id: str, uses: int, vid: str) -> Claim:
+def claim(etcd: Etcd, invite_id: str, uses: int, vid: str) -> Claim:
     """Claim one of the invite's ``uses`` for ``vid``: "ok" (claimed now or before by this
     identity), "spent" (``uses`` other identities hold one) or "withdrawn"."""
-    base = _base(room_id, invite_id)
+    base = _base(invite_id)
     count_key, mine = base + "n", base + "by/" + _who(vid)
     for _ in range(RETRIES):
         if etcd.get(base + "w") is not None:
@@ -74,10 +75,20 @@ def claim(etcd: Etcd, room_id: str, invite_id: str, uses: int, vid: str) -> Clai
     return "spent"  # still racing after many tries: refuse rather than over-admit
 
 
-def withdraw(etcd: Etcd, room_id: str, invite_id: str) -> None:
+def withdraw(etcd: Etcd, invite_id: str) -> None:
     """Record the invite's withdrawal for every region (each region's own record is kept by
     its withdraw_invite.lua as in one region)."""
-    etcd.put(_base(room_id, invite_id) + "w", "1")
+    etcd.put(_base(invite_id) + "w", "1")
+
+
+def withdrawal(etcd: Etcd) -> Callable[[str, str], None]:
+    """The hook a region's engine runs after withdrawing an invite (``Engine.invite_withdrawn``,
+    of the room's id and the invite's): records it for every region."""
+
+    def record(room_id: str, invite_id: str) -> None:
+        withdraw(etcd, invite_id)
+
+    return record
 
 
 def gate(etcd: Etcd) -> Callable[[InviteClaims, str], None]:
@@ -87,7 +98,7 @@ def gate(etcd: Etcd) -> Callable[[InviteClaims, str], None]:
 
     def check(invite: InviteClaims, vid: str) -> None:
         try:
-            verdict = claim(etcd, invite.room_id, invite.invite_id, invite.uses, vid)
+            verdict = claim(etcd, invite.invite_id, invite.uses, vid)
         except EtcdUnavailable:
             log.warning("invites: etcd out of reach; the region's own count decides")
             return
