@@ -25,12 +25,14 @@ def test_a_regions_drawn_keys_follow_the_shared_draws_order_keys() -> None:
     seed = draw.new_seed()
     east = draw.drawn_order(seed, [secrets.token_hex(32) for _ in range(300)])
     west = draw.drawn_order(seed, [secrets.token_hex(32) for _ in range(200)])
-    keyed = list(zip(drawn_keys(seed, east, None, True), east, strict=True))
-    keyed += list(zip(drawn_keys(seed, west, None, True), west, strict=True))
+    east_keys = [draw.order_key(seed, e) for e in east]
+    west_keys = [draw.order_key(seed, e) for e in west]
+    keyed = list(zip(drawn_keys(east_keys, True), east, strict=True))
+    keyed += list(zip(drawn_keys(west_keys, True), west, strict=True))
     assert all(-DRAWN_SPAN <= k < 0 for k, _ in keyed)
     assert [e for _, e in sorted(keyed)] == draw.drawn_order(seed, east + west)
     # one region's rank keys stay as they were
-    assert drawn_keys(seed, east, None, False)[1] == -DRAWN_SPAN + DRAWN_SPAN // 300
+    assert drawn_keys(east_keys, False)[1] == -DRAWN_SPAN + DRAWN_SPAN // 300
 
 
 def test_a_tie_in_51_bits_keeps_the_drawn_order() -> None:

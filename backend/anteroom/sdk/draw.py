@@ -68,6 +68,7 @@ __all__ = [
     "guarantee",
     "inclusion_proof",
     "inclusion_proofs",
+    "keyed_order",
     "make_receipt",
     "new_seed",
     "order_key",
@@ -158,6 +159,14 @@ _RUN = 4_096  # entrants sorted at once by drawn_order (see there)
 
 def drawn_order(seed: str, entrants: Sequence[str], beacon: str | None = None) -> list[str]:
     """``entrants`` in drawn order: by order key, then by id. ValueError on a repeated id."""
+    return [entrant for _, entrant in keyed_order(seed, entrants, beacon)]
+
+
+def keyed_order(
+    seed: str, entrants: Sequence[str], beacon: str | None = None
+) -> list[tuple[str, str]]:
+    """(order key, id) of ``entrants`` in drawn order (:func:`drawn_order` with the keys it
+    sorted by). ValueError on a repeated id."""
     _check_draw_inputs(seed, beacon)
     if len(set(entrants)) != len(entrants):
         raise ValueError("an entrant id is listed twice")
@@ -173,13 +182,13 @@ def drawn_order(seed: str, entrants: Sequence[str], beacon: str | None = None) -
 
     keyed = [sort_key(entrant) for entrant in entrants]
     if len(keyed) <= _RUN:
-        return [entrant for _, entrant in sorted(keyed)]
+        return sorted(keyed)
     # Sorted in runs merged in Python: the same order as one sort (the keys are unique), but
     # a thread drawing 100,000 gives the GIL up between runs instead of holding it ~0.7 s in
     # one C sort, which would stall a gevent worker's every request
     # (queue/connection/os_threads.py).
     runs = [sorted(keyed[at : at + _RUN]) for at in range(0, len(keyed), _RUN)]
-    return [entrant for _, entrant in heapq.merge(*runs)]
+    return list(heapq.merge(*runs))
 
 
 def tree_root(ordered: Sequence[str]) -> str:

@@ -75,15 +75,15 @@ def regional_key(order_key: str, previous: int) -> int:
     return max(-DRAWN_SPAN + (int(order_key[:13], 16) >> 1), previous + 1)
 
 
-def drawn_keys(seed: str, order: list[str], beacon: str | None, shared: bool) -> list[int]:
-    """Every entrant's order key, in drawn order: by rank, or in a draw across regions from its
-    HMAC order key (:func:`regional_key`)."""
-    count = len(order)
+def drawn_keys(order_keys: list[str], shared: bool) -> list[int]:
+    """Every entrant's order key in the line, from their HMAC order keys in drawn order: by
+    rank, or in a draw across regions from the HMAC key itself (:func:`regional_key`)."""
+    count = len(order_keys)
     if not shared:
         return [drawn_key(rank, count) for rank in range(count)]
     keys, previous = [], -DRAWN_SPAN - 1
-    for entrant in order:
-        previous = regional_key(draw.order_key(seed, entrant, beacon), previous)
+    for order_key in order_keys:
+        previous = regional_key(order_key, previous)
         keys.append(previous)
     return keys
 
@@ -122,11 +122,13 @@ def fetch_beacon(client: redis.Redis, keys: KeySpace, room_id: str, run: Run) ->
 
 
 def ordered(
-    seed: str, salt: bytes, vids: list[str], beacon: str | None
-) -> tuple[dict[str, str], list[str]]:
-    """The pool's entrant ids (id → vid) and their drawn order."""
+    seed: str, salt: bytes, vids: list[str], beacon: str | None, shared: bool = False
+) -> tuple[dict[str, str], list[str], list[int]]:
+    """The pool's entrant ids (id → vid), their drawn order and their drawn order keys."""
     vid_of = {draw.entrant_id(salt, vid): vid for vid in vids}
-    return vid_of, draw.drawn_order(seed, list(vid_of), beacon)
+    keyed = draw.keyed_order(seed, list(vid_of), beacon)
+    order = [entrant for _, entrant in keyed]
+    return vid_of, order, drawn_keys([key for key, _ in keyed], shared)
 
 
 def make_draw(client: redis.Redis, keys: KeySpace, room_id: str, run: Run) -> DrawDone:
@@ -146,8 +148,9 @@ def make_draw(client: redis.Redis, keys: KeySpace, room_id: str, run: Run) -> Dr
     with storage_errors():
         shared = bool(client.hget(keys.room(room_id), stored("drawRegion")))
     # Seconds of CPU at 100,000 entrants: off a gevent worker's event loop (os_threads.py).
-    vid_of, order = off_the_loop(ordered, seed, salt, pool_vids(client, keys, room_id), beacon)
-    order_keys = off_the_loop(drawn_keys, seed, order, beacon, shared)
+    vid_of, order, order_keys = off_the_loop(
+        ordered, seed, salt, pool_vids(client, keys, room_id), beacon, shared
+    )
     count = len(order)
     for start in range(0, count, BATCH):
         args: list[Any] = [token, LEASE_MS]
