@@ -210,3 +210,19 @@ def test_the_command_names_another_regions_tampered_list(
     done = verify_draw("--fairness", fairness, "--receipt", regional.receipt("ap", 1))
     assert done.returncode == 1
     assert f"FAILED {failure}" in done.stderr, done.stderr
+
+
+def test_a_regions_document_before_every_region_drew_is_checked_as_its_own_draw(
+    tmp_path: Path,
+) -> None:
+    regional = RegionalDraw(SIZES, draw.new_seed())
+    document = regional.document("eu")
+    del document["regions"], document["globalRoot"]
+    (tmp_path / "eu.json").write_text(json.dumps(regional.lists["eu"]))
+    (tmp_path / "fairness.json").write_text(json.dumps(document))
+    done = verify_draw(
+        "--fairness", str(tmp_path / "fairness.json"), "--receipt", regional.receipt("eu", 2)
+    )
+    assert done.returncode == 0, done.stderr
+    assert "rank 2 of 30" in done.stdout and "not published yet" in done.stdout
+    assert "global rank" not in done.stdout

@@ -135,6 +135,9 @@ def verify(source: str, receipt: str | None, entrants_source: str | None) -> lis
         regional = verdicts[-1].ok and "regions" in report
         if regional:
             verdicts.append(regional_draw.check_regions(report))
+        elif verdicts[-1].ok and report.get("region"):
+            note = "note: the other regions' roots are not published yet (once all have drawn)"
+            verdicts.append(Verdict(detail=note))
         if verdicts[-1].ok and receipt is not None:
             keys = report.get("receiptKeys")
             hook = signature_checker(keys) if isinstance(keys, Mapping) else None
