@@ -24,7 +24,14 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from anteroom.queue.line.room_engine import InviteSpent, InviteWithdrawn
-from anteroom.queue.regions.etcd_kv import Etcd, EtcdUnavailable, if_absent, put_op
+from anteroom.queue.regions.etcd_kv import (
+    Etcd,
+    EtcdUnavailable,
+    if_absent,
+    put_op,
+    range_kvs,
+    range_op,
+)
 from anteroom.sdk.tokens import InviteClaims
 
 log = logging.getLogger("anteroom")
@@ -58,11 +65,14 @@ def claim(etcd: Etcd, invite_id: str, uses: int, vid: str) -> Claim:
     base = _base(invite_id)
     count_key, mine = base + "n", base + "by/" + _who(vid)
     for _ in range(RETRIES):
-        if etcd.get(base + "w") is not None:
+        # one read of the three keys (one round trip), then the swap (another)
+        _, read = etcd.txn([], [range_op(base + "w"), range_op(mine), range_op(count_key)])
+        if range_kvs(read, 0):
             return "withdrawn"
-        if etcd.get(mine) is not None:
+        if range_kvs(read, 1):
             return "ok"
-        count = etcd.get(count_key)
+        counted = range_kvs(read, 2)
+        count = counted[0] if counted else None
         taken = int(count.value) if count else 0
         if taken >= uses:
             return "spent"
