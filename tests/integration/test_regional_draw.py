@@ -84,6 +84,9 @@ def test_regions_scheduling_at_once_commit_one_seed(etcd_cluster: EtcdCluster) -
     # another opening of the room is another commitment
     other = shared_draw.commit(Etcd(etcd_cluster.endpoints), room, opens_at + 1, list(REGIONS))
     assert other.seed != seed
+    found = shared_draw.lookup(Etcd(etcd_cluster.endpoints), room, opens_at)
+    assert found is not None and found.seed == seed and found.regions == REGIONS
+    assert shared_draw.lookup(Etcd(etcd_cluster.endpoints), room, opens_at + 2) is None
 
 
 def scheduled_everywhere(

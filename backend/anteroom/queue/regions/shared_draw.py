@@ -87,6 +87,15 @@ def commit(
     return SharedDraw(**(stored | {"regions": tuple(stored["regions"])}))
 
 
+def lookup(etcd: Etcd, room: str, opens_at: int) -> SharedDraw | None:
+    """The opening's shared draw as committed, or None (not committed)."""
+    held = etcd.get(opening_key(room, opens_at) + "commitment")
+    if held is None:
+        return None
+    stored = json.loads(held.value)
+    return SharedDraw(**(stored | {"regions": tuple(stored["regions"])}))
+
+
 def publish_part(
     etcd: Etcd, shared: SharedDraw, region: str, head: str, entrants: int, entrants_url: str
 ) -> RegionRoot:
