@@ -1,4 +1,4 @@
--- needs: _base, _admissions, _waits, _revocations, _blocks, _bucket, _expiry, _record, _room, _draw_random, _drain_budget
+-- needs: _base, _admissions, _waits, _revocations, _blocks, _bucket, _expiry, _record, _room, _draw_random, _drain_budget, _line_arrival
 -- The drain reads a waiting record in one match and without a table per spot (it deals up to
 -- 200 a call), and writes the admitted record from its parts (see spot_record in _spot.lua),
 -- booked in the drain's batch (see book_dealt in _admissions.lua).
@@ -45,8 +45,10 @@ local function drain(room, now)
           sessionJti = session_jti, networkTag = network_tag, since = since, expires = '',
           dealNumber = ''}
       end
-      if watermark and ticket and tonumber(since) > watermark then
-        cut = i - 1 -- this one and all behind it arrived after the watermark: they stay
+      if watermark and ticket and line_arrival(order_keys[i], since) > watermark then
+        -- this one and all behind it arrived after the watermark: they stay (a drawn pool
+        -- spot's arrival is its drawn key's place, lane invitees' 0: _line_arrival.lua)
+        cut = i - 1
         break
       end
       if not raw then

@@ -93,8 +93,10 @@ if room.safety_net ~= '' then net_step(room, now, true) end -- may start queuein
 local free = room.capacity == 0 or room.capacity - redis.call('ZCARD', ACTIVE) > 0
 local passthrough = room.mode == 'passthrough' -- admitted whatever the rate, within capacity
 local open = not pool and score < room.hold_score and room.status == 'open'
-if lane == 's' and open and free then
-  -- the skip lane: straight in within capacity, over and above the rate (no budget spent)
+if lane == 's' and open and free and not room.region_lease then
+  -- the skip lane: straight in within capacity, over and above the rate (no budget spent).
+  -- Not across regions: a region cannot see the others' sessions to keep the capacity, so
+  -- there the lane waits at the head of the global line (_line_arrival.lua) for the lease
   admit(room, vid, spot, now, lane_key(lane, spot.ticket))
 elseif open and eligible == 0 and (passthrough or room.bank >= UNIT) and free
     and not room.prequeue -- an event's pre-queue: every newcomer waits for its draw

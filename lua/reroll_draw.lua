@@ -5,12 +5,15 @@
 -- ARGV: the new seed (64 hex), its commitment (SHA-256 hex); the room's drawBeacon now: url,
 --   genesisTime (s), period (s) ('' when it names none).
 -- Reply: {'OK', committedAt ms} or {'ERR', 'NoDraw', 0} when no draw waits to be made, or it
---   waits for its beacon and no beacon is named now (or the round's value is already known).
+--   waits for its beacon and no beacon is named now (or the round's value is already known),
+--   or the draw is shared across regions: one region's new seed would split the one commitment
+--   (a shared draw is re-rolled by scheduling the opening again: docs/regions-policies.md).
 local seed, commitment = ARGV[1], ARGV[2]
 local beacon_url, genesis, period = ARGV[3] or '', tonumber(ARGV[4]) or 0, tonumber(ARGV[5]) or 0
 local room = load_room()
 if not room then return err('RoomNotFound') end
 if room.draw_state ~= 'c' then return err('NoDraw') end
+if (redis.call('HGET', ROOM, @drawRegion) or '') ~= '' then return err('NoDraw') end
 local now = clock(room)
 local b = redis.call('HMGET', ROOM, @{beaconUrl, beaconValue})
 local waits_for_beacon = now >= room.opens_at and (b[@beaconUrl] or '') ~= ''

@@ -18,7 +18,7 @@ from flask.testing import FlaskClient
 import anteroom
 from anteroom.engine import Engine, QueueAnswer
 from anteroom.queue.draw.room_draw import drawn_key
-from anteroom.sdk import draw, verify_draw
+from anteroom.sdk import draw, regional_draw, verify_draw
 from anteroom.sdk.tokens import TicketClaims
 from anteroom.service_container import Services
 from anteroom.store.keystore import KeyStore
@@ -347,3 +347,43 @@ def claims(answer: QueueAnswer) -> TicketClaims:
         environment="test", session_id=answer.session_jti, score=answer.score,
         order_key=answer.order_key, kept_until=answer.kept_until_ms,
     )  # fmt: skip
+
+
+def test_a_draw_shared_across_regions_shows_its_region_and_roots_and_is_not_re_rolled(
+    client: FlaskClient, services: Services, operator: tuple[str, dict[str, str]]
+) -> None:
+    public_key, headers = operator
+    body = {"slug": "drop", "name": "Drop", "redirectUrl": "https://shop.example/checkout"}
+    room = client.post(f"{API}/queues", json=body, headers=headers).json
+    services.engine.set_clock(room["id"], START)
+    seed = draw.new_seed()  # as queue/regions/shared_draw.py takes it from etcd
+    services.engine.open(room["id"], START + MINUTE, shared=("eu", seed, "", 0))
+    refused = client.patch(f"{API}/queues/{room['id']}", json={"action": "reroll"}, headers=headers)
+    assert refused.status_code == 400 and "across regions" in refused.json["fields"]["action"]
+    document = client.get(f"/queue/drop/fairness.json?key={public_key}").json
+    assert document["region"] == "eu" and document["commitment"] == draw.commitment(seed)
+    assert "regions" not in document and document["seed"] is None
+    services.engine.enter(room["id"], "v1", "s", 10)
+    services.engine.shift_clock(room["id"], MINUTE)
+    services.engine.tick(room["id"])
+    made = services.engine.get_room(room["id"])["draw"]
+    parts = [
+        regional_draw.RegionRoot("ap", "ab" * 32, 4, "https://ap.example/e.json"),
+        regional_draw.RegionRoot("eu", made["root"], 1, "https://eu.example/e.json"),
+    ]
+    kept = {
+        "globalRoot": regional_draw.global_root(parts),
+        "regions": [
+            {
+                "region": p.region,
+                "root": p.root,
+                "entrants": p.entrants,
+                "entrantsUrl": p.entrants_url,
+            }
+            for p in parts
+        ],
+    }
+    assert services.engine.set_draw_regions(room["id"], kept)
+    document = client.get(f"/queue/drop/fairness.json?key={public_key}").json
+    assert document["globalRoot"] == kept["globalRoot"] and document["regions"] == kept["regions"]
+    assert regional_draw.check_regions(document).ok

@@ -68,6 +68,7 @@ __all__ = [
     "guarantee",
     "inclusion_proof",
     "inclusion_proofs",
+    "keyed_order",
     "make_receipt",
     "new_seed",
     "order_key",
@@ -79,6 +80,7 @@ __all__ = [
 ]
 
 RECEIPT = "rc1"
+_CLAIMS = {"room", "opening", "entrant", "rank", "proof"}
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 _HEX = re.compile(r"(?:[0-9a-f]{2})*\Z")
 _KID = re.compile(r"[A-Za-z0-9_-]{1,32}\Z")
@@ -98,6 +100,7 @@ FAILURES = {
     "receipt-signature": "the receipt's signature does not verify",
     "receipt-room": "the receipt is for another room",
     "receipt-opening": "the receipt is for another opening",
+    "receipt-region": "the receipt is for another region's list than the document's",
     "receipt-entrant": "the receipt's entrant is not in the list",
     "receipt-rank": "the receipt's rank is not the entrant's place in the list",
     "receipt-proof": "the receipt's inclusion proof does not lead to the published root",
@@ -156,6 +159,14 @@ _RUN = 4_096  # entrants sorted at once by drawn_order (see there)
 
 def drawn_order(seed: str, entrants: Sequence[str], beacon: str | None = None) -> list[str]:
     """``entrants`` in drawn order: by order key, then by id. ValueError on a repeated id."""
+    return [entrant for _, entrant in keyed_order(seed, entrants, beacon)]
+
+
+def keyed_order(
+    seed: str, entrants: Sequence[str], beacon: str | None = None
+) -> list[tuple[str, str]]:
+    """(order key, id) of ``entrants`` in drawn order (:func:`drawn_order` with the keys it
+    sorted by). ValueError on a repeated id."""
     _check_draw_inputs(seed, beacon)
     if len(set(entrants)) != len(entrants):
         raise ValueError("an entrant id is listed twice")
@@ -171,13 +182,13 @@ def drawn_order(seed: str, entrants: Sequence[str], beacon: str | None = None) -
 
     keyed = [sort_key(entrant) for entrant in entrants]
     if len(keyed) <= _RUN:
-        return [entrant for _, entrant in sorted(keyed)]
+        return sorted(keyed)
     # Sorted in runs merged in Python: the same order as one sort (the keys are unique), but
     # a thread drawing 100,000 gives the GIL up between runs instead of holding it ~0.7 s in
     # one C sort, which would stall a gevent worker's every request
     # (queue/connection/os_threads.py).
     runs = [sorted(keyed[at : at + _RUN]) for at in range(0, len(keyed), _RUN)]
-    return [entrant for _, entrant in heapq.merge(*runs)]
+    return list(heapq.merge(*runs))
 
 
 def tree_root(ordered: Sequence[str]) -> str:
@@ -266,20 +277,24 @@ def check_draw(document: Mapping[str, Any], entrants: Sequence[str]) -> Verdict:
 
 @dataclass(frozen=True)
 class ReceiptClaims:
-    """What a receipt states: the room, the opening (its ``opensAt``), the id, rank and proof."""
+    """What a receipt states: the room, the opening (its ``opensAt``), the id, rank and proof;
+    in a room across regions also the region whose list the rank and proof are in (a receipt
+    of a room in one region has no ``region`` field at all)."""
 
     room: str
     opening: int
     entrant: str
     rank: int
     proof: list[str]
+    region: str | None = None
 
 
 def make_receipt(claims: ReceiptClaims, kid: str, sign: Callable[[bytes], bytes]) -> str:
     """An ``rc1`` receipt: ``sign`` turns the signed part's bytes into the signature's."""
     if not _KID.match(kid):
         raise ValueError("a key id is 1-32 base64url characters")
-    body = json.dumps(asdict(claims), separators=(",", ":"), sort_keys=True).encode("utf-8")
+    fields = {k: v for k, v in asdict(claims).items() if k != "region" or v is not None}
+    body = json.dumps(fields, separators=(",", ":"), sort_keys=True).encode("utf-8")
     signed_part = f"{RECEIPT}.{kid}.{b64url_encode(body)}"
     return f"{signed_part}.{b64url_encode(sign(signed_part.encode('ascii')))}"
 
@@ -294,11 +309,12 @@ def read_receipt(text: str) -> ReceiptClaims:
         raw = json.loads(b64url_decode(parts[2]))
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError("payload or signature is not base64url (JSON)") from exc
-    if not isinstance(raw, dict) or set(raw) != {"room", "opening", "entrant", "rank", "proof"}:
-        raise ValueError("payload is not {room, opening, entrant, rank, proof}")
+    if not isinstance(raw, dict) or set(raw) - {"region"} != _CLAIMS:
+        raise ValueError("payload is not {room, opening, entrant, rank, proof[, region]}")
     claims = ReceiptClaims(**raw)
     if not (
-        isinstance(claims.room, str)
+        (claims.region is None or isinstance(claims.region, str))
+        and isinstance(claims.room, str)
         and isinstance(claims.opening, int)
         and isinstance(claims.entrant, str)
         and _HEX64.match(claims.entrant)
@@ -355,6 +371,11 @@ def check_receipt(
         return _fail("receipt-room", f"receipt for {claims.room!r}, draw of {room!r}")
     if opening is not None and claims.opening != opening:
         return _fail("receipt-opening", f"receipt for {claims.opening}, draw of {opening}")
+    if claims.region != document.get("region"):
+        # a rank in one region's list is not a rank in another's, nor in a one-region draw
+        return _fail(
+            "receipt-region", f"receipt for {claims.region!r}, list of {document.get('region')!r}"
+        )
     if claims.rank > len(entrants) or entrants[claims.rank - 1] != claims.entrant:
         # Only a receipt that fails looks through the whole list, to say which way it fails.
         if claims.entrant not in entrants:

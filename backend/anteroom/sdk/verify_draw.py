@@ -21,14 +21,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from anteroom.sdk import regional_draw
 from anteroom.sdk.draw import (
     FAILURES,
     Verdict,
+    beacon_value,
     check_draw,
     check_receipt,
     read_receipt,
     signature_checker,
 )
+
+MEANINGS = FAILURES | regional_draw.FAILURES
 
 # 100,000 ids of 64 hex characters are 6.7 MB; refuse what cannot be an honest list.
 MAX_BYTES = 64 * 1024 * 1024
@@ -128,12 +132,72 @@ def verify(source: str, receipt: str | None, entrants_source: str | None) -> lis
             raise Unreadable("no entrant list: the document has no entrantsUrl; give --entrants")
         entrants = parse_entrants(fetch(beside(source, listed) if not entrants_source else listed))
         verdicts.append(check_draw(report, entrants))
+        regional = verdicts[-1].ok and "regions" in report
+        if regional:
+            verdicts.append(regional_draw.check_regions(report))
+        elif verdicts[-1].ok and report.get("region"):
+            note = "note: the other regions' roots are not published yet (once all have drawn)"
+            verdicts.append(Verdict(detail=note))
         if verdicts[-1].ok and receipt is not None:
             keys = report.get("receiptKeys")
             hook = signature_checker(keys) if isinstance(keys, Mapping) else None
             verdicts.append(check_receipt(report, entrants, receipt, hook))
+        if verdicts[-1].ok and regional:
+            verdicts += check_other_regions(source, report, entrants, receipt)
         if not verdicts[-1].ok:
             break
+    return verdicts
+
+
+_IN_REGION = {
+    "order-mismatch": "region-order-mismatch",
+    "root-mismatch": "region-root-mismatch",
+    "entrant-dropped": "region-root-mismatch",
+    "entrant-added": "region-root-mismatch",
+}
+
+
+def check_other_regions(
+    source: str, report: Mapping[str, Any], own: list[str], receipt: str | None
+) -> list[Verdict]:
+    """Each other region's list against its published root under the shared seed, no id in
+    two regions, and the receipt's global rank: its place in the merge of every list."""
+    verdicts, lists = [], {str(report["region"]): own}
+    for region in regional_draw.regions_of(report):
+        if region.region == report["region"]:
+            continue
+        if region.entrants_url is None:
+            verdicts.append(Verdict(detail=f"note: region {region.region} lists no entrantsUrl"))
+            continue
+        ids = parse_entrants(fetch(beside(source, region.entrants_url)))
+        # the region's draw is checked as a draw of its own, with the shared commitment
+        theirs = dict(report) | {"root": region.root, "entrants": region.entrants}
+        verdict = check_draw(theirs, ids)
+        if not verdict.ok:
+            name = _IN_REGION.get(verdict.failure or "", verdict.failure or "")
+            return [*verdicts, Verdict(name, f"{name}: region {region.region}: {verdict.detail}")]
+        lists[region.region] = ids
+        verdicts.append(Verdict(detail=f"region {region.region}: {verdict.detail}"))
+    seen: dict[str, str] = {}
+    for region, ids in lists.items():
+        for entrant in ids:
+            if entrant in seen:
+                detail = f"cross-region-duplicate: {entrant} in {seen[entrant]} and {region}"
+                return [*verdicts, Verdict("cross-region-duplicate", detail)]
+            seen[entrant] = region
+    if receipt is not None:
+        claims = read_receipt(receipt)  # check_receipt accepted it
+        if len(lists) < len(regional_draw.regions_of(report)):
+            verdicts.append(Verdict(detail="global rank not computed: a region's list is missing"))
+        else:
+            rank = regional_draw.global_rank(
+                str(report["seed"]), lists, str(claims.region), claims.entrant, beacon_value(report)
+            )
+            total = sum(len(ids) for ids in lists.values())
+            detail = (
+                f"global rank {rank} of {total} ({claims.rank} of {len(own)} in {claims.region})"
+            )
+            verdicts.append(Verdict(detail=detail))
     return verdicts
 
 
@@ -174,11 +238,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for verdict in verdicts:
         if not verdict.ok:
-            meaning = FAILURES.get(verdict.failure or "", "")
+            meaning = MEANINGS.get(verdict.failure or "", "")
             print(f"verify-draw: FAILED {verdict.detail} ({meaning})", file=sys.stderr)
             return 1
         print(f"ok: {verdict.detail}")
-    if args.receipt is not None and not verdicts[-1].signature_checked:
+    if args.receipt is not None and not any(v.signature_checked for v in verdicts):
         # A document without receiptKeys: say plainly what was not checked.
         print("note: the receipt's signature was not checked (the document has no receiptKeys)")
     return 0

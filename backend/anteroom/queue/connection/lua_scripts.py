@@ -41,6 +41,7 @@ from redis.commands.core import Script
 from anteroom.queue.connection.script_replies import REPLIES
 from anteroom.queue.draw import room_draw
 from anteroom.queue.line import far_poll, line_blocks, poll_cadence, spot_record
+from anteroom.queue.regions import pool_order
 from anteroom.queue.rooms import key_layout
 from anteroom.queue.rooms.room_hash import STORED
 from anteroom.resources import resource_dir
@@ -79,6 +80,7 @@ OPERATIONS = (
     "place_drawn",
     "finish_draw",
     "reroll_draw",
+    "set_draw_regions",
     "set_events",
     "shuffle_prequeue",
     "issue_invites",
@@ -124,6 +126,8 @@ SHARED: dict[str, int | tuple[int, ...]] = {
     "SKIP_LANE": line_blocks.SKIP_LANE,
     "PRIORITY_LANE": line_blocks.PRIORITY_LANE,
     "DRAWN_SPAN": room_draw.DRAWN_SPAN,
+    "POOL_ARRIVAL_BASE": pool_order.POOL_ARRIVAL_BASE,
+    "POOL_ARRIVAL_SCALE": pool_order.POOL_ARRIVAL_SCALE,
 }
 
 _NEEDS = re.compile(r"^-- needs: *(.*)$", re.MULTILINE)

@@ -21,6 +21,12 @@ its pre-draw key finds its old block empty and is answered by Redis with its new
 placed by the snapshot at its old lottery place. Rank r of n gets -2^51 + floor(r * 2^51 / n):
 spread over the 2,048 pool blocks below zero like the lottery's over the 4,096 above, so a far
 spot's place told from blocks stays as close (line_blocks.py).
+
+In a draw shared across regions (queue/regions/shared_draw.py) the key is instead the top 51
+bits of the entrant's HMAC order key (``regional_key``): the same function of the shared seed in
+every region, so the regions' pools compare by their keys as the merged draw orders them
+(queue/regions/pool_order.py); uniform like the keys themselves, so they spread over the pool
+blocks as evenly in expectation.
 """
 
 from __future__ import annotations
@@ -62,6 +68,26 @@ def drawn_key(rank: int, count: int) -> int:
     return -DRAWN_SPAN + rank * DRAWN_SPAN // count
 
 
+def regional_key(order_key: str, previous: int) -> int:
+    """The order key of an entrant of a draw across regions, from its HMAC order key (hex):
+    its top 51 bits in [-DRAWN_SPAN, 0), and at least ``previous`` + 1 so a tie in 51 bits
+    (about n^2 / 2^52 likely) keeps the drawn order in the line."""
+    return max(-DRAWN_SPAN + (int(order_key[:13], 16) >> 1), previous + 1)
+
+
+def drawn_keys(order_keys: list[str], shared: bool) -> list[int]:
+    """Every entrant's order key in the line, from their HMAC order keys in drawn order: by
+    rank, or in a draw across regions from the HMAC key itself (:func:`regional_key`)."""
+    count = len(order_keys)
+    if not shared:
+        return [drawn_key(rank, count) for rank in range(count)]
+    keys, previous = [], -DRAWN_SPAN - 1
+    for order_key in order_keys:
+        previous = regional_key(order_key, previous)
+        keys.append(previous)
+    return keys
+
+
 def pool_vids(client: redis.Redis, keys: KeySpace, room_id: str) -> list[str]:
     """The vids of the pool's waiting spots: pre-opening order keys, in the line or held.
 
@@ -96,11 +122,13 @@ def fetch_beacon(client: redis.Redis, keys: KeySpace, room_id: str, run: Run) ->
 
 
 def ordered(
-    seed: str, salt: bytes, vids: list[str], beacon: str | None
-) -> tuple[dict[str, str], list[str]]:
-    """The pool's entrant ids (id → vid) and their drawn order."""
+    seed: str, salt: bytes, vids: list[str], beacon: str | None, shared: bool = False
+) -> tuple[dict[str, str], list[str], list[int]]:
+    """The pool's entrant ids (id → vid), their drawn order and their drawn order keys."""
     vid_of = {draw.entrant_id(salt, vid): vid for vid in vids}
-    return vid_of, draw.drawn_order(seed, list(vid_of), beacon)
+    keyed = draw.keyed_order(seed, list(vid_of), beacon)
+    order = [entrant for _, entrant in keyed]
+    return vid_of, order, drawn_keys([key for key, _ in keyed], shared)
 
 
 def make_draw(client: redis.Redis, keys: KeySpace, room_id: str, run: Run) -> DrawDone:
@@ -117,14 +145,18 @@ def make_draw(client: redis.Redis, keys: KeySpace, room_id: str, run: Run) -> Dr
     if int(began[0]) != 1:
         return DrawDone(made=False)
     seed, salt, beacon = began[1], bytes.fromhex(began[2]), began[3] or None
+    with storage_errors():
+        shared = bool(client.hget(keys.room(room_id), stored("drawRegion")))
     # Seconds of CPU at 100,000 entrants: off a gevent worker's event loop (os_threads.py).
-    vid_of, order = off_the_loop(ordered, seed, salt, pool_vids(client, keys, room_id), beacon)
+    vid_of, order, order_keys = off_the_loop(
+        ordered, seed, salt, pool_vids(client, keys, room_id), beacon, shared
+    )
     count = len(order)
     for start in range(0, count, BATCH):
         args: list[Any] = [token, LEASE_MS]
         for rank in range(start, min(start + BATCH, count)):
             entrant = order[rank]
-            args += [vid_of[entrant], drawn_key(rank, count), entrant]
+            args += [vid_of[entrant], order_keys[rank], entrant]
         run("place_drawn", room_id, *args)
     head = off_the_loop(draw.tree_root, order)
     run("finish_draw", room_id, token, head, count)

@@ -50,6 +50,8 @@ class DrawnOpening:
     ) -> None:
         self.root = root
         self.room, self.opening = str(room["slug"]), int(room.get("opensAt") or 0)
+        # a draw across regions: the rank is in this region's list (queue/regions/shared_draw.py)
+        self.region = (room.get("draw") or {}).get("region") or None
         self.signer = signer
         self.tree = Tree([e.encode("ascii") for e in ids])
         # Keyed by the id's 32 raw bytes (half a hex str's memory); ranks are 0-based here.
@@ -67,7 +69,7 @@ class DrawnOpening:
 
     def _make(self, rank: int, entrant: str) -> str:
         claims = draw.ReceiptClaims(
-            self.room, self.opening, entrant, rank + 1, self.tree.proof(rank)
+            self.room, self.opening, entrant, rank + 1, self.tree.proof(rank), self.region
         )
         return draw.make_receipt(claims, self.signer.kid, self.signer.sign)
 

@@ -60,6 +60,7 @@ COUNTERS = tuple(
 CHANGES_ROOMS = frozenset(
     ("create_room", "update_room", "delete_room", "open_room", "pause_room", "close_room",
      "revoke", "set_clock", "shift_clock", "finish_draw", "reroll_draw", "set_beacon",
+     "set_draw_regions",
      "set_events")
 )  # fmt: skip
 
@@ -290,6 +291,11 @@ def public_draw(raw: dict[str, str]) -> dict[str, Any] | None:
         out["seed"] = raw.get(stored("drawSeed"), "")
         out["root"] = raw.get(stored("drawRoot"), "")
         out["entrants"] = int(raw.get(stored("drawEntrants"), 0) or 0)
+    region = raw.get(stored("drawRegion"), "")
+    if region:  # a draw across regions (queue/regions/shared_draw.py)
+        out["region"] = region
+        if state == "d" and raw.get(stored("drawRegions")):
+            out |= json.loads(raw[stored("drawRegions")])
     out["beacon"] = None
     url = raw.get(stored("beaconUrl"), "")
     if url:
@@ -329,6 +335,12 @@ def room_from_stored(raw: dict[str, str]) -> dict[str, Any]:
 
 class Engine:
     """Queue operations on one Redis (or Valkey, or Cluster) under one key prefix."""
+
+    # A room across regions (queue/regions/invite_uses.py): run before an entry with an invite,
+    # it claims the invite's use across regions and raises InviteSpent/InviteWithdrawn.
+    invite_gate: Callable[[InviteClaims, str], None] | None = None
+    # and run after an invite's withdrawal here (room id, invite id): recorded for every region
+    invite_withdrawn: Callable[[str, str], None] | None = None
 
     def __init__(
         self, client: redis.Redis, prefix: str = DEFAULT_PREFIX, reader: Any = None
@@ -486,26 +498,42 @@ class Engine:
             if self.redis.hget(env_rooms, room["slug"]) == room_id:
                 self.redis.hdel(env_rooms, room["slug"])
 
-    def open(self, room_id: str, opens_at_ms: int | None = None) -> str:
+    def open(
+        self,
+        room_id: str,
+        opens_at_ms: int | None = None,
+        shared: tuple[str, str, str, int] | None = None,
+    ) -> str:
         """Open an idle room (optionally at ``opens_at_ms``) or resume a paused one.
 
         A future ``opens_at_ms`` commits the opening's draw at once: its seed (kept secret until
         the draw) and its commitment (public) are stored with the opening, and so is the round
         of the room's ``drawBeacon`` the draw will take: the first emitted at or after opensAt.
+        ``shared``: (this region, seed, beacon URL, round) of a draw committed once for a room
+        across regions (queue/regions/shared_draw.py), taken instead of a seed of its own.
         """
         lottery, seed = secrets.token_hex(16), draws.new_seed()
         at = "" if opens_at_ms is None else opens_at_ms
         salt = secrets.token_hex(32)
-        beacon_url, beacon_round = "", ""
-        if opens_at_ms is not None:
+        beacon_url, beacon_round, region = "", "", ""
+        if opens_at_ms is not None and shared is not None:
+            region, seed, beacon_url, round_number = shared
+            beacon_round = str(round_number) if beacon_url else ""
+        elif opens_at_ms is not None:
             beacon = self.get_room(room_id)["drawBeacon"]
             if beacon is not None:
                 beacon_url, beacon_round = beacon["url"], round_at(beacon, opens_at_ms)
         result = self._run(
             "open_room", room_id, at, lottery, seed, salt, draws.commitment(seed),
-            beacon_url, beacon_round,
+            beacon_url, beacon_round, region,
         )  # fmt: skip
         return result[1]
+
+    def set_draw_regions(self, room_id: str, regions: dict[str, Any]) -> bool:
+        """Keep the regions' parts and global root of the room's made draw across regions
+        (queue/regions/shared_draw.regions_done) for its fairness document; False when the
+        room has no such draw made here."""
+        return bool(self._run("set_draw_regions", room_id, json.dumps(regions)))
 
     def reroll_draw(self, room_id: str) -> dict[str, Any]:
         """A new seed and commitment for a draw not yet made; the old one is listed withdrawn.
@@ -569,6 +597,8 @@ class Engine:
         """Withdraw an invite on record (enter refuses it to newcomers from now on); again, it
         keeps its first time. :class:`InviteNotFound` or :class:`RoomNotFound` otherwise."""
         raw_terms, withdrawn = self._run("withdraw_invite", room_id, invite_id, int(now_ms))
+        if self.invite_withdrawn is not None:
+            self.invite_withdrawn(room_id, invite_id)
         return invite_book.record(invite_id, raw_terms, 0, withdrawn)
 
     # -- visitors ------------------------------------------------------------------------
@@ -601,6 +631,8 @@ class Engine:
         server only: on a cluster the counters are on another shard); over any of them, the
         entry is refused with :class:`AddressLimited` and changes nothing else.
         """
+        if invite is not None and self.invite_gate is not None:
+            self.invite_gate(invite, vid)  # a room across regions: its uses counted globally
         spent = self.polls.spent(room_id, vid)
         args: list[Any] = [vid, session_jti, int(score), network_tag, spent, len(address_limit)]
         for _, limit, window in address_limit:
@@ -627,6 +659,8 @@ class Engine:
         (or, for a retry of the same proof, the one it earned before), then :meth:`enter` with
         that session. Over the identify limit: :class:`IdentifyLimited`; a proof of another
         spent it: :class:`ChallengeSpent`; the enter script's refusals as :meth:`enter`'s."""
+        if invite is not None and self.invite_gate is not None:
+            self.invite_gate(invite, identify.vid)
         args: list[Any] = [len(identify.counters)]
         for _, limit, window in identify.counters:
             args += [int(limit), int(window)]

@@ -90,6 +90,10 @@ FIELDS: tuple[RoomField, ...] = (
     RoomField("beaconRound", "dbr", "the beacon round named at commitment (0 for none)"),
     RoomField("beaconValue", "dbv", "that round's randomness (hex), once fetched ('' before)"),
     RoomField("beaconWaitingSince", "dbw", "room clock ms the draw began waiting for it (0)"),
+    # A draw shared across regions (queue/regions/shared_draw.py): this region's name in it,
+    # and once every region has drawn, the regions' parts and their global root (JSON).
+    RoomField("drawRegion", "dre", "this region's name in a draw across regions ('' for none)"),
+    RoomField("drawRegions", "drs", "JSON {globalRoot, regions} once all regions drew ('')"),
     RoomField("ticketsTaken", "tk", "tickets handed out in this opening"),
     RoomField("bank", "bank", "admissions earned and not yet dealt (units of 1/60,000)"),
     RoomField("accruedAt", "last", "room clock ms up to which the bank has been earned"),

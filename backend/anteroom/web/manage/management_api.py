@@ -277,6 +277,12 @@ def _act(room: dict[str, Any], action: str, opens_at: int | None) -> None:
     if action == "reroll" and (room.get("draw") is None or room["draw"].get("seed")):
         fields = {"action": "reroll needs a draw committed and not yet made"}
         raise errors.BadRequest("The room cannot do that now.", fields=fields)
+    if action == "reroll" and room["draw"].get("region"):
+        # a new seed in one region would split the one commitment (docs/regions-policies.md)
+        fields = {
+            "action": "a draw shared across regions is not re-rolled; schedule another opening"
+        }
+        raise errors.BadRequest("The room cannot do that now.", fields=fields)
     with storage():
         try:
             if action == "open":

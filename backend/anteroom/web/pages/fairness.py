@@ -157,6 +157,8 @@ def document(room: dict[str, Any], draw: dict[str, Any], listed: str | None) -> 
             guarantee="commitment + beacon" if draw.get("beacon") else "commitment",
             receiptKeys=services().receipts.signer.public_keys,
             **figures(services(), room),
+            # a draw across regions: its region, and the regions' parts once all have drawn
+            **{k: draw[k] for k in ("region", "regions", "globalRoot") if k in draw},
         )
 
 

@@ -99,6 +99,24 @@ class WaitSeconds(Answer):
     )
 
 
+class RegionPart(Answer):
+    """One region's part of a draw across regions."""
+
+    region: str = Field(examples=["eu"], description="The region's name.")
+    root: str = Field(
+        examples=["c41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41d"],
+        description="The Merkle root of its entrants in drawn order.",
+        pattern=HEX64,
+    )
+    entrants: int = Field(examples=[9120], ge=0, description="Its entrants.")
+    entrantsUrl: str | None = Field(
+        examples=[
+            "https://eu.queue.example/queue/spring-drop/fairness/entrants.json?key=pk_prod_4f8a1c2e9b7d&root=c41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41d"
+        ],
+        description="Its list of entrant ids in drawn order.",
+    )
+
+
 class Fairness(Answer):
     """One opening's fairness document: what ``anteroom verify-draw --fairness`` reads."""
 
@@ -144,6 +162,34 @@ class Fairness(Answer):
     receiptKeys: dict[str, str] = Field(
         examples=[{"k2026a": "q9xk4Wl0cJcRZ1dG6sW8e2d0p3kJm5nB7vT1yU4iO0E"}],
         description="The Ed25519 public keys (base64url, by key id) that sign entrants' receipts.",
+    )
+    region: str | None = Field(
+        None,
+        examples=["eu"],
+        description="A room across regions only: this region, whose entrants the list holds "
+        "(one seed drawn in every region; docs/regions-policies.md).",
+    )
+    regions: list[RegionPart] | None = Field(
+        None,
+        examples=[
+            [
+                {
+                    "region": "eu",
+                    "root": "c41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41d",
+                    "entrants": 9120,
+                    "entrantsUrl": "https://eu.queue.example/queue/spring-drop/fairness/entrants.json?key=pk_prod_4f8a1c2e9b7d&root=c41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41d",
+                }
+            ]
+        ],
+        description="A room across regions only, once every region has drawn: each region's "
+        "root, count and list, in region name order.",
+    )
+    globalRoot: str | None = Field(
+        None,
+        examples=["5dc95dc95dc95dc95dc95dc95dc95dc95dc95dc95dc95dc95dc95dc95dc95dc9"],
+        description="A room across regions only: the RFC 6962 root over the regions' leaves "
+        "(<region>:<root>:<count>).",
+        pattern=HEX64,
     )
     admittedFromPreQueue: int = Field(
         examples=[18402], ge=0, description="Admitted from the drawn pre-queue."
