@@ -274,3 +274,29 @@ def test_a_drawn_pools_places_across_regions_follow_the_merged_draw(
             break
         time.sleep(0.1)  # the regions' summaries of the drawn lines reach each other
     assert places == expected
+
+
+def test_an_opening_scheduled_while_etcd_is_out_of_reach_is_refused_503_changing_nothing(
+    region_urls: dict[str, str], tmp_path: Path
+) -> None:
+    # Whether the room spans regions is etcd's to say: without it, no seed of its own is
+    # committed (it would split the one commitment), and the operator is told to try again.
+    with redis.Redis.from_url(region_urls["eu"]) as client:
+        client.flushall()
+    settings = Settings(
+        redis_url=region_urls["eu"], keys=TEST_KEYS, data_dir=str(tmp_path), region="eu",
+        etcd_endpoints=f"http://127.0.0.1:{free_port()}",
+    )  # fmt: skip
+    app = create_app(settings, {"TESTING": True})
+    try:
+        services: Services = app.extensions["anteroom"]
+        op = Operator(app.test_client(), services.keystore.create("test")[1], ROOM)
+        room = op.create(slug="cut-off")["id"]
+        services.engine.set_clock(room, START)
+        answer = op.patch(room, {"action": "open", "opensAt": START + MINUTE})
+        assert answer.status_code == 503 and answer.json["error"] == "Unavailable"
+        assert "etcd" in answer.json["message"]
+        after = op.get(room)
+        assert after["status"] == "idle" and after["draw"] is None
+    finally:
+        close_app(app)
