@@ -184,7 +184,8 @@ class Settings:
     public_url: str = _setting(
         "",
         "The service's public address (`https://queue.shop.example`): the origin of the return "
-        "links in turn e-mails; empty: `http://` + `ANTEROOM_BIND`.",
+        "links in turn e-mails and, with `ANTEROOM_REGION`, of the drawn list a shared draw's "
+        "part names (the region's own origin); empty: `http://` + `ANTEROOM_BIND`.",
     )
     extra: Mapping[str, Any] = field(default_factory=dict)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from anteroom.queue.line import room_engine as eng
 from anteroom.queue.line.room_engine import QueueAnswer
+from anteroom.queue.regions import pool_order
 from anteroom.queue.rooms.room_config import queue_token_life
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
@@ -131,7 +132,10 @@ def render(
     if cell is not None:  # a room across regions: the place in the global line
         arrived = _arrived(polled)
         if answer.status == "waiting" and position:
-            position, eta = cell.global_place(room["id"], position, eta, arrived)
+            # a drawn pool spot's place on the line's time axis is its draw key's
+            key = answer.order_key
+            at = arrived if key is None else pool_order.line_arrival(key, arrived)
+            position, eta = cell.global_place(room["id"], position, eta, at)
     body = answer_body(
         room,
         answer.status,

@@ -444,7 +444,11 @@ def _invite(s: Services, room: dict[str, Any], token: str | None) -> tokens.Invi
         why = f"is not valid ({exc.reason})"
         bad = Refused("TokenInvalid", f"The invite {why}.", fields={"invite": why})
         raise Refusal(bad) from None
-    if (invite.room_id, invite.environment) != (room["id"], room["environment"]):
+    cell = s.region_cell  # a room across regions: an invite signed by another region's room
+    same = invite.room_id == room["id"] or (
+        cell is not None and cell.same_room(room["id"], invite.room_id)
+    )
+    if not same or invite.environment != room["environment"]:
         why = "belongs to another room"
         raise Refusal(Refused("TokenInvalid", f"The invite {why}.", fields={"invite": why}))
     if invite.lane not in tokens.INVITE_LANES or not isinstance(invite.uses, int):

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from flask import Flask
 from jinja2 import BaseLoader, ChoiceLoader, FileSystemLoader, PrefixLoader
@@ -43,13 +44,32 @@ MAX_BODY_BYTES = 16 * 1024
 SAMPLER_LOCK = "series-sampler.lock"  # held by the one worker of an instance that samples
 
 
-def _region_cell(settings: Settings, engine: Engine) -> RegionCell | None:
+def _region_cell(settings: Settings, engine: Engine, keystore: KeyStore) -> RegionCell | None:
     """This instance's part in its region's cell (rooms across regions), or None in one region.
-    It campaigns under a name of each process's own, given as its thread starts."""
+    It campaigns under a name of each process's own, given as its thread starts; the engine's
+    invites of rooms across regions are counted, and withdrawn, in etcd."""
     if not settings.region:
         return None
     endpoints = [url.strip() for url in settings.etcd_endpoints.split(",") if url.strip()]
-    return RegionCell(engine, Etcd(endpoints), settings.region, candidate=settings.region)
+    cell = RegionCell(
+        engine, Etcd(endpoints), settings.region, candidate=settings.region,
+        list_url=partial(_drawn_list_url, settings.public_url or f"http://{settings.bind}",
+                         keystore),
+    )  # fmt: skip
+    engine.invite_gate = cell.invite_gate()
+    engine.invite_withdrawn = cell.invite_withdrawn()
+    return cell
+
+
+def _drawn_list_url(base: str, keystore: KeyStore, room: dict[str, Any], root: str) -> str | None:
+    """The public URL of ``room``'s drawn list of ``root`` in this region, as the other regions'
+    fairness documents name it (with the first live public key of its environment here; None
+    while it has none)."""
+    live = [k for k in keystore.list(room["environment"]) if not k.revoked]
+    if not live:
+        return None
+    query = urlencode({"key": live[0].public_key, "root": root})
+    return f"{base.rstrip('/')}/queue/{quote(room['slug'])}/fairness/entrants.json?{query}"
 
 
 def _sampled_rooms(directory: RoomDirectory) -> Iterator[str]:
@@ -122,13 +142,14 @@ def create_app(
     directory = RoomDirectory(client, engine.keys, breaker.twin(), snapshot)
     series = RoomSeries(client, engine.keys)
     ledger = FailOpenLedger()
+    keystore = KeyStore(client, engine.keys)
     services = Services(
         settings=settings,
         redis=client,
         links=links,
         engine=engine,
         keyring=Keyring.parse(settings.keys),
-        keystore=KeyStore(client, engine.keys),
+        keystore=keystore,
         breaker=breaker,
         rooms=StaleCache(ttl=2.0),
         public_keys=StaleCache(ttl=10.0),
@@ -156,7 +177,7 @@ def create_app(
             check_ins=FailOpenCheckIn(engine, ready=lambda: not breaker.is_open),
         ),
         fail_open=ledger,
-        region_cell=_region_cell(settings, engine),
+        region_cell=_region_cell(settings, engine, keystore),
     )
     app.extensions["anteroom"] = services
     # Lazily, per process: gunicorn forks workers after the app may have been built. The room

@@ -10,7 +10,9 @@ each step, about once an interval, it:
    hash (lua/apply_lease.lua refuses an older epoch than the one held), with the time it has
    left on this machine's wall clock; a region that cannot reach etcd applies nothing, so its
    lease runs out and its fallback holds;
-3. campaigns for the coordinator's leadership (queue/regions/leadership.py) and, while it
+3. once a shared draw (queue/regions/shared_draw.py) is made here, publishes the region's part
+   and, once every region's is in, keeps the global root for the fairness document;
+4. campaigns for the coordinator's leadership (queue/regions/leadership.py) and, while it
    leads, plans the round (queue/regions/global_line.py) for every room and writes the leases
    and its state in one transaction guarded by its epoch.
 
@@ -29,9 +31,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
-from anteroom.queue.connection.storage_errors import StorageError
+from anteroom.queue.connection.storage_errors import StorageError, StorageUnavailable
 from anteroom.queue.line.room_engine import Engine, EngineError
+from anteroom.queue.regions import invite_uses, shared_draw
 from anteroom.queue.regions.etcd_kv import Etcd, EtcdError, EtcdUnavailable, put_op
 from anteroom.queue.regions.global_line import (
     BUCKET_MS,
@@ -43,6 +47,7 @@ from anteroom.queue.regions.global_line import (
     plan_round,
 )
 from anteroom.queue.regions.leadership import Leadership
+from anteroom.sdk.tokens import InviteClaims
 
 log = logging.getLogger("anteroom")
 DEFAULT_PREFIX = "/anteroom/"
@@ -98,9 +103,11 @@ class RegionCell:
         prefix: str = DEFAULT_PREFIX,
         wall_ms: Callable[[], int] | None = None,
         leader_ttl: int = 2,
+        list_url: Callable[[dict[str, Any], str], str | None] | None = None,
     ) -> None:
         """``candidate``: this instance's name in the campaign; ``wall_ms``: the clock leases'
-        expiries are read on (this machine's, in ms)."""
+        expiries are read on (this machine's, in ms); ``list_url``: the absolute public URL of a
+        room's drawn list of a root (None: none yet), named in the region's part of a draw."""
         self.engine = engine
         self.etcd = etcd
         self.region = region
@@ -117,6 +124,7 @@ class RegionCell:
         self._pid = 0
         self._specs: list[RoomSpec] | None = None
         self._applied: dict[str, int] = {}  # the etcd revision of each room's lease applied
+        self.list_url = list_url
 
     # -- one step --------------------------------------------------------------------------
 
@@ -148,6 +156,7 @@ class RegionCell:
                 if self.region in spec.rooms:
                     if full:
                         self._report(spec)
+                        self._publish_draw(spec)
                     self._apply(spec)
             if full:
                 self._coordinate(self._specs)
@@ -184,6 +193,28 @@ class RegionCell:
         self.etcd.put(base + "summary/" + self.region, _summary_json(summary, self.wall_ms()))
         latest = self.read_summaries(spec.name)  # for the positions shown
         self.by_room[room] = {r: s for r, s in latest.items() if r in spec.rooms}
+
+    def _publish_draw(self, spec: RoomSpec) -> None:
+        # One HGETALL a round per regional room; etcd is asked only between this region's draw
+        # and the global root's arrival (shared_draw.after_draw until it returns True).
+        room_id = spec.rooms[self.region]
+        try:
+            room = self.engine.get_room(room_id)
+        except (EngineError, StorageError):
+            return  # unreadable: _report has said so
+        made = room.get("draw") or {}
+        if not made.get("region") or not made.get("root") or made.get("globalRoot"):
+            return
+        shared = shared_draw.lookup(self.etcd, room["slug"], int(room["opensAt"]))
+        if shared is None or self.list_url is None:
+            return
+        try:
+            url = self.list_url(room, made["root"])
+            if url is None:
+                return
+            shared_draw.after_draw(self.etcd, self.engine, room_id, shared, self.region, url)
+        except (shared_draw.RegionPartConflict, ValueError, EngineError, StorageError) as exc:
+            log.warning("region %s: draw of %s not published: %s", self.region, spec.name, exc)
 
     def _apply(self, spec: RoomSpec) -> None:
         room = spec.rooms[self.region]
@@ -250,6 +281,82 @@ class RegionCell:
         ops.append(put_op(base + "state", json.dumps(state.to_json())))
         if not self.leadership.guarded(ops):
             self.states.clear()
+
+    # -- rooms across regions, for the service -------------------------------------------
+
+    def spec_for(self, room_id: str, fresh: bool = False) -> RoomSpec | None:
+        """The spec of the room across regions whose room here is ``room_id``; None for a
+        room of this region alone. ``fresh``: read from etcd now (else as of the last step)."""
+        if fresh or self._specs is None:
+            self._specs = self.specs()
+        for spec in self._specs:
+            if spec.rooms.get(self.region) == room_id:
+                return spec
+        return None
+
+    def _regional(self, room_id: str) -> bool:
+        """Whether ``room_id`` is some region's room of a room across regions: as of the last
+        step (a spec written since counts from the next, within an interval); before any, read
+        now (none while etcd cannot be reached: then the region's own counts decide anyway)."""
+        if self._specs is None:
+            try:
+                self._specs = self.specs()
+            except (EtcdError, EtcdUnavailable):
+                return False
+        return any(room_id in spec.rooms.values() for spec in self._specs)
+
+    def same_room(self, room_id: str, other_id: str) -> bool:
+        """Whether ``other_id`` is another region's room of the same room across regions as
+        ``room_id`` here (an invite signed there is good here)."""
+        spec = self._cached_spec(room_id)
+        return spec is not None and other_id in spec.rooms.values()
+
+    def _cached_spec(self, room_id: str) -> RoomSpec | None:
+        try:
+            return self.spec_for(room_id)
+        except (EtcdError, EtcdUnavailable):
+            return None
+
+    def schedule(self, room_id: str, opens_at: int) -> bool:
+        """Schedule the opening of ``room_id`` at ``opens_at`` with the draw shared by every
+        region of its room (shared_draw.schedule); False for a room of this region alone (then
+        nothing is done). EtcdUnavailable or EtcdError when etcd cannot be asked."""
+        spec = self.spec_for(room_id, fresh=True)
+        if spec is None:
+            return False
+        shared_draw.schedule(
+            self.etcd, self.engine, room_id, opens_at, self.region, sorted(spec.rooms)
+        )
+        return True
+
+    def invite_gate(self) -> Callable[[InviteClaims, str], None]:
+        """``Engine.invite_gate``: an invite of a room across regions has its uses counted in
+        etcd (invite_uses.gate); a room of this region alone pays nothing more."""
+        gate = invite_uses.gate(self.etcd)
+
+        def check(invite: InviteClaims, vid: str) -> None:
+            if self._regional(invite.room_id):
+                gate(invite, vid)
+
+        return check
+
+    def invite_withdrawn(self) -> Callable[[str, str], None]:
+        """``Engine.invite_withdrawn``: a withdrawal in a room across regions is recorded in
+        etcd for every region; StorageUnavailable (the operator withdraws again) when etcd
+        cannot be reached, the region's own withdrawal standing meanwhile."""
+        record = invite_uses.withdrawal(self.etcd)
+
+        def withdrawn(room_id: str, invite_id: str) -> None:
+            if not self._regional(room_id):
+                return
+            try:
+                record(room_id, invite_id)
+            except (EtcdError, EtcdUnavailable) as exc:
+                raise StorageUnavailable(
+                    f"etcd out of reach: the withdrawal holds in {self.region} only: {exc}"
+                ) from None
+
+        return withdrawn
 
     # -- positions -------------------------------------------------------------------------
 

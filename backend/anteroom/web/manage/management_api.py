@@ -22,6 +22,7 @@ from anteroom.identity import revocation
 from anteroom.queue.connection.storage_errors import StorageBusy, StorageUnavailable
 from anteroom.queue.line import room_engine as eng
 from anteroom.queue.line.parking import mail_counts_of
+from anteroom.queue.regions.etcd_kv import EtcdError, EtcdUnavailable
 from anteroom.queue.rooms import invite_book, room_events
 from anteroom.queue.rooms import room_config as rooms
 from anteroom.queue.rooms.room_hash import stored as stored_name
@@ -286,7 +287,7 @@ def _act(room: dict[str, Any], action: str, opens_at: int | None) -> None:
     with storage():
         try:
             if action == "open":
-                s.engine.open(room["id"], opens_at)
+                _open(s, room["id"], opens_at)
             elif action == "reroll":
                 s.engine.reroll_draw(room["id"])
             elif action == "pause":
@@ -307,6 +308,23 @@ def _act(room: dict[str, Any], action: str, opens_at: int | None) -> None:
             raise errors.BadRequest("The room cannot do that now.", fields=fields) from None
         except eng.RoomNotFound:
             raise errors.RoomNotFound("No such room (it was just deleted).") from None
+
+
+def _open(s: Services, room_id: str, opens_at: int | None) -> None:
+    """Open the room; a room across regions scheduled to open takes the draw every region of it
+    shares (committed once in etcd: docs/regions-policies.md)."""
+    cell = s.region_cell
+    if opens_at is not None and cell is not None:
+        try:
+            if cell.schedule(room_id, opens_at):
+                return
+        except (EtcdError, EtcdUnavailable) as exc:
+            raise errors.Unavailable(
+                "The coordination store (etcd) cannot be reached to commit the opening's draw "
+                "across regions; try again.",
+                retry_after=1,
+            ) from exc
+    s.engine.open(room_id, opens_at)
 
 
 @management_call(routes.UPDATE_QUEUE)

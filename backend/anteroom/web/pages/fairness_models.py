@@ -40,6 +40,24 @@ class Beacon(Answer):
     )
 
 
+class RegionPart(Answer):
+    """One region's part of a draw across regions."""
+
+    region: str = Field(examples=["eu"], description="The region's name.")
+    root: str = Field(
+        examples=["c41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41d"],
+        description="The Merkle root of its entrants in drawn order.",
+        pattern=HEX64,
+    )
+    entrants: int = Field(examples=[9120], ge=0, description="Its entrants.")
+    entrantsUrl: str | None = Field(
+        examples=[
+            "https://eu.queue.example/queue/spring-drop/fairness/entrants.json?key=pk_prod_4f8a1c2e9b7d&root=c41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41d"
+        ],
+        description="Its list of entrant ids in drawn order.",
+    )
+
+
 class Draw(Answer):
     """A room's draw: the commitment from scheduling on; seed, root and count once drawn."""
 
@@ -77,6 +95,25 @@ class Draw(Answer):
         examples=[None],
         description='"waiting for beacon round N" while the beacon does not answer.',
     )
+    region: str | None = Field(
+        None,
+        examples=[None],
+        description="A room across regions only: this region (one seed drawn in every region; "
+        "docs/regions-policies.md).",
+    )
+    regions: list[RegionPart] | None = Field(
+        None,
+        examples=[None],
+        description="A room across regions only, once every region has drawn: each region's "
+        "root, count and list, in region name order.",
+    )
+    globalRoot: str | None = Field(
+        None,
+        examples=[None],
+        description="A room across regions only, once every region has drawn: the root over "
+        "the regions' leaves.",
+        pattern=HEX64,
+    )
 
 
 class WaitSeconds(Answer):
@@ -96,24 +133,6 @@ class WaitSeconds(Answer):
     p99: float | None = Field(
         examples=[1150.0],
         description="99 in 100 were admitted within it; null: nobody admitted yet.",
-    )
-
-
-class RegionPart(Answer):
-    """One region's part of a draw across regions."""
-
-    region: str = Field(examples=["eu"], description="The region's name.")
-    root: str = Field(
-        examples=["c41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41d"],
-        description="The Merkle root of its entrants in drawn order.",
-        pattern=HEX64,
-    )
-    entrants: int = Field(examples=[9120], ge=0, description="Its entrants.")
-    entrantsUrl: str | None = Field(
-        examples=[
-            "https://eu.queue.example/queue/spring-drop/fairness/entrants.json?key=pk_prod_4f8a1c2e9b7d&root=c41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41dc41d"
-        ],
-        description="Its list of entrant ids in drawn order.",
     )
 
 
