@@ -25,8 +25,9 @@ const MAX_PUZZLES = 16;
 
 /**
  * How long to wait before repeating a failed call, or null when it must not be repeated.
- * 429: exactly Retry-After (no jitter; the spot is kept). Network errors, unreadable answers and
- * 5xx: exponential backoff (backoff.js), but never less than a Retry-After the server gave.
+ * 429: exactly Retry-After (no jitter; the spot is kept). Network errors, unreadable answers,
+ * 5xx and WrongRegion: exponential backoff (backoff.js), but never less than a Retry-After the
+ * server gave.
  *
  * @param {unknown} error
  * @param {number} failures consecutive transient failures so far
@@ -37,7 +38,9 @@ export function retryDelay(error, failures, random) {
   if (!(error instanceof AnteroomError)) return null;
   const explicit = error.retryAfter === null ? null : error.retryAfter * 1000;
   if (error.status === 429) return explicit ?? backoffDelay(failures, random);
-  if (error.code === "NetworkError" || error.code === "BadResponse" || error.status >= 500) {
+  // WrongRegion: a load balancer sent the call to another region than the ticket's (a room
+  // across regions); the spot is kept there, so the call is repeated, never a new entry.
+  if (error.code === "NetworkError" || error.code === "BadResponse" || error.status >= 500 || error.code === "WrongRegion") {
     return Math.max(backoffDelay(failures, random), explicit ?? 0);
   }
   return null;

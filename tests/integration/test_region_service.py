@@ -22,9 +22,10 @@ from anteroom.queue.rooms.room_hash import stored
 from anteroom.sdk import tokens
 from anteroom.store.keystore import KeyStore
 from anteroom.verify import verify_admission
+from anteroom.web.app_factory import create_app
 from etcd_cluster import EtcdCluster
 from helpers import TEST_KEYS, make_room
-from visitor_client import Visitor
+from visitor_client import FlaskTransport, Visitor
 
 
 @pytest.fixture
@@ -83,3 +84,41 @@ def test_a_live_server_in_a_region_reports_leads_and_admits_under_its_lease(
         time.sleep(0.3)
     # any edge with the shared keyring takes it, whichever region dealt it
     assert verify_admission(answer.json["token"], TEST_KEYS, room="drop").valid
+
+
+def test_a_call_with_a_ticket_of_another_region_is_told_where_to_go(
+    redis_server, redis_client: redis.Redis, engine: Engine, etcd_member: EtcdCluster,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """A routing slip (a global load balancer's) must not cost a visitor its place: the other
+    region says where the spot is, rather than TicketGone (which sends it to the back)."""
+    key = KeyStore(redis_client, engine.keys).create("test")[0].public_key
+    room = make_room(engine, slug="drop", ratePerMinute=1, notify=True)
+    engine.open(room)
+
+    def region(name: str) -> FlaskTransport:
+        settings = Settings(
+            redis_url=redis_server.url, keys=TEST_KEYS, pow_difficulty=4,
+            data_dir=str(tmp_path / name), region=name, etcd_endpoints=etcd_member.endpoints[0],
+        )  # fmt: skip
+        return FlaskTransport(create_app(settings).test_client())
+
+    eu, us = region("eu"), region("us")
+    ahead, visitor = Visitor(eu, key), Visitor(eu, key)
+    ahead.enter("drop")
+    assert visitor.enter("drop").json["status"] == "waiting"
+    place = visitor.poll().json["position"]
+    visitor.transport = us
+    for call in (
+        visitor.poll,
+        lambda: visitor.post("queue/leave", {"apiKey": key, "queueToken": visitor.ticket}),
+        lambda: visitor.post(
+            "queue/notify", {"apiKey": key, "queueToken": visitor.ticket, "email": "a@b.example"}
+        ),
+    ):
+        answer = call()
+        assert answer.status_code == 421, answer.text
+        assert answer.json["error"] == "WrongRegion" and "'eu'" in answer.json["message"]
+        assert answer.headers["Retry-After"] == "1"
+    visitor.transport = eu  # the spot is where it was, in its place
+    assert visitor.poll().json["position"] == place

@@ -68,6 +68,16 @@ describe("the headless client under Node, with no browser global", () => {
     assert.ok(polls[1] - polls[0] >= 7000, "a 503's Retry-After is a floor");
   });
 
+  test("a poll sent to another region than its ticket's is repeated, never a new entry", async () => {
+    const clock = new FakeClock();
+    const wrong = { status: 421, body: { error: "WrongRegion", message: "This ticket belongs to region 'eu'; send its calls there." }, headers: { "Retry-After": "1" } };
+    const fake = server(clock, { poll: [wrong, wrong, queueAnswer({ status: "admitted", token: admissionToken(2e9) })] });
+    const { value } = await clock.settle(client(clock, fake).enter(ROOM));
+    assert.equal(value.status, "admitted");
+    assert.equal(fake.callsTo("/api/v1/queue/join").length, 1, "the spot was kept: no second join");
+    assert.equal(fake.callsTo("/api/v1/queue/poll").length, 3);
+  });
+
   for (const [name, sha256] of [
     ["a sync digest (node:crypto)", (bytes) => createHash("sha256").update(bytes).digest()],
     // (answering with a promise, as a native module does; crypto.subtle's would settle off the fake clock)

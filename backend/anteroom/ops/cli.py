@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from anteroom.config import Settings
-from anteroom.ops import cli_keys
+from anteroom.ops import cli_keys, cli_regions
 from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.sdk import verify_draw
 from anteroom.sdk.tokens import Keyring
@@ -362,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("serve", help="run the service under gunicorn")
     cli_keys.add_parser(sub)
+    cli_regions.add_parser(sub)
     sub.add_parser(
         "rehearse",
         help="run a rush rehearsal against a deployment (Locust; pip install 'anteroom[rehearse]')",
@@ -383,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
         return _serve(settings)
     if args.command == "keys":
         return cli_keys.run(args, settings)
+    if args.command == "regions":
+        return cli_regions.run(args, settings)
     return 2
 
 

@@ -193,11 +193,13 @@ class VisitorLine:
 
     def wait_after_failure(self, answer: Answer, failures: int) -> float | None:
         """Seconds before repeating a call that failed, or None when it must not be repeated.
-        A 429 is waited exactly as told; an outage backs off, never sooner than told."""
+        A 429 is waited exactly as told; an outage backs off, never sooner than told, and so
+        does a call a load balancer sent to another region than the ticket's (WrongRegion: the
+        spot is kept there)."""
         if answer.status == 429 and answer.error not in ("QueueRequired",):
             told = answer.retry_after
             return told if told is not None else backoff_delay(failures, self.rng)
-        if answer.status == 0 or answer.status >= 500:
+        if answer.status == 0 or answer.status >= 500 or answer.error == "WrongRegion":
             return max(backoff_delay(failures, self.rng), answer.retry_after or 0.0)
         return None
 

@@ -17,7 +17,7 @@ from anteroom.queue.line import parking as parked
 from anteroom.queue.line import room_engine as eng
 from anteroom.sdk import tokens
 from anteroom.service_container import Services
-from anteroom.visit import answers, room_lookup
+from anteroom.visit import answers, room_lookup, waiting
 from anteroom.visit.outcomes import Admitted, Refused
 from anteroom.visit.refusals import Refusal, engine_refusal, storage_refusal, unavailable
 
@@ -37,6 +37,9 @@ def leave_address(
     why = parked.address_problem(email)
     if why:
         return Refused("BadRequest", f"email {why}.", fields={"email": why})
+    misdirected = waiting.wrong_region(s, ticket)
+    if misdirected:
+        return misdirected
     qr = ticket.room_id
     try:
         room = room_lookup.room_by_id(s, qr)

@@ -44,6 +44,9 @@ def poll(
     During an outage a fail-open room admits the spot, bound as a normal admission would be,
     from what the ticket carries (no Redis needed); the spot stays in Redis meanwhile.
     """
+    misdirected = wrong_region(s, ticket)
+    if misdirected:
+        return misdirected
     room: dict[str, Any] | None = None
     qr, qj = ticket.room_id, ticket.session_id or ""
     try:
@@ -110,6 +113,9 @@ def refresh(s: Services, admission: tokens.AdmissionClaims, address: str | None)
 
 def leave(s: Services, ticket: tokens.TicketClaims) -> Left | Refused:
     """Give the ticket's spot up (nothing to give up without Redis: retry later)."""
+    misdirected = wrong_region(s, ticket)
+    if misdirected:
+        return misdirected
     qr = ticket.room_id
     try:
         s.breaker.call(
@@ -123,6 +129,22 @@ def leave(s: Services, ticket: tokens.TicketClaims) -> Left | Refused:
     except eng.EngineError as exc:
         return engine_refusal(exc)
     return Left()
+
+
+def wrong_region(s: Services, ticket: tokens.TicketClaims) -> Refused | None:
+    """WrongRegion when ``ticket`` was issued in another region than this instance's (a room
+    across regions keeps each spot in the region of its first call, docs/regions.md): its
+    spot is there, so the caller is told where rather than TicketGone, which would have it
+    enter again at the back. None for a ticket of this region, or of no region."""
+    here = s.settings.region or None
+    if ticket.region is None or ticket.region == here:
+        return None
+    return Refused(
+        "WrongRegion",
+        f"This ticket belongs to region {ticket.region!r}; send its calls there.",
+        retry_after=1,
+        fields={"queueToken": f"issued in region {ticket.region!r}, not {here or 'this one'!r}"},
+    )
 
 
 def _offline(

@@ -78,6 +78,24 @@ def write_spec(
     etcd.put(f"{prefix}rooms/{name}/spec", json.dumps(spec))
 
 
+def read_specs(etcd: Etcd, prefix: str = DEFAULT_PREFIX) -> list[RoomSpec]:
+    """Every room spec in etcd (``<prefix>rooms/<name>/spec``)."""
+    out = []
+    for kv in etcd.get_prefix(prefix + "rooms/"):
+        parts = kv.key[len(prefix) + len("rooms/") :].split("/")
+        if len(parts) != 2 or parts[1] != "spec":
+            continue
+        regions = json.loads(kv.value)["regions"]
+        out.append(
+            RoomSpec(
+                parts[0],
+                {r: v["room"] for r, v in regions.items()},
+                {r: float(v.get("fallback", 0)) for r, v in regions.items()},
+            )
+        )
+    return out
+
+
 def _summary_json(summary: Summary, wall_ms: int) -> str:
     return json.dumps(asdict(summary) | {"wall": wall_ms})
 
@@ -130,20 +148,7 @@ class RegionCell:
 
     def specs(self) -> list[RoomSpec]:
         """Every room spec in etcd."""
-        out = []
-        for kv in self.etcd.get_prefix(self.prefix + "rooms/"):
-            parts = kv.key[len(self.prefix) + len("rooms/") :].split("/")
-            if len(parts) != 2 or parts[1] != "spec":
-                continue
-            regions = json.loads(kv.value)["regions"]
-            out.append(
-                RoomSpec(
-                    parts[0],
-                    {r: v["room"] for r, v in regions.items()},
-                    {r: float(v.get("fallback", 0)) for r, v in regions.items()},
-                )
-            )
-        return out
+        return read_specs(self.etcd, self.prefix)
 
     def step(self, full: bool = True) -> None:
         """Report, apply, coordinate: once (``full``); else apply the leases alone. etcd

@@ -93,6 +93,10 @@ REFRESH_FORBIDDEN = Reply(
     "no client address.", ("NotRenewable", "SessionRevoked", "AddressRequired"))
 ROOM_NOT_FOUND = Reply("RoomNotFound", "No such room.", ("RoomNotFound", "NotFound"))
 TICKET_GONE = Reply("TicketGone", "The spot or its room is gone; enter again.", ("TicketGone",))
+WRONG_REGION = Reply(
+    "WrongRegion", "The ticket was issued in another region (a room across regions): the spot is "
+    "kept there; send the call to that region (the message names it), do not enter again.",
+    ("WrongRegion",), headers=WAIT)
 ENTER_GONE = Reply("EnterGone", "The room is gone, or the invite has expired (on the room's "
                    "clock) or been withdrawn by the room's operator.",
                    ("TicketGone", "InviteExpired", "InviteWithdrawn"))
@@ -286,16 +290,19 @@ ENTER_QUEUE = Route(
     " room. An invite of this room puts the visitor in its lane.")
 POLL_QUEUE = Route(
     "/api/v1/queue/poll", "post", "pollQueue", "Ask where a spot in the line stands",
-    SPOT | {200: QUEUE_ANSWER, 403: SPOT_FORBIDDEN}, tag="visitor", body=visitor.TicketRequest,
+    SPOT | {200: QUEUE_ANSWER, 403: SPOT_FORBIDDEN, 421: WRONG_REGION}, tag="visitor",
+    body=visitor.TicketRequest,
     token=("queueToken", "ticket"), notes=POLL_NOTES)
 LEAVE_QUEUE = Route(
     "/api/v1/queue/leave", "post", "leaveQueue",
-    "Leave the line: frees a waiting spot or an active slot", SPOT | {204: LEFT},
+    "Leave the line: frees a waiting spot or an active slot",
+    SPOT | {204: LEFT, 421: WRONG_REGION},
     tag="visitor", body=visitor.TicketRequest, token=("queueToken", "ticket"), notes=LEAVE_NOTES)
 NOTIFY_ME = Route(
     "/api/v1/queue/notify", "post", "notifyQueue",
     "Leave an e-mail address: the spot is kept without polling until its turn",
-    SPOT | {200: PARKED, 403: NOTIFY_FORBIDDEN, 409: NOT_WAITING}, tag="visitor",
+    SPOT | {200: PARKED, 403: NOTIFY_FORBIDDEN, 409: NOT_WAITING, 421: WRONG_REGION},
+    tag="visitor",
     body=visitor.NotifyRequest, token=("queueToken", "ticket"),
     notes=" For a room whose notify setting is on. The spot keeps its place with no more"
     " polls; at its turn one e-mail is sent to the address, with a link that admits the"

@@ -175,6 +175,13 @@ class InviteWithdrawn(ApiError):
     code, error, description = 410, "InviteWithdrawn", "This invite has been withdrawn."
 
 
+class WrongRegion(ApiError):
+    """A ticket of a room across regions, sent to another region than the one that issued it."""
+
+    code, error = 421, "WrongRegion"
+    description = "This ticket belongs to another region; send its calls there."
+
+
 class TicketGone(ApiError):
     code, error = 410, "TicketGone"
     description = "This ticket is no longer in the line; enter again."

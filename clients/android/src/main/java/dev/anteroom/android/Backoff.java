@@ -26,7 +26,9 @@ public final class Backoff {
         long explicit = error.retryAfterSec() >= 0 ? error.retryAfterSec() * 1000 : -1;
         if (error.status() == 429) return explicit >= 0 ? explicit : delayMs(failures, random);
         String code = error.code();
-        if ("NetworkError".equals(code) || "BadResponse".equals(code) || error.status() >= 500) {
+        // WrongRegion: sent to another region than the ticket's; the spot is kept there
+        if ("NetworkError".equals(code) || "BadResponse".equals(code) || error.status() >= 500
+                || "WrongRegion".equals(code)) {
             return Math.max(delayMs(failures, random), explicit);
         }
         return -1;
