@@ -249,6 +249,8 @@ export function startHostedPage(environment = {}) {
     if (retryAt) {
       const when = state === "error" && typeof update.retryAt === "number" ? new Date(update.retryAt) : null;
       setText("retry-at", when ? when.toLocaleTimeString(tr.locale) : null);
+      // "Next attempt at" only with a time: a refusal that is final (QueueDenied, revoked) has none
+      if (retryAt.parentElement) retryAt.parentElement.hidden = !when;
       if (when && "dateTime" in retryAt) /** @type {HTMLTimeElement} */ (retryAt).dateTime = when.toISOString();
     }
   }

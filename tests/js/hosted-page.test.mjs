@@ -52,6 +52,7 @@ function page(data, lang = "en") {
   data = { lang, ...data };
   add("progress", "progress");
   add("retry-at", "time");
+  elements.get("retry-at").parentElement = new FakeElement("retry", "p");
   Object.assign(elements.get("anteroom").dataset, data);
   const assigned = [];
   return {
@@ -127,6 +128,7 @@ describe("the hosted page", () => {
     assert.equal(root.dataset.state, "error");
     assert.equal(root.dataset.error, "Unavailable");
     assert.equal(view.get("retry-at").hidden, false);
+    assert.equal(view.get("retry-at").parentElement.hidden, false, "'Next attempt at' with its time");
     assert.equal(view.get("retry-at").dateTime, new Date(clock.now() + 5000).toISOString());
     assert.equal(view.get("position").textContent, "6", "the last position stays on screen");
 
@@ -197,6 +199,7 @@ describe("the hosted page", () => {
     assert.equal(root.dataset.state, "error");
     assert.equal(root.dataset.error, "SessionRevoked");
     assert.equal(view.get("retry-at").hidden, true);
+    assert.equal(view.get("retry-at").parentElement.hidden, true, "no 'Next attempt at' without a time");
     assert.match(view.get("status-text").textContent, /withdrawn/);
   });
 
