@@ -101,6 +101,7 @@ export function startHostedPage(environment = {}) {
   let noticeLocal = null;
   /** @type {{at: number, position: number}[]} positions seen while the line moved (or not) */
   let samples = [];
+  let parked = false; // the visitor left an address: the spot is kept without this page
   /** @type {unknown} */
   let countdownTimer;
   /** @type {unknown} */
@@ -200,7 +201,9 @@ export function startHostedPage(environment = {}) {
     // A closed room says what its operator wrote ("Sold out — thank you for waiting").
     const closed = state === "idle" ? localText(answer?.closedMessage, lang) : null;
     // (a random room's draw: "You're in the draw", its odds where the place would be)
-    const sentence = closed ?? (odds ? tr.text("status.draw") : statusText(state, update, roomName, tr));
+    // (parked: the e-mail will come, so the page need not stay open: it says so)
+    const told = parked && state === "waiting" && position !== null ? tr.text("status.parked", { position }) : null;
+    const sentence = closed ?? (odds ? tr.text("status.draw") : told ?? statusText(state, update, roomName, tr));
     setText("status-text", sentence);
     const next = { state, position, at: clock.now() };
     const spoken = [];
@@ -258,7 +261,6 @@ export function startHostedPage(environment = {}) {
   // "Tell me when it's my turn" (a room with notify on: the server renders #notify-form, its
   // texts and #notify-parked): offered while waiting; once the address is taken the spot keeps
   // its place without this page, and the page says so (it may still poll meanwhile).
-  let parked = false;
   const notifyForm = /** @type {HTMLFormElement | null} */ (byId("notify-form"));
   const showNotifyForm = (/** @type {string} */ state) => {
     if (notifyForm) notifyForm.hidden = parked || state !== "waiting" || typeof answer?.queueToken !== "string";
@@ -274,6 +276,8 @@ export function startHostedPage(environment = {}) {
       await createApi({ ...config, fetch: environment.fetch ?? globalThis.fetch.bind(globalThis), clock })
         .post("/api/v1/queue/notify", { queueToken: answer?.queueToken, email, lang }, controller.signal);
       parked = notifyForm.hidden = error.hidden = true;
+      const keepOpen = byId("keep-open");
+      if (keepOpen) keepOpen.hidden = true; // "Keep this page open" no longer holds
       setText("notify-parked", byId("notify-parked")?.textContent ?? "");
     } catch (failure) {
       error.hidden = false;

@@ -43,6 +43,9 @@ def test_a_waiting_visitor_leaves_an_address_and_is_told_the_place_is_kept(
     expect(form).to_be_hidden()
     assert engine.redis.zcard(parked_key) == 1
     expect(page.locator("#position")).to_have_text("3")  # the place is unchanged
+    # and the page no longer asks to be kept open: it may be closed now
+    expect(page.locator("#status-text")).to_contain_text("you can close this page")
+    expect(page.locator("#keep-open")).to_be_hidden()
 
 
 def test_the_form_speaks_the_page_s_language_and_is_absent_without_the_offer(
