@@ -266,7 +266,9 @@ def fill(engine: Engine, keyring: Keyring, room_id: str, count: int, batch: int 
     """``count`` spots entered through the engine's own ``enter`` script, pipelined ``batch`` at
     a time: (vid, signed ticket, first pollAfterMs)."""
     room = engine.get_room(room_id)
-    signer = type("Signer", (), {"keyring": keyring})()  # all queue_token reads of the services
+    # all queue_token reads of the services: the keyring, and the region a ticket names (none)
+    no_region = type("Settings", (), {"region": ""})()
+    signer = type("Signer", (), {"keyring": keyring, "settings": no_region})()
     enter = engine._scripts["enter"]  # the engine's own script, as metrics.py reads its stats
     keys = engine.script_keys("enter", room_id)
     out = []
