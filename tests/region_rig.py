@@ -405,8 +405,11 @@ def admitted_between(
 
 
 def order_inversions(visitors: Sequence[dict[str, object]], bound_ms: int, until_ms: int) -> int:
-    """Visitors admitted before someone of another region who arrived more than ``bound_ms``
-    earlier (admitted later, or still waiting at ``until_ms``)."""
+    """Visitors admitted before ``until_ms`` ahead of someone of another region who arrived
+    more than ``bound_ms`` earlier (admitted later, or still waiting at ``until_ms``).
+    Admissions from ``until_ms`` on are not judged here: the window ends where the faults
+    begin, and a region cut off from the coordinator is behind the others by design (its
+    fallback share; the bench's ``partition`` figure)."""
     never = until_ms + 1
     by_arrival = sorted(visitors, key=lambda v: int(v["arrival"]))  # type: ignore[call-overload]
     # per region, the latest admission among those who arrived before each point, as a sweep
@@ -418,10 +421,11 @@ def order_inversions(visitors: Sequence[dict[str, object]], bound_ms: int, until
         while j < len(by_arrival) and int(by_arrival[j]["arrival"]) < arrival - bound_ms:  # type: ignore[call-overload]
             w = by_arrival[j]
             done = int(w["admitted"]) if w["admitted"] is not None else never  # type: ignore[call-overload]
+            done = min(done, never)
             region = str(w["region"])
             latest[region] = max(latest.get(region, 0), done)
             j += 1
-        if v["admitted"] is None:
+        if v["admitted"] is None or int(v["admitted"]) >= until_ms:  # type: ignore[call-overload]
             continue
         admitted = int(v["admitted"])  # type: ignore[call-overload]
         if any(r != v["region"] and t > admitted for r, t in latest.items()):
