@@ -97,6 +97,8 @@ class KeyDirectory:
                 hits.append(self.path)
                 status, cache_control, body = pages.get(self.path, (404, "", b"{}"))
                 self.send_response(status)
+                if 300 <= status < 400:  # a redirect: the body names where
+                    self.send_header("Location", body.decode())
                 self.send_header(
                     "Content-Type", "application/http-message-signatures-directory+json"
                 )

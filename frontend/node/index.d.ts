@@ -159,6 +159,11 @@ export interface EdgeOptions {
   agentCaFile?: string;
   /** Seconds a key directory's fetch may take (default 2; at most 10). */
   agentTimeout?: number;
+  /**
+   * Fetch key directories on private addresses too (default false: only public ones, judged on
+   * the address connected to, so a `Signature-Agent` cannot point the edge into your network).
+   */
+  agentPrivateDirectories?: boolean;
   /** How key directories are fetched (default: node:https); tests answer from canned ones. */
   agentFetch?: (url: string) => Promise<{ status: number; cacheControl: string; body: string | Buffer }>;
   /** The client's address (default `req.socket.remoteAddress`); behind a proxy, read it here. */

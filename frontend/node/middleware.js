@@ -143,11 +143,12 @@ export function edgeConfig(options) {
     const agentTimeout = options.agentTimeout ?? 2;
     if (typeof agentTimeout !== "number" || !(agentTimeout > 0 && agentTimeout <= 10)) throw badOption("agentTimeout", "must be from 0 to 10 seconds");
     if (options.agentFetch !== undefined && typeof options.agentFetch !== "function") throw badOption("agentFetch", "must be a function");
+    if (options.agentPrivateDirectories !== undefined && typeof options.agentPrivateDirectories !== "boolean") throw badOption("agentPrivateDirectories", "must be true or false");
     const clock = options.clock ?? (() => Date.now() / 1000);
     let fetchDirectory = options.agentFetch;
     if (fetchDirectory === undefined) {
       try {
-        fetchDirectory = httpsFetch(agentTimeout, options.agentCaFile);
+        fetchDirectory = httpsFetch(agentTimeout, options.agentCaFile, options.agentPrivateDirectories === true);
       } catch (error) {
         throw badOption("agentCaFile", `is not a readable PEM file (${/** @type {Error} */ (error).message})`);
       }
@@ -223,7 +224,7 @@ export async function signedAgent(config, facts, request) {
   if (config.agentVerifier === null || !checksAgent(config, facts)) return null;
   let agent;
   try {
-    agent = await config.agentVerifier.verify(request);
+    agent = await config.agentVerifier.verify(request, (directory) => policyFor(config.agents, directory) !== null);
   } catch (error) {
     if (error instanceof SignatureError) return { outcome: "invalid", reason: error.reason, directory: null };
     throw error;

@@ -13,7 +13,9 @@
  */
 import { createHash, createPublicKey, verify as cryptoVerify } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { lookup as dnsLookup } from "node:dns";
 import https from "node:https";
+import { isIP } from "node:net";
 import tls from "node:tls";
 
 export const TAG = "web-bot-auth";
@@ -418,12 +420,16 @@ export function directoryUrl(agent) {
  * @param {string} [caFile]
  * @returns {Fetch}
  */
-export function httpsFetch(timeout, caFile) {
+export function httpsFetch(timeout, caFile, privateDirectories = false) {
   // A CA file is trusted besides Node's roots, not instead of them.
   const ca = caFile ? [...tls.rootCertificates, readFileSync(caFile, "utf8")] : undefined;
+  // Anyone names a directory in Signature-Agent: unless told, the connection goes only to a
+  // public address, judged on the address connected to (the edge is no way into the site's
+  // own network). No redirect is followed: node:https follows none.
+  const lookup = privateDirectories ? undefined : publicLookup;
   return (url) =>
     new Promise((resolve, reject) => {
-      const options = { headers: { accept: DIRECTORY_TYPE }, timeout: timeout * 1000, ...(ca ? { ca } : {}) };
+      const options = { headers: { accept: DIRECTORY_TYPE }, timeout: timeout * 1000, ...(ca ? { ca } : {}), ...(lookup ? { lookup } : {}) };
       const request = https.get(url, options, (answer) => {
         /** @type {Buffer[]} */
         const chunks = [];
@@ -439,6 +445,50 @@ export function httpsFetch(timeout, caFile) {
       request.on("timeout", () => request.destroy(new Error("timeout")));
       request.on("error", reject);
     });
+}
+
+/**
+ * Is `address` one on the public internet? (Not loopback, private, link-local, shared, unique
+ * local, multicast, documentation or unspecified ranges.)
+ * @param {string} address
+ */
+export function isPublicAddress(address) {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return isPublicAddress(mapped[1]);
+  if (isIP(address) === 4) {
+    const [a, b, c] = address.split(".").map(Number);
+    return !(a === 0 || a === 10 || a === 127 || a >= 224 || (a === 100 && b >= 64 && b < 128) ||
+      (a === 169 && b === 254) || (a === 172 && b >= 16 && b < 32) || (a === 192 && b === 168) ||
+      (a === 192 && b === 0 && (c === 0 || c === 2)) || (a === 198 && (b === 18 || b === 19)) ||
+      (a === 198 && b === 51 && c === 100) || (a === 203 && b === 0 && c === 113));
+  }
+  if (isIP(address) === 6) {
+    const lower = address.toLowerCase();
+    if (lower === "::" || lower === "::1") return false;
+    const first = parseInt(lower.split(":")[0] || "0", 16);
+    // fc00::/7 unique local, fe80::/10 link-local, ff00::/8 multicast, 2001:db8::/32 documentation
+    if ((first & 0xfe00) === 0xfc00 || (first & 0xffc0) === 0xfe80 || (first & 0xff00) === 0xff00) return false;
+    if (lower.startsWith("2001:db8:") || lower.startsWith("2001:0db8:")) return false;
+    return true;
+  }
+  return false;
+}
+
+/**
+ * `dns.lookup`, refusing a name whose every address is not public (node:https connects to the
+ * address answered here, so the check holds for the connection itself).
+ * @param {string} hostname
+ * @param {any} options
+ * @param {(error: Error | null, address?: any, family?: number) => void} callback
+ */
+function publicLookup(hostname, options, callback) {
+  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error) return callback(error);
+    const usable = /** @type {{address: string, family: number}[]} */ (addresses).filter((a) => isPublicAddress(a.address));
+    if (usable.length === 0) return callback(new Error(`${hostname} has no public address`));
+    if (options?.all) return callback(null, usable);
+    callback(null, usable[0].address, usable[0].family);
+  });
 }
 
 /** Agents' key directories, fetched once and kept for their max-age (bounded in number). */
@@ -554,9 +604,10 @@ export class AgentVerifier {
 
   /**
    * @param {SignedRequest} request
+   * @param {(directory: string) => boolean} [wanted] false: a directory not to fetch (anyone's)
    * @returns {Promise<{directory: string, keyid: string} | null>}
    */
-  async verify(request) {
+  async verify(request, wanted = (/** @type {string} */ _directory) => true) {
     const tagged = signaturesOf(request).filter((s) => s.covered.params.get("tag") === TAG);
     if (tagged.length === 0) {
       if (request.headers["signature-agent"] !== undefined) throw new SignatureError("untagged", `no signature is tagged ${TAG}`);
@@ -566,6 +617,8 @@ export class AgentVerifier {
     const now = this.clock();
     const [expires, keyid, nonce] = this.params(signed, now);
     const directory = directoryUrl(this.agent(request, signed));
+    // a host the room's setting does not name: anyone's, and its directory never fetched
+    if (!wanted(directory)) return null;
     const key = (await this.directories.keys(directory)).get(keyid);
     if (key === undefined) throw new SignatureError("unknown-key", "the key is not in the agent's directory");
     const base = signatureBase(request, signed.covered);

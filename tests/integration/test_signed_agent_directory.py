@@ -21,8 +21,10 @@ def directory(tmp_path: Path) -> Iterator[KeyDirectory]:
     served.close()
 
 
-def verifier(cafile: str | None) -> AgentVerifier:
-    directories = Directories(https_fetch(timeout=2.0, cafile=cafile), time.time)
+def verifier(cafile: str | None, private: bool = True) -> AgentVerifier:
+    """A verifier trusting ``cafile``; the test's directory is on 127.0.0.1, a private address
+    a verifier refuses unless told (``private``)."""
+    directories = Directories(https_fetch(timeout=2.0, cafile=cafile, private=private), time.time)
     return AgentVerifier(directories, Nonces(), time.time)
 
 
@@ -66,3 +68,40 @@ def test_a_directory_that_is_missing_or_not_json_verifies_nobody(directory: KeyD
         with pytest.raises(SignatureError) as refused:
             check.verify(request(agent.sign("GET", "shop.example", "/drop", int(time.time()))))
         assert refused.value.reason == "directory"
+
+
+def test_a_directory_on_a_private_address_is_not_fetched_unless_allowed(
+    directory: KeyDirectory,
+) -> None:
+    """Anyone names a directory in Signature-Agent: the edge must not fetch into the site's own
+    network (localhost resolves to 127.0.0.1 here)."""
+    agent = Agent(directory.origin)
+    directory.pages[WELL_KNOWN] = (200, "", agent.directory_body())
+    check = verifier(str(directory.ca_file), private=False)
+    with pytest.raises(SignatureError) as refused:
+        check.verify(request(agent.sign("GET", "shop.example", "/drop", int(time.time()))))
+    assert refused.value.reason == "directory"
+    assert directory.hits == []  # not even connected to
+
+
+def test_a_redirect_from_a_directory_is_not_followed(directory: KeyDirectory) -> None:
+    agent = Agent(directory.origin)
+    directory.pages[WELL_KNOWN] = (302, "", b"/elsewhere")
+    directory.pages["/elsewhere"] = (200, "", agent.directory_body())
+    check = verifier(str(directory.ca_file))
+    with pytest.raises(SignatureError) as refused:
+        check.verify(request(agent.sign("GET", "shop.example", "/drop", int(time.time()))))
+    assert refused.value.reason == "directory"
+    assert directory.hits == [WELL_KNOWN]
+
+
+def test_a_directory_the_rooms_setting_does_not_name_is_never_fetched(
+    directory: KeyDirectory,
+) -> None:
+    """Its request is anyone's: a signature cannot make the verifier fetch a URL it chose."""
+    agent = Agent(directory.origin)
+    directory.pages[WELL_KNOWN] = (200, "", agent.directory_body())
+    check = verifier(str(directory.ca_file))
+    signed = request(agent.sign("GET", "shop.example", "/drop", int(time.time())))
+    assert check.verify(signed, lambda url: False) is None
+    assert directory.hits == []

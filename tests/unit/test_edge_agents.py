@@ -80,7 +80,11 @@ def test_the_wsgi_edge_verifies_agents_through_the_https_directory(
 ) -> None:
     host = directory.origin.removeprefix("https://")
     edge = AnteroomMiddleware(
-        site, **OPTIONS, agents={"*": "queue"}, agent_ca_file=str(directory.ca_file)
+        site,
+        **OPTIONS,
+        agents={"*": "queue"},
+        agent_ca_file=str(directory.ca_file),
+        agent_private_directories=True,
     )
     got = []
     for expected, headers in cases(agent, directory):
@@ -89,7 +93,11 @@ def test_the_wsgi_edge_verifies_agents_through_the_https_directory(
     assert [g for _, g in got] == [e for e, _ in got]
     assert directory.hits == [WELL_KNOWN]  # fetched once, kept for its max-age
     refusing = AnteroomMiddleware(
-        site, **OPTIONS, agents={host: "refuse"}, agent_ca_file=str(directory.ca_file)
+        site,
+        **OPTIONS,
+        agents={host: "refuse"},
+        agent_ca_file=str(directory.ca_file),
+        agent_private_directories=True,
     )
     answer = Client(refusing).get(
         "/checkout", headers=API | signed(agent) | {"Host": "shop.example"}
@@ -132,7 +140,11 @@ def test_the_asgi_edge_verifies_off_the_event_loop(agent: Agent, directory: KeyD
         await send({"type": "http.response.body", "body": b"the shop"})
 
     edge = AnteroomASGIMiddleware(
-        app, **OPTIONS, agents={"*": "queue"}, agent_ca_file=str(directory.ca_file)
+        app,
+        **OPTIONS,
+        agents={"*": "queue"},
+        agent_ca_file=str(directory.ca_file),
+        agent_private_directories=True,
     )
 
     def status(headers: dict[str, str]) -> int:
@@ -162,11 +174,11 @@ def test_the_asgi_edge_verifies_off_the_event_loop(agent: Agent, directory: KeyD
 NODE_CHECK = """
 import http from "node:http";
 import { anteroomMiddleware } from "./frontend/node/index.js";
-const [caFile, ...asks] = process.argv.slice(1);
+const [caFile, privateDirectories, routesJson, ...asks] = process.argv.slice(1);
 const edge = anteroomMiddleware({
   keys: "k1:" + Buffer.alloc(32).toString("base64"), baseUrl: "http://127.0.0.1:9",
-  publicKey: "pk_test", routes: { "/checkout": "drop" }, agents: { "*": "queue" },
-  agentCaFile: caFile,
+  publicKey: "pk_test", routes: { "/checkout": "drop" }, agents: JSON.parse(routesJson),
+  agentCaFile: caFile, agentPrivateDirectories: privateDirectories === "1",
 });
 const server = http.createServer((req, res) => edge(req, res, () => res.end("the shop")));
 server.listen(0, "127.0.0.1", async () => {
@@ -193,12 +205,49 @@ def test_the_node_edge_verifies_agents_through_the_same_https_directory(
     node = shutil.which("node")
     assert node, "node is needed (make test installs it)"
     asked = cases(agent, directory)
+    got = node_verdicts(directory, True, {"*": "queue"}, [headers for _, headers in asked])
+    assert got == [expected for expected, _ in asked]
+    assert directory.hits == [WELL_KNOWN]
+
+
+def node_verdicts(
+    directory: KeyDirectory, private: bool, agents: dict[str, str], asks: list[dict[str, str]]
+) -> list[str]:
+    """The Node edge's verdicts on ``asks`` (signed headers), its key directories fetched over
+    real HTTPS trusting the test CA (on a private address: allowed only when ``private``)."""
+    node = shutil.which("node")
+    assert node, "node is needed (make test installs it)"
     done = subprocess.run(
         [node, "--input-type=module", "-e", NODE_CHECK, str(directory.ca_file),
-         *(json.dumps(headers) for _, headers in asked)],
+         "1" if private else "0", json.dumps(agents), *(json.dumps(h) for h in asks)],
         cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    got = [verdict(status, body) for status, body in json.loads(done.stdout)]
-    assert got == [expected for expected, _ in asked]
-    assert directory.hits == [WELL_KNOWN]
+    return [verdict(status, body) for status, body in json.loads(done.stdout)]
+
+
+def test_no_edge_fetches_a_directory_on_a_private_address_or_one_the_room_does_not_name(
+    agent: Agent, directory: KeyDirectory
+) -> None:
+    """Anyone names a key directory in Signature-Agent: neither edge may be made to fetch into
+    the site's own network (the test's directory is on 127.0.0.1), nor a directory the
+    setting does not name (its request is anyone's, nothing fetched)."""
+    host = directory.origin.removeprefix("https://")
+    good = signed(agent)
+    assert node_verdicts(directory, False, {"*": "queue"}, [good]) == [
+        "signature-refused:directory"
+    ]
+    assert node_verdicts(directory, True, {"other.example": "refuse"}, [good]) == ["anyone"]
+    assert directory.hits == []
+    for agents in ({"*": "queue"}, {"other.example": "refuse"}):
+        edge = AnteroomMiddleware(
+            site, **OPTIONS, agents=agents, agent_ca_file=str(directory.ca_file),
+            agent_private_directories=agents == {"other.example": "refuse"},
+        )  # fmt: skip
+        answer = Client(edge).get(
+            "/checkout", headers=API | signed(agent) | {"Host": "shop.example"}
+        )
+        want = "signature-refused:directory" if "*" in agents else "anyone"
+        assert verdict(answer.status_code, answer.json or {}) == want
+    assert directory.hits == []
+    assert host not in ("other.example",)  # the directory's own host is named by neither

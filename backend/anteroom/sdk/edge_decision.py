@@ -139,6 +139,8 @@ class EdgeConfig:
     agents: Mapping[str, str] = field(default_factory=dict)
     agent_ca_file: str = ""
     agent_timeout: float = 2.0
+    # key directories on private addresses (a test's, or an agent inside your own network)
+    agent_private_directories: bool = False
     route_table: RouteTable = field(init=False, repr=False)
     bypass_rules: tuple[bypass_rules.Rule, ...] = field(init=False, repr=False)
     crawler_engines: tuple[Engine, ...] = field(init=False, repr=False)
@@ -190,8 +192,12 @@ class EdgeConfig:
         if self.agents:
             if not 0 < self.agent_timeout <= 10:
                 raise ValueError("agent_timeout must be from 0 to 10 seconds")
+            if not isinstance(self.agent_private_directories, bool):
+                raise ValueError("agent_private_directories must be True or False")
             try:
-                fetch = https_fetch(self.agent_timeout, self.agent_ca_file or None)
+                fetch = https_fetch(
+                    self.agent_timeout, self.agent_ca_file or None, self.agent_private_directories
+                )
             except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
                 raise ValueError(f"agent_ca_file: not a readable PEM file ({exc})") from None
             self.agent_verifier = AgentVerifier(
@@ -229,7 +235,9 @@ class EdgeConfig:
         if self.agent_verifier is None or not self.checks_agent(facts):
             return None
         try:
-            agent = self.agent_verifier.verify(request)
+            agent = self.agent_verifier.verify(
+                request, lambda directory: policy_for(self.agents, directory) is not None
+            )
         except SignatureError as exc:
             return AgentFacts("invalid", exc.reason, None)
         if agent is None:

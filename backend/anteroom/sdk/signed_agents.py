@@ -18,13 +18,14 @@ request. Nonces are remembered until their signature expires. Standard library o
 from __future__ import annotations
 
 import heapq
+import http.client
+import ipaddress
 import json
 import re
+import socket
 import ssl
 import threading
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -101,23 +102,71 @@ def policy_for(rules: Mapping[str, str], directory: str) -> str | None:
 Fetch = Callable[[str], tuple[int, str, bytes]]
 
 
-def https_fetch(timeout: float = 2.0, cafile: str | None = None) -> Fetch:
-    """GET over HTTPS with urllib, the certificate checked (against ``cafile`` if given)."""
+def https_fetch(timeout: float = 2.0, cafile: str | None = None, private: bool = False) -> Fetch:
+    """GET over HTTPS, the certificate checked (against ``cafile`` if given).
+
+    The URL comes from a request's ``Signature-Agent``, so anyone can name one: no redirect is
+    followed (a key directory is served at its URL, and a redirect could lead to plain HTTP),
+    and unless ``private`` the connection goes only to a public address, checked on the
+    address actually connected to (a name that resolves elsewhere on a second look changes
+    nothing): the edge must not be a way into the site's own network.
+    """
     context = ssl.create_default_context(cafile=cafile)
 
     def fetch(url: str) -> tuple[int, str, bytes]:
-        request = urllib.request.Request(
-            url, headers={"Accept": "application/http-message-signatures-directory+json"}
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise OSError("the key directory must be an https URL")
+        connection = _DirectoryConnection(
+            parts.hostname, parts.port or 443, timeout=timeout, context=context, private=private
         )
         try:
-            with urllib.request.urlopen(request, timeout=timeout, context=context) as answer:
-                body = answer.read(MAX_DIRECTORY_BYTES + 1)
-                return answer.status, answer.headers.get("Cache-Control", ""), body
-        except urllib.error.HTTPError as exc:
-            with exc:
-                return exc.code, "", b""
+            path = parts.path or "/"
+            connection.request(
+                "GET",
+                path + ("?" + parts.query if parts.query else ""),
+                headers={"Accept": "application/http-message-signatures-directory+json"},
+            )
+            answer = connection.getresponse()
+            body = answer.read(MAX_DIRECTORY_BYTES + 1) if answer.status == 200 else b""
+            return answer.status, answer.getheader("Cache-Control", "") or "", body
+        except http.client.HTTPException as exc:  # an answer that is not HTTP
+            raise OSError(f"the key directory's answer is not HTTP ({exc})") from None
+        finally:
+            connection.close()
 
     return fetch
+
+
+class _DirectoryConnection(http.client.HTTPSConnection):
+    """An HTTPS connection that refuses a non-public address (unless ``private``), judged on
+    the address it connects to."""
+
+    def __init__(self, host: str, port: int, *, timeout: float, context: ssl.SSLContext,
+                 private: bool) -> None:  # fmt: skip
+        super().__init__(host, port, timeout=timeout, context=context)
+        self._context, self._private = context, private
+
+    def connect(self) -> None:
+        last: OSError | None = None
+        for family, kind, proto, _, address in socket.getaddrinfo(
+            self.host, self.port, type=socket.SOCK_STREAM
+        ):
+            ip = ipaddress.ip_address(address[0])
+            if not self._private and not ip.is_global:
+                last = OSError(f"{ip} is not a public address")
+                continue
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.settimeout(self.timeout)
+                sock.connect(address)
+            except OSError as exc:
+                sock.close()
+                last = exc
+                continue
+            self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+            return
+        raise last or OSError(f"{self.host} has no address")
 
 
 @dataclass(frozen=True)
@@ -234,9 +283,14 @@ class AgentVerifier:
         self.directories, self.nonces, self.clock = directories, nonces, clock
         self.max_window = max_window
 
-    def verify(self, request: SignedRequest) -> SignedAgent | None:
+    def verify(
+        self, request: SignedRequest, wanted: Callable[[str], bool] = lambda directory: True
+    ) -> SignedAgent | None:
         """The agent that signed ``request``; None when it carries no Web Bot Auth signature
-        (an ordinary request). SignatureError when one is there and does not hold."""
+        (an ordinary request), or names a key directory ``wanted`` passes over (a host the
+        room's setting does not name: its directory is never fetched, so a signature cannot
+        make the edge fetch any URL it likes). SignatureError when one is there and does not
+        hold."""
         tagged = [s for s in signatures_of(request) if s.params.get("tag") == TAG]
         if not tagged:
             if request.header("signature-agent") is not None:
@@ -246,6 +300,8 @@ class AgentVerifier:
         now = self.clock()
         _created, expires, keyid, nonce = self._params(signed, now)
         directory = directory_url(self._agent(request, signed))
+        if not wanted(directory):
+            return None
         key = self.directories.keys(directory).get(keyid)
         if key is None:
             raise SignatureError("unknown-key", "the key is not in the agent's directory")

@@ -237,6 +237,7 @@ class AnteroomEdge:
             "dns_resolver",
             "agents",
             "agent_ca_file",
+            "agent_private_directories",
         ):
             setting = "ANTEROOM_EDGE_" + name.upper()
             if name not in options and app.config.get(setting) is not None:

@@ -73,7 +73,9 @@ def _verdict(s: Services, room: Mapping[str, Any] | None, caller: Caller) -> Age
     if not rules or caller.signed is None or s.agent_verifier is None:
         return None  # the common case: nothing read
     try:
-        agent = s.agent_verifier.verify(caller.signed)
+        agent = s.agent_verifier.verify(
+            caller.signed, lambda directory: policy_for(rules, directory) is not None
+        )
     except SignatureError as exc:
         message = f"The request's signature is refused ({exc.reason}): {exc}."
         refusal = Refused("SignatureRefused", message, fields={"signature": exc.reason})
