@@ -12,10 +12,15 @@ import shutil
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+import pytest
+
+from anteroom.ops.embedded_redis import EmbeddedRedis
 from helpers import free_port
 
 ETCD = shutil.which("etcd") or "/usr/bin/etcd"
@@ -114,3 +119,18 @@ class EtcdCluster:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+@contextmanager
+def redis_per_region(
+    factory: pytest.TempPathFactory, regions: Iterable[str]
+) -> Iterator[dict[str, str]]:
+    """One embedded Redis server per region (a region's own Redis): {region: its URL}."""
+    servers = {
+        r: EmbeddedRedis(factory.mktemp(f"redis-{r}"), port=free_port()).start() for r in regions
+    }
+    try:
+        yield {r: str(server.url) for r, server in servers.items()}
+    finally:
+        for server in servers.values():
+            server.stop()

@@ -12,7 +12,6 @@ import pytest
 import redis
 
 from anteroom.engine import Engine
-from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue.line import room_engine as eng
 from anteroom.queue.regions import invite_uses
 from anteroom.queue.regions.etcd_kv import Etcd
@@ -25,7 +24,7 @@ from anteroom.queue.regions.global_line import (
 )
 from anteroom.queue.rooms import invite_book, room_events
 from anteroom.sdk.tokens import InviteClaims
-from etcd_cluster import EtcdCluster
+from etcd_cluster import EtcdCluster, redis_per_region
 from helpers import free_port, make_room, open_room
 
 pytestmark = pytest.mark.redis
@@ -42,13 +41,8 @@ def etcd_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdClust
 
 @pytest.fixture(scope="module")
 def region_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    servers = {
-        r: EmbeddedRedis(tmp_path_factory.mktemp(f"redis-{r}"), port=free_port()).start()
-        for r in REGIONS
-    }
-    yield {r: str(s.url) for r, s in servers.items()}
-    for server in servers.values():
-        server.stop()
+    with redis_per_region(tmp_path_factory, REGIONS) as urls:
+        yield urls
 
 
 def region_engine(url: str, endpoints: list[str]) -> Engine:

@@ -21,14 +21,13 @@ from flask.testing import FlaskClient
 from werkzeug.serving import make_server
 
 from anteroom.config import Settings
-from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue.regions import shared_draw
 from anteroom.queue.regions.etcd_kv import Etcd
 from anteroom.queue.regions.region_cell import write_spec
 from anteroom.sdk import draw, regional_draw, tokens
 from anteroom.service_container import Services
 from anteroom.web.app_factory import close_app, create_app
-from etcd_cluster import EtcdCluster
+from etcd_cluster import EtcdCluster, redis_per_region
 from helpers import TEST_KEYS, Operator, free_port, verify_draw
 from visitor_client import Visitor
 
@@ -66,13 +65,8 @@ def etcd_member(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdCluste
 
 @pytest.fixture(scope="module")
 def region_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    servers = {
-        r: EmbeddedRedis(tmp_path_factory.mktemp(f"redis-{r}"), port=free_port()).start()
-        for r in REGIONS
-    }
-    yield {r: str(s.url) for r, s in servers.items()}
-    for server in servers.values():
-        server.stop()
+    with redis_per_region(tmp_path_factory, REGIONS) as urls:
+        yield urls
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import pytest
 import redis
 
 from anteroom.engine import Engine
-from anteroom.ops.embedded_redis import EmbeddedRedis
 from anteroom.queue.draw.receipt_keys import ReceiptSigner
 from anteroom.queue.draw.room_receipts import DrawnOpening
 from anteroom.queue.regions import shared_draw
@@ -24,8 +23,8 @@ from anteroom.queue.regions.pool_order import line_arrival
 from anteroom.queue.regions.shared_draw import RegionPartConflict, SharedDraw
 from anteroom.sdk import draw, regional_draw
 from anteroom.sdk.tokens import Keyring
-from etcd_cluster import EtcdCluster
-from helpers import free_port, make_room, verify_draw
+from etcd_cluster import EtcdCluster, redis_per_region
+from helpers import make_room, verify_draw
 
 pytestmark = pytest.mark.redis
 
@@ -44,13 +43,8 @@ def etcd_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdClust
 @pytest.fixture(scope="module")
 def region_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """One Redis server per region."""
-    servers = {
-        r: EmbeddedRedis(tmp_path_factory.mktemp(f"redis-{r}"), port=free_port()).start()
-        for r in REGIONS
-    }
-    yield {r: str(s.url) for r, s in servers.items()}
-    for server in servers.values():
-        server.stop()
+    with redis_per_region(tmp_path_factory, REGIONS) as urls:
+        yield urls
 
 
 @pytest.fixture
