@@ -7,10 +7,14 @@ first call in a process with a new pid.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
+
+log = logging.getLogger("anteroom")
 
 
 class ProcessThread:
@@ -34,3 +38,19 @@ class ProcessThread:
             thread.start()
             self.thread, self._pid = thread, pid
         return True
+
+
+def step_while_alive(ref: weakref.ref[Any], stop: threading.Event, every: float, what: str) -> None:
+    """A background loop: ``ref().step()`` every ``every`` seconds until ``stop`` is set or
+    its owner is collected (the thread holds it only by a weak reference, so a discarded owner
+    ends its thread); a failed step is logged as ``what``'s and the loop goes on."""
+    while not stop.is_set():
+        owner = ref()
+        if owner is None:
+            return
+        try:
+            owner.step()
+        except Exception:  # the thread must outlive any bad answer
+            log.exception("%s: step failed (will retry)", what)
+        del owner
+        stop.wait(every)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 
 from anteroom.queue.connection.breaker import Breaker
-from anteroom.queue.connection.process_thread import ProcessThread
+from anteroom.queue.connection.process_thread import ProcessThread, step_while_alive
 from anteroom.queue.connection.storage_errors import StorageError, StorageUnavailable
 from anteroom.queue.draw.draw_worker import DrawWorker
 from anteroom.queue.line.fail_open_checkin import GRACE_MS, FailOpenCheckIn
@@ -210,18 +210,7 @@ class RoomTicker:
         It stops with the directory (:meth:`RoomDirectory.stop`) and holds this ticker weakly,
         so it also ends with its app.
         """
-        self._thread.ensure(_run, (weakref.ref(self), self.directory.stopping, self.wake_every))
-
-
-def _run(ref: weakref.ref[RoomTicker], stop: threading.Event, wake_every: float) -> None:
-    """The ticker's loop; ends when stopped or when its ticker is gone."""
-    while not stop.is_set():
-        ticker = ref()
-        if ticker is None:
-            return
-        try:
-            ticker.step()
-        except Exception:  # the thread must outlive any bad answer
-            log.exception("room ticker: step failed (will retry)")
-        del ticker
-        stop.wait(wake_every)
+        self._thread.ensure(
+            step_while_alive,
+            (weakref.ref(self), self.directory.stopping, self.wake_every, "room ticker"),
+        )

@@ -24,7 +24,7 @@ from email.message import EmailMessage
 from typing import Any
 from urllib.parse import quote
 
-from anteroom.queue.connection.process_thread import ProcessThread
+from anteroom.queue.connection.process_thread import ProcessThread, step_while_alive
 from anteroom.queue.connection.storage_errors import StorageError, storage_errors
 from anteroom.queue.line.parking import DueMail, Parking
 from anteroom.queue.line.room_engine import EngineError
@@ -214,22 +214,12 @@ class TurnMailer:
     def ensure_running(self) -> None:
         """Start this process's thread unless it runs (cheap; fork-safe); it stops with the
         directory and ends with this mailer."""
-        self._thread.ensure(_run, (weakref.ref(self), self.directory.stopping, self.wake_every))
+        self._thread.ensure(
+            step_while_alive,
+            (weakref.ref(self), self.directory.stopping, self.wake_every, "turn mailer"),
+        )
 
     @property
     def thread(self) -> threading.Thread | None:
         """This process's thread, once started."""
         return self._thread.thread
-
-
-def _run(ref: weakref.ref[TurnMailer], stop: threading.Event, wake_every: float) -> None:
-    while not stop.is_set():
-        mailer = ref()
-        if mailer is None:
-            return
-        try:
-            mailer.step()
-        except Exception:  # the thread must outlive any bad answer
-            log.exception("turn mailer: step failed (will retry)")
-        del mailer
-        stop.wait(wake_every)
